@@ -1,0 +1,372 @@
+/**
+ * NATS JetStream implementation of the event bus (see bus.ts).
+ *
+ * - One stream `<PREFIX>` (prefix upper-cased) over `<prefix>.>`, file storage, a
+ *   2-minute duplicate window: `publish` sends the event id as `msgID`, so a relay that
+ *   re-publishes after a crash (outbox.ts) does not create a second copy.
+ * - One durable pull consumer per `subscribe`, explicit ack, unlimited redelivery;
+ *   a throwing handler gets a `nak` with a growing delay.
+ * - Stream and consumers are created idempotently: several replicas may start at the
+ *   same time and race to create them.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  AckPolicy,
+  ConsumerMessages,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+  NatsConnection,
+  NatsError,
+  RetentionPolicy,
+  StorageType,
+  StreamConfig,
+  connect,
+  headers as natsHeaders,
+  nanos,
+} from 'nats';
+import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
+import { subjectMatches } from './bus-memory';
+import type { Logger } from './logger';
+
+/** JetStream API error codes we react to (nats-server `server/errors.json`). */
+const JS_STREAM_NOT_FOUND = 10059;
+const JS_STREAM_NAME_IN_USE = 10058;
+const JS_CONSUMER_NOT_FOUND = 10014;
+const JS_CONSUMER_NAME_IN_USE = 10013;
+const JS_CONSUMER_EXISTS = 10148;
+
+const PREFIX_PATTERN = /^[a-z][a-z0-9_-]*$/;
+const DURABLE_PATTERN = /^[A-Za-z0-9_-]+$/;
+const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
+const ACK_WAIT_MS = 30_000;
+/** How often a long-running handler tells the server it is still working (< ack_wait). */
+const WORKING_INTERVAL_MS = 10_000;
+/** Messages buffered per pull; small, because a stopping subscription naks what it holds. */
+const PULL_BATCH = 32;
+
+/** Redelivery delay after the n-th failed delivery: 250 ms, 500 ms, 1 s … capped at 30 s, with jitter. */
+export function redeliveryDelayMs(deliveryCount: number): number {
+  const base = Math.min(30_000, 250 * 2 ** Math.max(0, Math.min(deliveryCount - 1, 10)));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+function apiErrorCode(err: unknown): number | undefined {
+  if (err instanceof NatsError) return err.api_error?.err_code;
+  return undefined;
+}
+
+/** The URL without user, password or token, for log lines. */
+function safeUrl(url: string): string {
+  return url
+    .split(',')
+    .map((one) => {
+      try {
+        const u = new URL(one.includes('://') ? one : `nats://${one}`);
+        return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}`;
+      } catch {
+        return '[unparseable url]';
+      }
+    })
+    .join(',');
+}
+
+/** nats-server version as [major, minor]; filter_subjects (several filters) needs 2.10. */
+function serverSupportsMultipleFilters(nc: NatsConnection): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(nc.info?.version ?? '');
+  if (!m) return false;
+  const major = Number(m[1]);
+  const minor = Number(m[2]);
+  return major > 2 || (major === 2 && minor >= 10);
+}
+
+/** Ensures the stream exists with our configuration; safe when replicas race. */
+async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }, log: Logger): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let info;
+    try {
+      info = await jsm.streams.info(cfg.name);
+    } catch (err) {
+      if (apiErrorCode(err) !== JS_STREAM_NOT_FOUND) throw err;
+      try {
+        await jsm.streams.add(cfg);
+        log.info({ stream: cfg.name, subjects: cfg.subjects }, 'bus: stream created');
+        return;
+      } catch (addErr) {
+        // Another replica created it between our info and add: look again.
+        if (apiErrorCode(addErr) === JS_STREAM_NAME_IN_USE) continue;
+        throw addErr;
+      }
+    }
+    const have = info.config;
+    const same =
+      JSON.stringify([...(have.subjects ?? [])].sort()) === JSON.stringify([...(cfg.subjects ?? [])].sort()) &&
+      have.duplicate_window === cfg.duplicate_window;
+    if (have.storage !== cfg.storage) {
+      log.warn({ stream: cfg.name, storage: have.storage }, 'bus: stream storage differs from the configured one and cannot be changed in place');
+    }
+    if (!same) {
+      await jsm.streams.update(cfg.name, { ...have, subjects: cfg.subjects, duplicate_window: cfg.duplicate_window });
+      log.info({ stream: cfg.name }, 'bus: stream configuration updated');
+    }
+    return;
+  }
+  throw new Error(`bus: could not create or read stream ${cfg.name}`);
+}
+
+/** Connects to NATS, ensures the stream exists, and returns the bus. */
+export async function connectNatsBus(opts: { url: string; prefix: string; log: Logger }): Promise<EventBus> {
+  const { url, prefix } = opts;
+  const log = opts.log;
+  if (!PREFIX_PATTERN.test(prefix)) throw new Error(`bus: invalid subject prefix "${prefix}" (want ${PREFIX_PATTERN})`);
+  const stream = prefix.toUpperCase().replace(/-/g, '_');
+  const where = safeUrl(url);
+
+  const nc = await connect({
+    servers: url.split(','),
+    name: `psync-${prefix}-${randomBytes(3).toString('hex')}`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 1000,
+    waitOnFirstConnect: false,
+    pingInterval: 20_000,
+  });
+  log.info({ backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');
+
+  // Connection state changes, for operators; ends when the connection closes.
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') log.warn({ server: where }, 'bus: disconnected from NATS, reconnecting');
+      else if (s.type === 'reconnect') log.info({ server: where }, 'bus: reconnected to NATS');
+      else if (s.type === 'error') log.warn({ server: where, status: String(s.data) }, 'bus: NATS connection error');
+    }
+  })().catch(() => {});
+
+  let jsm: JetStreamManager;
+  let js: JetStreamClient;
+  try {
+    jsm = await nc.jetstreamManager();
+    js = nc.jetstream();
+    await ensureStream(
+      jsm,
+      {
+        name: stream,
+        subjects: [`${prefix}.>`],
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+        duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+      },
+      log,
+    );
+  } catch (err) {
+    await nc.close().catch(() => {});
+    throw err;
+  }
+
+  const multipleFilters = serverSupportsMultipleFilters(nc);
+  const subscriptions = new Set<NatsSubscription>();
+  let closed = false;
+
+  async function ensureConsumer(durable: string, subjects: string[]): Promise<void> {
+    const full = subjects.map((s) => `${prefix}.${s}`);
+    // One subject: filter_subject (any server). Several: filter_subjects on 2.10+,
+    // otherwise no server filter and the loop drops what does not match.
+    const filter: { filter_subject?: string; filter_subjects?: string[] } =
+      full.length === 1 ? { filter_subject: full[0] } : multipleFilters ? { filter_subjects: full } : {};
+    const wanted = {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(ACK_WAIT_MS),
+      max_deliver: -1,
+      max_ack_pending: 1000,
+      ...filter,
+    };
+    for (let attempt = 0; attempt < 5; attempt++) {
+      let info;
+      try {
+        info = await jsm.consumers.info(stream, durable);
+      } catch (err) {
+        if (apiErrorCode(err) !== JS_CONSUMER_NOT_FOUND) throw err;
+        try {
+          await jsm.consumers.add(stream, wanted);
+          log.info({ stream, durable, subjects }, 'bus: durable consumer created');
+          return;
+        } catch (addErr) {
+          const code = apiErrorCode(addErr);
+          if (code === JS_CONSUMER_EXISTS || code === JS_CONSUMER_NAME_IN_USE) continue;
+          throw addErr;
+        }
+      }
+      const have = info.config;
+      const haveFilters = [...(have.filter_subjects ?? (have.filter_subject ? [have.filter_subject] : []))].sort();
+      const wantFilters = [...(wanted.filter_subjects ?? (wanted.filter_subject ? [wanted.filter_subject] : []))].sort();
+      const same =
+        JSON.stringify(haveFilters) === JSON.stringify(wantFilters) &&
+        have.ack_wait === wanted.ack_wait &&
+        (have.max_deliver ?? -1) === wanted.max_deliver &&
+        have.ack_policy === wanted.ack_policy;
+      if (!same) {
+        // A changed filter keeps the consumer's position (updating filters needs nats-server 2.10).
+        await jsm.consumers.update(stream, durable, {
+          ack_wait: wanted.ack_wait,
+          max_deliver: wanted.max_deliver,
+          ...(wanted.filter_subjects ? { filter_subjects: wanted.filter_subjects, filter_subject: undefined } : {}),
+          ...(wanted.filter_subject !== undefined ? { filter_subject: wanted.filter_subject } : {}),
+        });
+        log.info({ stream, durable, subjects }, 'bus: durable consumer updated');
+      }
+      return;
+    }
+    throw new Error(`bus: could not create or read consumer ${durable}`);
+  }
+
+  class NatsSubscription implements Subscription {
+    private stopping = false;
+    private iter: ConsumerMessages | null = null;
+    private loop: Promise<void> = Promise.resolve();
+    private wake: (() => void) | null = null;
+
+    constructor(private readonly sub: SubscribeOptions) {}
+
+    start(): void {
+      this.loop = this.run();
+    }
+
+    private async run(): Promise<void> {
+      let failures = 0;
+      while (!this.stopping) {
+        try {
+          const consumer = await js.consumers.get(stream, this.sub.durable);
+          if (this.stopping) break;
+          this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: 30_000 });
+          if (this.stopping) this.iter.stop();
+          for await (const m of this.iter) {
+            if (this.stopping) {
+              // Already fetched but not ours to handle any more: hand it back at once
+              // rather than letting it wait out ack_wait.
+              m.nak();
+              continue;
+            }
+            await this.handle(m);
+            failures = 0;
+          }
+        } catch (err) {
+          if (this.stopping || closed) break;
+          failures++;
+          log.warn({ err, durable: this.sub.durable }, 'bus: consumer loop failed; restarting');
+          if (apiErrorCode(err) === JS_CONSUMER_NOT_FOUND || /consumer not found/i.test(String(err))) {
+            await ensureConsumer(this.sub.durable, this.sub.subjects).catch((e) =>
+              log.warn({ err: e, durable: this.sub.durable }, 'bus: could not recreate consumer'),
+            );
+          }
+          await this.sleep(Math.min(10_000, 250 * 2 ** Math.min(failures, 6)));
+        } finally {
+          this.iter = null;
+        }
+      }
+    }
+
+    private sleep(ms: number): Promise<void> {
+      return new Promise((resolve) => {
+        const t = setTimeout(done, ms);
+        function done() {
+          clearTimeout(t);
+          resolve();
+        }
+        this.wake = done;
+      });
+    }
+
+    private async handle(m: JsMsg): Promise<void> {
+      const fullSubject = m.subject;
+      const subject = fullSubject.startsWith(`${prefix}.`) ? fullSubject.slice(prefix.length + 1) : fullSubject;
+      if (!this.sub.subjects.some((p) => subjectMatches(p, subject))) {
+        // Only without server-side filtering (nats-server < 2.10 with several subjects).
+        m.ack();
+        return;
+      }
+      const hdrs: Record<string, string> = {};
+      let id = '';
+      if (m.headers) {
+        for (const k of m.headers.keys()) {
+          if (k.toLowerCase() === 'nats-msg-id') id = m.headers.get(k);
+          else if (!/^nats-/i.test(k)) hdrs[k] = m.headers.get(k);
+        }
+      }
+      const event: ReceivedEvent = { id, subject, data: m.data, headers: hdrs, deliveryCount: m.info.deliveryCount };
+      const working = setInterval(() => m.working(), WORKING_INTERVAL_MS);
+      try {
+        await this.sub.handler(event);
+      } catch (err) {
+        clearInterval(working);
+        const delay = redeliveryDelayMs(event.deliveryCount);
+        log.warn({ err, durable: this.sub.durable, subject, event_id: id, delivery: event.deliveryCount, retry_in_ms: delay }, 'bus: handler failed; event will be redelivered');
+        m.nak(delay);
+        return;
+      }
+      clearInterval(working);
+      try {
+        await m.ackAck({ timeout: 5000 });
+      } catch (err) {
+        // The event was handled; without a confirmed ack it comes again after ack_wait,
+        // which idempotent handlers absorb.
+        log.warn({ err, durable: this.sub.durable, event_id: id }, 'bus: ack not confirmed');
+      }
+    }
+
+    async stop(): Promise<void> {
+      if (!this.stopping) {
+        this.stopping = true;
+        // stop(), not close(): awaiting close() after leaving the loop hangs (stack-notes.md).
+        this.iter?.stop();
+        this.wake?.();
+      }
+      await this.loop;
+      subscriptions.delete(this);
+    }
+  }
+
+  return {
+    kind: 'nats',
+
+    async publish(event: BusEvent): Promise<void> {
+      if (closed) throw new Error('bus: closed');
+      let h;
+      if (event.headers && Object.keys(event.headers).length > 0) {
+        h = natsHeaders();
+        for (const [k, v] of Object.entries(event.headers)) h.set(k, v);
+      }
+      await js.publish(`${prefix}.${event.subject}`, event.data, { msgID: event.id, headers: h });
+    },
+
+    async subscribe(sub: SubscribeOptions): Promise<Subscription> {
+      if (closed) throw new Error('bus: closed');
+      if (!DURABLE_PATTERN.test(sub.durable)) throw new Error(`bus: invalid durable name "${sub.durable}"`);
+      if (sub.subjects.length === 0) throw new Error('bus: subscribe needs at least one subject');
+      await ensureConsumer(sub.durable, sub.subjects);
+      const s = new NatsSubscription(sub);
+      subscriptions.add(s);
+      s.start();
+      return s;
+    },
+
+    async ping(): Promise<void> {
+      if (closed || nc.isClosed()) throw new Error('bus: connection closed');
+      await nc.flush();
+      await jsm.getAccountInfo();
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await Promise.all([...subscriptions].map((s) => s.stop()));
+      if (!nc.isClosed()) {
+        await nc.drain().catch((err) => log.warn({ err }, 'bus: drain failed'));
+      }
+      log.info({ server: where }, 'bus: NATS connection closed');
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * The event bus: how domain events travel between services.
+ *
+ * Two implementations behind this one interface:
+ * - NatsBus (bus-nats.ts): NATS JetStream, used whenever NATS_URL is set. One stream
+ *   `<PREFIX>` over subjects `<prefix>.>`, published with `msgID` = event id (JetStream
+ *   drops duplicates inside its window), durable pull consumers with explicit ack.
+ * - MemoryBus (bus-memory.ts): in-process, for the embedded default; same semantics
+ *   for a single process (at-least-once, ordered per subject, redelivery on a throwing
+ *   handler).
+ *
+ * Events enter the bus only through the transactional outbox (outbox.ts), so a
+ * published event always corresponds to a committed change. Delivery is
+ * at-least-once: handlers must be idempotent (dedupe on `id`, see inbox.ts).
+ */
+
+/** One domain event on the wire. */
+export interface BusEvent {
+  /** Event id (uuid); also the JetStream msgID used for de-duplication. */
+  id: string;
+  /** Subject below the bus prefix, e.g. `calendar.booking.confirmed`. */
+  subject: string;
+  /** Serialized payload (protobuf binary of the event message). */
+  data: Uint8Array;
+  /** Extra headers, e.g. W3C trace context (`traceparent`). */
+  headers?: Record<string, string>;
+}
+
+/** A delivered event; the handler's successful return acknowledges it. */
+export interface ReceivedEvent extends BusEvent {
+  /** 1 on first delivery, higher on redelivery. */
+  deliveryCount: number;
+}
+
+export interface SubscribeOptions {
+  /** Durable consumer name, unique per consuming service, e.g. `notifications-bookings`. */
+  durable: string;
+  /** Subjects below the prefix; wildcards `*` and `>` as in NATS. */
+  subjects: string[];
+  /** Called for every event; throwing (or rejecting) makes the bus redeliver it later. */
+  handler: (event: ReceivedEvent) => Promise<void>;
+}
+
+export interface Subscription {
+  /** Stops receiving; in-flight handler calls finish first. */
+  stop(): Promise<void>;
+}
+
+export interface EventBus {
+  /** 'nats' or 'memory', for start-up logs and readiness. */
+  readonly kind: 'nats' | 'memory';
+  /** Publishes one event; resolves once the bus has stored it (JetStream ack). */
+  publish(event: BusEvent): Promise<void>;
+  /** Starts a durable consumer; creating an existing one again is harmless. */
+  subscribe(opts: SubscribeOptions): Promise<Subscription>;
+  /** Throws if the bus cannot be reached. */
+  ping(): Promise<void>;
+  /** Drains subscriptions and closes the connection. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,134 @@
+/**
+ * Typed, validated configuration read from the environment.
+ *
+ * Every variable a process reads is declared once in `settings` below with its
+ * default, its parser and a one-line description (README.md's configuration table
+ * mirrors it). `loadConfig()` validates everything at start-up; a bad value raises a
+ * ConfigError whose message is one clear line, and the entry points exit non-zero
+ * with it (see exitOnConfigError).
+ */
+import { isIP } from 'node:net';
+
+/** A configuration value that cannot be used; the message is one line for the operator. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+const int = (min: number, max: number): Parser<number> => (raw, name) => {
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+};
+
+const url = (schemes: string[]): Parser<string> => (raw, name) => {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL (${schemes.join(', ')})`);
+  }
+  if (!schemes.includes(u.protocol.replace(/:$/, ''))) {
+    throw new ConfigError(`${name} must use one of ${schemes.join(', ')}, got ${u.protocol.replace(/:$/, '')}`);
+  }
+  return raw;
+};
+
+const text: Parser<string> = (raw) => raw;
+
+const logLevel: Parser<string> = (raw, name) => {
+  const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+  if (!levels.includes(raw)) throw new ConfigError(`${name} must be one of ${levels.join(', ')}, got "${raw}"`);
+  return raw;
+};
+
+/** Comma-separated positive delays in seconds, e.g. "1,1,2". */
+const delays: Parser<number[]> = (raw, name) => {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length === 0 || parts.some((p) => !/^\d+(\.\d+)?$/.test(p))) {
+    throw new ConfigError(`${name} must be comma-separated delays in seconds, e.g. "1,1,2"`);
+  }
+  return parts.map(Number);
+};
+
+/** Comma-separated CIDRs, IPv4 or IPv6, e.g. "127.0.0.0/8,::1/128". */
+const cidrs: Parser<string[]> = (raw, name) => {
+  const list = raw.split(',').map((p) => p.trim()).filter(Boolean);
+  for (const c of list) {
+    const [addr, bits, extra] = c.split('/');
+    const family = addr ? isIP(addr) : 0;
+    const max = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || bits === undefined || !/^\d+$/.test(bits) || Number(bits) > max) {
+      throw new ConfigError(`${name} must be comma-separated CIDRs like 127.0.0.0/8, got "${c}"`);
+    }
+  }
+  return list;
+};
+
+/** Default retry schedule for webhook deliveries: exponential, about a day in total. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 28800];
+
+interface Setting<T> {
+  env: string;
+  default: T;
+  parse: Parser<T>;
+  doc: string;
+}
+
+const setting = <T>(env: string, def: T, parse: Parser<T>, doc: string): Setting<T> => ({ env, default: def, parse, doc });
+
+/** Every configuration variable, its default and meaning. Keep README.md's table in step. */
+export const settings = {
+  port: setting('PORT', 8080, int(0, 65535), 'public gateway port (base path /v1)'),
+  internalPort: setting('INTERNAL_PORT', 8081, int(0, 65535), 'internal Connect/gRPC port (h2c)'),
+  host: setting('HOST', '0.0.0.0', text, 'address the servers bind to'),
+  dataDir: setting('DATA_DIR', './.data', text, 'embedded PostgreSQL files and local keys when DATABASE_URL is unset'),
+  databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, url(['postgres', 'postgresql']), 'real PostgreSQL server'),
+  databasePoolSize: setting('DATABASE_POOL_SIZE', 10, int(1, 100), 'connections per service to a real PostgreSQL'),
+  natsUrl: setting<string | undefined>('NATS_URL', undefined, url(['nats', 'tls', 'ws', 'wss']), 'real NATS server with JetStream'),
+  busPrefix: setting('BUS_PREFIX', 'psync', (raw, name) => {
+    if (!/^[a-z][a-z0-9_]{0,30}$/.test(raw)) throw new ConfigError(`${name} must match ^[a-z][a-z0-9_]{0,30}$`);
+    return raw;
+  }, 'subject prefix and stream name of domain events on NATS'),
+  rateLimitPerHour: setting('RATE_LIMIT_PER_HOUR', 600, int(1, 1_000_000), 'contract requests per API key per 3600 s'),
+  tokenTtlSeconds: setting('TOKEN_TTL_SECONDS', 900, (raw, name) => {
+    const n = int(1, Number.MAX_SAFE_INTEGER)(raw, name);
+    if (n > 3600) throw new ConfigError(`${name} must be at most 3600 (the spec caps token lifetime at one hour), got ${n}`);
+    return n;
+  }, 'access-token lifetime in seconds, at most 3600'),
+  webhookRetrySchedule: setting('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, delays, 'delays in seconds between delivery attempts'),
+  egressAllowCidrs: setting<string[]>('EGRESS_ALLOW_CIDRS', [], cidrs, 'CIDRs exempt from the non-public address refusal (test/dev only)'),
+  docsUrl: setting('DOCS_URL', 'https://docs.partner-sync.example/v1', url(['https', 'http']), 'base of problem type URIs'),
+  logLevel: setting('LOG_LEVEL', 'info', logLevel, 'pino log level'),
+  identityUrl: setting('IDENTITY_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'identity service base URL (default: this process)'),
+  catalogUrl: setting('CATALOG_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'catalog service base URL (default: this process)'),
+  calendarUrl: setting('CALENDAR_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'calendar service base URL (default: this process)'),
+  notificationsUrl: setting('NOTIFICATIONS_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'notifications service base URL (default: this process)'),
+  shutdownGraceMs: setting('SHUTDOWN_GRACE_MS', 10000, int(0, 600000), 'how long SIGTERM waits for in-flight work'),
+} as const;
+
+export type Config = { [K in keyof typeof settings]: (typeof settings)[K]['default'] };
+
+/**
+ * Reads and validates every setting from `env`. Empty strings count as unset.
+ * Throws ConfigError with a one-line message on the first bad value.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const out: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(settings) as [keyof Config, Setting<unknown>][]) {
+    const raw = env[s.env];
+    out[key] = raw === undefined || raw === '' ? s.default : s.parse(raw, s.env);
+  }
+  return out as Config;
+}
+
+/** Prints a ConfigError as one line on stderr and exits 1; rethrows anything else. */
+export function exitOnConfigError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`configuration error: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}

@@ -1,0 +1,71 @@
+/**
+ * The internal Connect/gRPC server (h2c): one per process, hosting every internal
+ * service the process runs plus grpc.health.v1.Health. Speaks gRPC, gRPC-Web and
+ * the Connect protocol, so stock @grpc/grpc-js clients work as well as Connect ones.
+ */
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { Logger } from './logger';
+import { HealthState, registerHealth } from './health';
+
+export interface InternalServer {
+  /** The bound port (useful when configured as 0). */
+  readonly port: number;
+  /** Base URL for clients in the same process, e.g. http://127.0.0.1:8081. */
+  readonly url: string;
+  /** Stops accepting new streams, lets in-flight ones finish within `graceMs`, then closes sessions. */
+  close(graceMs: number): Promise<void>;
+}
+
+export interface InternalServerOptions {
+  host: string;
+  port: number;
+  log: Logger;
+  health: HealthState;
+  /** Registers the hosted services' RPC implementations. */
+  routes: (router: ConnectRouter) => void;
+  interceptors?: Interceptor[];
+}
+
+/** Starts the h2c server and resolves once it listens. */
+export async function startInternalServer(opts: InternalServerOptions): Promise<InternalServer> {
+  const handler = connectNodeAdapter({
+    interceptors: opts.interceptors,
+    routes(router) {
+      registerHealth(router, opts.health);
+      opts.routes(router);
+    },
+  });
+  const server = http2.createServer(handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('session', (s) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
+  opts.log.info({ port }, 'internal Connect/gRPC server listening (h2c)');
+  return {
+    port,
+    url,
+    async close(graceMs: number) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // GOAWAY: clients open no new streams here; in-flight streams run to completion.
+      for (const s of sessions) s.close();
+      const timer = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+      }, graceMs);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

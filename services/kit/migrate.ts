@@ -1,0 +1,142 @@
+/**
+ * Forward-only SQL migrations, one PostgreSQL schema per service.
+ *
+ * Each service owns a `migrations/` folder of numbered files (`0001_name.sql`); the
+ * kit owns a few more (the transactional outbox, consumer-side dedupe) that every
+ * service applies into its own schema before its own files. Applied files are
+ * recorded in `<schema>.schema_migrations` with their sha256, so an edited applied
+ * migration is refused instead of silently diverging: the fix is a new file.
+ *
+ * Several replicas may start at once: everything runs in ONE transaction that first
+ * takes a global transaction-scoped advisory lock, so runs serialize (CREATE SCHEMA
+ * and CREATE EXTENSION never race) and a failing file leaves nothing half-applied.
+ * Consequence: a file cannot contain statements that refuse to run inside a
+ * transaction (`CREATE INDEX CONCURRENTLY`, `VACUUM`, its own `BEGIN`/`COMMIT`).
+ *
+ * Files run with `search_path` = `<schema>, public`. Extensions are database-wide, so
+ * create them `with schema public` (`create extension if not exists btree_gist with
+ * schema public`): otherwise the first service to run would own the extension's
+ * objects in its schema, out of every other service's search_path.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Sql, Tx } from './database';
+import type { Logger } from './logger';
+
+/** A folder of migration files and the label its ids carry. */
+export interface MigrationSource {
+  /** label used in ids, e.g. 'kit' or 'service' */
+  prefix: string;
+  dir: string;
+}
+
+/** The kit's own migrations (outbox, processed_events), applied first by every service. */
+export const KIT_MIGRATIONS: MigrationSource = { prefix: 'kit', dir: join(__dirname, 'migrations') };
+
+/**
+ * Key of the advisory lock every migration run takes (ASCII "psyncmig"). Global on
+ * purpose, not per schema: extensions are database-wide.
+ */
+const MIGRATION_LOCK_KEY = '8102953669591132519';
+
+/** Schema names are interpolated as identifiers, so they are kept to a plain shape. */
+const SCHEMA_NAME = /^[a-z][a-z0-9_]*$/;
+const PREFIX_NAME = /^[a-z][a-z0-9_-]*$/;
+/** `NNNN_name.sql`: four digits (the order), an underscore, a lower-case name. */
+const FILE_NAME = /^(\d{4})_[a-z0-9_]+\.sql$/;
+
+interface MigrationFile {
+  /** `<prefix>/<file name without .sql>` */
+  id: string;
+  file: string;
+  content: string;
+  checksum: string;
+}
+
+/** Reads and orders the files of every source; malformed names fail loudly (a typo would otherwise be skipped forever). */
+function loadMigrations(sources: MigrationSource[]): MigrationFile[] {
+  const prefixes = new Set<string>();
+  const files: MigrationFile[] = [];
+  for (const source of sources) {
+    if (!PREFIX_NAME.test(source.prefix)) throw new Error(`invalid migration prefix ${JSON.stringify(source.prefix)}: expected ${PREFIX_NAME}`);
+    if (prefixes.has(source.prefix)) throw new Error(`migration prefix ${JSON.stringify(source.prefix)} is used by two sources`);
+    prefixes.add(source.prefix);
+    const names = readdirSync(source.dir).filter((n) => n.endsWith('.sql')).sort();
+    const numbers = new Map<string, string>();
+    for (const name of names) {
+      const m = FILE_NAME.exec(name);
+      if (!m) throw new Error(`migration file ${join(source.dir, name)} is not named NNNN_name.sql (lower-case name)`);
+      const other = numbers.get(m[1]!);
+      if (other) throw new Error(`migration files ${other} and ${name} in ${source.dir} share the number ${m[1]}`);
+      numbers.set(m[1]!, name);
+      const file = join(source.dir, name);
+      const bytes = readFileSync(file);
+      files.push({
+        id: `${source.prefix}/${name.slice(0, -'.sql'.length)}`,
+        file,
+        content: bytes.toString('utf8'),
+        checksum: createHash('sha256').update(bytes).digest('hex'),
+      });
+    }
+  }
+  return files;
+}
+
+/**
+ * Applies the pending migrations of `sources` (in the given order, files sorted by
+ * name) to `schema`, creating the schema and its `schema_migrations` table if needed.
+ * Files run with `search_path` = `<schema>, public`, so they use unqualified names.
+ *
+ * Throws, applying nothing, when an applied file's checksum changed or a file fails.
+ * Returns the ids applied by this call (empty when up to date).
+ */
+export async function runMigrations(
+  sql: Sql,
+  opts: { schema: string; sources: MigrationSource[]; log?: Logger },
+): Promise<{ schema: string; applied: string[] }> {
+  const { schema, log } = opts;
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}: expected ${SCHEMA_NAME}`);
+  const files = loadMigrations(opts.sources);
+  const table = `${schema}.schema_migrations`;
+
+  const applied = await sql.begin(async (tx: Tx) => {
+    await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}::bigint)`;
+    await tx`create schema if not exists ${tx(schema)}`;
+    await tx`
+      create table if not exists ${tx(table)} (
+        id text primary key,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      )`;
+    const rows = await tx<{ id: string; checksum: string }[]>`select id, checksum from ${tx(table)}`;
+    const known = new Map(rows.map((r) => [r.id, r.checksum]));
+
+    const done: string[] = [];
+    for (const m of files) {
+      const recorded = known.get(m.id);
+      if (recorded !== undefined) {
+        if (recorded !== m.checksum) {
+          throw new Error(
+            `migration ${m.id} (${m.file}) was changed after it was applied to schema ${schema} ` +
+              `(checksum ${recorded} recorded, ${m.checksum} on disk); migrations are forward-only: add a new file instead`,
+          );
+        }
+        continue;
+      }
+      // Set before every file: a previous file may have changed search_path.
+      await tx`set local search_path to ${tx(schema)}, public`;
+      try {
+        await tx.unsafe(m.content);
+      } catch (err) {
+        throw new Error(`migration ${m.id} (${m.file}) failed on schema ${schema}: ${(err as Error).message}`, { cause: err });
+      }
+      await tx`insert into ${tx(table)} (id, checksum) values (${m.id}, ${m.checksum})`;
+      done.push(m.id);
+    }
+    return done;
+  });
+  // Logged after the commit: a later failing file rolls the earlier ones back too.
+  for (const id of applied) log?.info({ schema, migration: id }, 'migration applied');
+  return { schema, applied: [...applied] };
+}

@@ -1,0 +1,190 @@
+/**
+ * The process runner: hosts a set of internal services (and optionally the public
+ * gateway) in one Node.js process.
+ *
+ * Start-up order, chosen so probes tell the truth at every moment:
+ *   config → logger → database + bus (logged: which backends) → internal server
+ *   (health NOT_SERVING) → migrations (advisory-locked) → outbox relays and workers →
+ *   health SERVING → gateway → the `listening` line.
+ * SIGTERM reverses it: health NOT_SERVING, gateway and internal server drain,
+ * workers stop, bus and database close, exit 0.
+ */
+import type { ConnectRouter } from '@connectrpc/connect';
+import { loadConfig, exitOnConfigError, Config } from './config';
+import { createLogger, Logger } from './logger';
+import { openDatabase, Database } from './database';
+import type { EventBus } from './bus';
+import { connectNatsBus } from './bus-nats';
+import { createMemoryBus } from './bus-memory';
+import { HealthState } from './health';
+import { startInternalServer } from './internal-server';
+import { InternalClients } from './internal-client';
+import { KIT_MIGRATIONS, runMigrations } from './migrate';
+import { OutboxRelay } from './outbox';
+import { Shutdown } from './shutdown';
+import type { ServiceContext, ServiceModule, ServiceUrls } from './service-module';
+import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
+
+export interface RunOptions {
+  /** Services hosted by this process. */
+  services: ServiceModule[];
+  /** Starts the public gateway too; receives the internal URLs to call. */
+  gateway?: (deps: GatewayDeps) => Promise<{ url: string; close(graceMs: number): Promise<void> }>;
+  /** Process name in logs. */
+  name: string;
+}
+
+/** What the gateway receives from the runner. */
+export interface GatewayDeps {
+  config: Config;
+  log: Logger;
+  clients: InternalClients;
+  urls: ServiceUrls;
+}
+
+/** Opens the bus the configuration points at and logs which one. */
+export async function openBus(config: Config, log: Logger): Promise<EventBus> {
+  if (config.natsUrl) return connectNatsBus({ url: config.natsUrl, prefix: config.busPrefix, log });
+  log.info({ backend: 'memory' }, 'bus: in-process (embedded default)');
+  return createMemoryBus({ log });
+}
+
+/** Runs every hosted service's migrations (kit tables first); used at start-up and by Admin/Migrate. */
+export async function migrateAll(db: Database, services: ServiceModule[], log: Logger): Promise<string[]> {
+  for (const m of services) {
+    await runMigrations(db.sqlFor(m.name), { schema: m.name, sources: [KIT_MIGRATIONS, m.migrations], log });
+  }
+  return services.map((m) => m.name);
+}
+
+/** Base URLs of the four services: configured ones, else this process's internal server. */
+export function serviceUrls(config: Config, localUrl: string | undefined): ServiceUrls {
+  const pick = (configured: string, name: string) => {
+    const u = configured || localUrl;
+    if (!u) throw new Error(`${name.toUpperCase()}_URL must be set when the ${name} service runs in another process`);
+    return u;
+  };
+  return {
+    identity: pick(config.identityUrl, 'identity'),
+    catalog: pick(config.catalogUrl, 'catalog'),
+    calendar: pick(config.calendarUrl, 'calendar'),
+    notifications: pick(config.notificationsUrl, 'notifications'),
+  };
+}
+
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+}
+
+/**
+ * Starts the process; resolves once everything listens. A start-up failure
+ * (database or NATS unreachable, a migration error) is logged and exits 1.
+ */
+export async function runProcess(opts: RunOptions): Promise<void> {
+  const config = configOrExit();
+  const log = createLogger({ level: config.logLevel, name: opts.name });
+  try {
+    await start(opts, config, log);
+  } catch (err) {
+    log.fatal({ err }, 'start-up failed');
+    process.exit(1);
+  }
+}
+
+/**
+ * Runs the migrations of `services` and exits: the Kubernetes migration Job
+ * (`main.ts migrate`). Prints {"migrated":true,"schemas":[…]} on success.
+ */
+export async function runMigrationsOnly(services: ServiceModule[]): Promise<void> {
+  const config = configOrExit();
+  const log = createLogger({ level: config.logLevel, name: 'migrate' });
+  try {
+    const db = await openDatabase(config, log);
+    const schemas = await migrateAll(db, services, log);
+    await db.close();
+    process.stdout.write(`${JSON.stringify({ migrated: true, schemas })}\n`);
+    process.exit(0);
+  } catch (err) {
+    log.fatal({ err }, 'migration failed');
+    process.exit(1);
+  }
+}
+
+async function start(opts: RunOptions, config: Config, log: Logger): Promise<void> {
+  const shutdown = new Shutdown(log, config.shutdownGraceMs);
+  shutdown.installSignalHandlers();
+  if (config.egressAllowCidrs.length > 0) {
+    log.warn({ cidrs: config.egressAllowCidrs }, 'EGRESS_ALLOW_CIDRS is set: outbound requests may reach these non-public ranges (test/development only)');
+  }
+
+  const clients = new InternalClients();
+  shutdown.add('internal clients', () => clients.close());
+
+  let db: Database | undefined;
+  const health = new HealthState();
+  let localUrl: string | undefined;
+
+  if (opts.services.length > 0) {
+    db = await openDatabase(config, log);
+    const database = db;
+    shutdown.add('database', () => database.close());
+    const bus = await openBus(config, log);
+    shutdown.add('bus', () => bus.close());
+    health.addCheck(() => database.ping());
+    health.addCheck(() => bus.ping());
+    for (const m of opts.services) for (const s of m.protoServices) health.declare(s);
+
+    const contexts: { module: ServiceModule; ctx: ServiceContext }[] = [];
+    // URLs are known only after the server binds (INTERNAL_PORT may be 0); contexts read them lazily.
+    const urls = {} as ServiceUrls;
+    for (const m of opts.services) {
+      const sql = database.sqlFor(m.name);
+      const outbox = new OutboxRelay({ sql, schema: m.name, bus, log: log.child({ component: `${m.name}-outbox` }) });
+      contexts.push({
+        module: m,
+        ctx: { config, log: log.child({ component: m.name }), sql, schema: m.name, bus, outbox, clients, urls, shutdown },
+      });
+    }
+    const server = await startInternalServer({
+      host: config.host,
+      port: config.internalPort,
+      log,
+      health,
+      routes(router: ConnectRouter) {
+        router.service(AdminService, {
+          async migrate() {
+            const schemas = await migrateAll(database, opts.services, log);
+            return { migrated: true, schemas };
+          },
+        });
+        for (const { module, ctx } of contexts) module.routes(router, ctx);
+      },
+    });
+    localUrl = server.url;
+    Object.assign(urls, serviceUrls(config, localUrl));
+    shutdown.add('internal server', () => server.close(config.shutdownGraceMs));
+
+    await migrateAll(database, opts.services, log);
+    for (const { module, ctx } of contexts) {
+      ctx.outbox.start();
+      shutdown.add(`${module.name} outbox relay`, () => ctx.outbox.stop());
+      await module.start?.(ctx);
+      for (const s of module.protoServices) health.setReady(s);
+    }
+    // Registered last so it runs first: probes fail before anything stops.
+    shutdown.add('health', () => health.startShutdown());
+  }
+
+  if (opts.gateway) {
+    const urls = serviceUrls(config, localUrl);
+    const gw = await opts.gateway({ config, log: log.child({ component: 'gateway' }), clients, urls });
+    shutdown.add('gateway', () => gw.close(config.shutdownGraceMs));
+    log.info({ url: gw.url }, `listening on ${gw.url}`);
+  } else {
+    log.info({ url: localUrl }, `listening on ${localUrl} (internal services only)`);
+  }
+}

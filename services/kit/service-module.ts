@@ -1,0 +1,49 @@
+/**
+ * What an internal service contributes to a process. Each service directory exports
+ * one ServiceModule (services/<name>/module.ts); the process runner (run-process.ts)
+ * hosts any subset of them: all four in the all-in-one process, one per Kubernetes
+ * Deployment.
+ */
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { Config } from './config';
+import type { Sql } from './database';
+import type { EventBus } from './bus';
+import type { Logger } from './logger';
+import type { InternalClients } from './internal-client';
+import type { MigrationSource } from './migrate';
+import type { OutboxRelay } from './outbox';
+import type { Shutdown } from './shutdown';
+
+export type ServiceName = 'identity' | 'catalog' | 'calendar' | 'notifications';
+
+/** Base URLs of the internal services, as this process reaches them. */
+export type ServiceUrls = Record<ServiceName, string>;
+
+/** Everything a service needs at run time, built once per service by the runner. */
+export interface ServiceContext {
+  config: Config;
+  log: Logger;
+  /** postgres.js instance of this service (the shared one in embedded mode). */
+  sql: Sql;
+  /** The service's PostgreSQL schema (= its name). */
+  schema: ServiceName;
+  bus: EventBus;
+  /** Relays this service's outbox to the bus; `nudge()` after committing an event. */
+  outbox: OutboxRelay;
+  clients: InternalClients;
+  urls: ServiceUrls;
+  shutdown: Shutdown;
+}
+
+export interface ServiceModule {
+  /** Short name; also the PostgreSQL schema. */
+  name: ServiceName;
+  /** Fully-qualified protobuf service names it serves (health-check names). */
+  protoServices: string[];
+  /** Its forward-only migrations (the kit's outbox tables are added by the runner). */
+  migrations: MigrationSource;
+  /** Registers the RPC implementations. */
+  routes(router: ConnectRouter, ctx: ServiceContext): void;
+  /** Starts background workers (consumers, pipelines); stop them via ctx.shutdown. */
+  start?(ctx: ServiceContext): Promise<void>;
+}

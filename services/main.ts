@@ -1,0 +1,39 @@
+/**
+ * Entry point of the image and of `npm start`.
+ *
+ *   node … services/main.ts [all|gateway|identity|catalog|calendar|notifications|migrate]
+ *
+ * `all` (the default) runs the gateway and the four internal services in one process
+ * — with no environment set, on the embedded PostgreSQL (PGlite under DATA_DIR) and
+ * the in-process bus. Kubernetes runs one role per Deployment from the same image,
+ * and `migrate` (run all migrations, print one JSON line, exit) as a Helm hook Job.
+ */
+import { runMigrationsOnly, runProcess } from './kit/run-process';
+import type { ServiceModule } from './kit/service-module';
+import { identityModule } from './identity/module';
+import { catalogModule } from './catalog/module';
+import { calendarModule } from './calendar/module';
+import { notificationsModule } from './notifications/module';
+import { startGateway } from '../gateway/server';
+
+const modules: Record<string, ServiceModule> = {
+  identity: identityModule,
+  catalog: catalogModule,
+  calendar: calendarModule,
+  notifications: notificationsModule,
+};
+
+const role = process.argv[2] ?? 'all';
+
+if (role === 'all') {
+  void runProcess({ name: 'psync', services: Object.values(modules), gateway: startGateway });
+} else if (role === 'gateway') {
+  void runProcess({ name: 'gateway', services: [], gateway: startGateway });
+} else if (role === 'migrate') {
+  void runMigrationsOnly(Object.values(modules));
+} else if (modules[role]) {
+  void runProcess({ name: role, services: [modules[role]] });
+} else {
+  process.stderr.write(`unknown role "${role}": expected all, gateway, migrate, ${Object.keys(modules).join(', ')}\n`);
+  process.exit(2);
+}

@@ -1,0 +1,234 @@
+/**
+ * Transactional outbox (outbox.ts) and inbox dedupe (inbox.ts) against the test
+ * database (real PostgreSQL with DATABASE_URL, embedded PGlite otherwise) and the
+ * test bus (real NATS with NATS_URL, in-process otherwise).
+ */
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import type { BusEvent, EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
+import { processOnce } from '../../services/kit/inbox';
+import { appendToOutbox, OutboxRelay } from '../../services/kit/outbox';
+import { startTestBus, testLogger, TestBus } from '../support/bus';
+import { startTestDatabase, TestDatabase } from '../support/database';
+
+const SCHEMA = 'kit_outbox_test';
+let db: TestDatabase;
+let t: TestBus;
+const subs: Subscription[] = [];
+const relays: OutboxRelay[] = [];
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 20000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+beforeAll(async () => {
+  [db, t] = await Promise.all([startTestDatabase(), startTestBus()]);
+  // The kit migrations create these in every service schema; plain DDL here.
+  await db.sql.unsafe(`
+    create schema ${SCHEMA};
+    create table ${SCHEMA}.outbox (
+      seq bigserial primary key,
+      id uuid not null unique,
+      subject text not null,
+      data bytea not null,
+      headers jsonb not null default '{}',
+      created_at timestamptz not null default now(),
+      published_at timestamptz
+    );
+    create table ${SCHEMA}.processed_events (
+      consumer text not null,
+      event_id uuid not null,
+      processed_at timestamptz not null default now(),
+      primary key (consumer, event_id)
+    );
+    create table ${SCHEMA}.effects (event_id uuid not null, note text not null);
+  `);
+});
+
+afterAll(async () => {
+  await Promise.all(relays.map((r) => r.stop()));
+  await Promise.all(subs.map((s) => s.stop()));
+  await t?.stop();
+  await db?.stop();
+});
+
+async function collect(durable: string, subjects: string[]) {
+  const got: ReceivedEvent[] = [];
+  subs.push(await t.bus.subscribe({ durable, subjects, handler: async (e) => void got.push(e) }));
+  return got;
+}
+
+function relay(bus: EventBus = t.bus, opts: { batchSize?: number; log?: ReturnType<typeof testLogger> } = {}) {
+  const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus, log: opts.log ?? testLogger(), batchSize: opts.batchSize ?? 7, pollMs: 50 });
+  relays.push(r);
+  return r;
+}
+
+async function unpublished(): Promise<number> {
+  const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from ${db.sql(`${SCHEMA}.outbox`)} where published_at is null`;
+  return row!.n;
+}
+
+test('appendToOutbox validates the schema name', async () => {
+  await expect(appendToOutbox(db.sql, 'bad;schema', { subject: 'x', data: enc('') })).rejects.toThrow(/invalid schema/);
+  expect(() => new OutboxRelay({ sql: db.sql, schema: 'Nope', bus: t.bus, log: testLogger() })).toThrow(/invalid schema/);
+});
+
+test('events of a rolled-back transaction never appear; committed ones are all published in order', async () => {
+  const got = await collect('outbox-reader', ['ob.>']);
+  const committed: string[] = [];
+
+  // A transaction that fails after appending: its events must vanish with it.
+  const ghost = randomUUID();
+  await expect(
+    db.sql.begin(async (tx) => {
+      await appendToOutbox(tx, SCHEMA, { id: ghost, subject: 'ob.ghost', data: enc('never') });
+      throw new Error('rolled back on purpose');
+    }),
+  ).rejects.toThrow('rolled back on purpose');
+
+  // 60 committed transactions of 1 to 5 events each, interleaved with more rollbacks.
+  for (let i = 0; i < 60; i++) {
+    const ids = await db.sql.begin(async (tx) => {
+      const out: string[] = [];
+      for (let j = 0; j <= i % 5; j++) {
+        out.push(await appendToOutbox(tx, SCHEMA, { subject: `ob.item.${j}`, data: enc(`${i}/${j}`), headers: { traceparent: `t-${i}-${j}` } }));
+      }
+      return out;
+    });
+    committed.push(...ids);
+    if (i % 10 === 0) {
+      await db.sql
+        .begin(async (tx) => {
+          await appendToOutbox(tx, SCHEMA, { subject: 'ob.ghost', data: enc('never') });
+          throw new Error('rollback');
+        })
+        .catch(() => {});
+    }
+  }
+  const own = await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { id: 'a3c9f0b2-5d1e-4f5a-9c3b-1234567890ab', subject: 'ob.own', data: enc('own') }));
+  expect(own).toBe('a3c9f0b2-5d1e-4f5a-9c3b-1234567890ab');
+  committed.push(own);
+
+  const r = relay();
+  expect(await r.lag()).toEqual({ pending: committed.length, oldestAgeSeconds: expect.any(Number) });
+  r.start();
+  r.nudge();
+  await waitFor('all committed events', () => got.length >= committed.length);
+  await sleep(300);
+  expect(got.map((e) => e.id)).toEqual(committed); // all, once each, in commit order
+  expect(got.some((e) => e.subject === 'ob.ghost' || e.id === ghost)).toBe(false);
+  expect(dec(got[4]!.data)).toBe('2/1');
+  expect(got[4]!.headers).toEqual({ traceparent: 't-2-1' });
+  await waitFor('rows marked published', async () => (await unpublished()) === 0);
+  expect((await r.lag()).pending).toBe(0);
+  await r.stop();
+});
+
+test('a failing publish leaves rows unpublished and the relay retries without skipping', async () => {
+  const got = await collect('outbox-retry-reader', ['obr.>']);
+  let calls = 0;
+  const flaky: EventBus = {
+    ...t.bus,
+    kind: t.bus.kind,
+    async publish(e: BusEvent) {
+      calls++;
+      // Fails on the 4th and 5th attempts, and on every 11th after that.
+      if (calls === 4 || calls === 5 || calls % 11 === 0) throw new Error('bus unavailable (simulated)');
+      await t.bus.publish(e);
+    },
+  };
+  const ids: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: `obr.n`, data: enc(String(i)) })));
+  }
+  const r = relay(flaky, { batchSize: 6, log: pino({ level: 'silent' }) });
+  r.start();
+  await waitFor('all events despite failures', () => got.length >= ids.length, 30000);
+  await r.stop();
+  expect(calls).toBeGreaterThan(ids.length);
+  expect(got.map((e) => e.id)).toEqual(ids);
+  expect(await unpublished()).toBe(0);
+});
+
+test('two relays on one schema (replicas) publish every row once, in order', async () => {
+  const got = await collect('outbox-replicas-reader', ['obx.>']);
+  const published: string[] = [];
+  const counting: EventBus = {
+    ...t.bus,
+    kind: t.bus.kind,
+    async publish(e: BusEvent) {
+      published.push(e.id);
+      await new Promise((r) => setTimeout(r, 1));
+      await t.bus.publish(e);
+    },
+  };
+  const a = relay(counting, { batchSize: 5 });
+  const b = relay(counting, { batchSize: 5 });
+  a.start();
+  b.start();
+  const ids: string[] = [];
+  for (let i = 0; i < 80; i++) {
+    ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: 'obx.n', data: enc(String(i)) })));
+    if (i % 7 === 0) (i % 2 ? a : b).nudge();
+  }
+  await waitFor('all events', () => got.length >= ids.length);
+  await Promise.all([a.stop(), b.stop()]);
+  expect(published).toEqual(ids); // no row published twice, none out of order
+  expect(got.map((e) => e.id)).toEqual(ids);
+});
+
+test('prune deletes only rows published more than 7 days ago', async () => {
+  const table = db.sql(`${SCHEMA}.outbox`);
+  const old = randomUUID();
+  const recent = randomUUID();
+  const pending = randomUUID();
+  await db.sql`insert into ${table} (id, subject, data, published_at) values
+    (${old}, 'prune.x', '\\x00', now() - interval '8 days'),
+    (${recent}, 'prune.x', '\\x00', now() - interval '6 days'),
+    (${pending}, 'prune.x', '\\x00', null)`;
+  const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus: t.bus, log: testLogger() });
+  expect(await r.prune()).toBe(1);
+  const left = await db.sql<{ id: string }[]>`select id from ${table} where subject = 'prune.x' order by seq`;
+  expect(left.map((x) => x.id)).toEqual([recent, pending]);
+  await db.sql`delete from ${table} where subject = 'prune.x'`;
+});
+
+test('processOnce runs a handler once per consumer and event, together with its writes', async () => {
+  const eventId = randomUUID();
+  const effects = db.sql(`${SCHEMA}.effects`);
+  const write = (note: string) => async (tx: Parameters<Parameters<typeof processOnce>[4]>[0]) => {
+    await tx`insert into ${effects} (event_id, note) values (${eventId}, ${note})`;
+  };
+
+  // A failing handler rolls back its writes and the dedupe mark: the retry runs again.
+  await expect(
+    processOnce(db.sql, SCHEMA, 'c1', eventId, async (tx) => {
+      await write('failed')(tx);
+      throw new Error('handler failed');
+    }),
+  ).rejects.toThrow('handler failed');
+
+  expect(await processOnce(db.sql, SCHEMA, 'c1', eventId, write('first'))).toBe(true);
+  expect(await processOnce(db.sql, SCHEMA, 'c1', eventId, write('again'))).toBe(false);
+  // Another consumer of the same event has its own mark.
+  expect(await processOnce(db.sql, SCHEMA, 'c2', eventId, write('other consumer'))).toBe(true);
+  // Concurrent deliveries of one event: exactly one runs.
+  const concurrentId = randomUUID();
+  const results = await Promise.all(
+    [1, 2, 3].map(() => processOnce(db.sql, SCHEMA, 'c1', concurrentId, async (tx) => void (await tx`select pg_sleep(0.05)`))),
+  );
+  expect(results.filter(Boolean)).toHaveLength(1);
+
+  const notes = await db.sql<{ note: string }[]>`select note from ${effects} where event_id = ${eventId} order by note`;
+  expect(notes.map((n) => n.note)).toEqual(['first', 'other consumer']);
+  await expect(processOnce(db.sql, 'x-y', 'c1', eventId, write('no'))).rejects.toThrow(/invalid schema/);
+});

@@ -1,0 +1,53 @@
+/**
+ * An event bus for one test file.
+ *
+ * - NATS_URL set (CI): the real NATS JetStream bus on a unique prefix `t<hex>`, so its
+ *   stream `T<HEX>` is private to the test file; stop() deletes it.
+ * - Otherwise: the in-process memory bus.
+ */
+import { randomBytes } from 'node:crypto';
+import { connect } from 'nats';
+import pino from 'pino';
+import type { EventBus } from '../../services/kit/bus';
+import { createMemoryBus } from '../../services/kit/bus-memory';
+import { connectNatsBus } from '../../services/kit/bus-nats';
+import type { Logger } from '../../services/kit/logger';
+
+export interface TestBus {
+  bus: EventBus;
+  /** Subject prefix (also the lower-case stream name); meaningful only when `real`. */
+  prefix: string;
+  /** True on real NATS. */
+  real: boolean;
+  stop(): Promise<void>;
+}
+
+/** A logger that prints errors only (set LOG_LEVEL to see more). */
+export function testLogger(): Logger {
+  return pino({ level: process.env.LOG_LEVEL ?? 'error' });
+}
+
+export async function startTestBus(log: Logger = testLogger()): Promise<TestBus> {
+  const prefix = `t${randomBytes(5).toString('hex')}`;
+  const url = process.env.NATS_URL;
+  if (!url) {
+    const bus = createMemoryBus({ log });
+    return { bus, prefix, real: false, stop: () => bus.close() };
+  }
+  const bus = await connectNatsBus({ url, prefix, log });
+  return {
+    bus,
+    prefix,
+    real: true,
+    async stop() {
+      await bus.close();
+      const nc = await connect({ servers: url.split(',') });
+      try {
+        const jsm = await nc.jetstreamManager();
+        await jsm.streams.delete(prefix.toUpperCase()).catch(() => false);
+      } finally {
+        await nc.close();
+      }
+    },
+  };
+}
