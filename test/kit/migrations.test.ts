@@ -84,9 +84,9 @@ describe('kit migrations', () => {
 
     const id = '6f1c2b3a-0000-4000-8000-000000000001';
     await sql`insert into svc_kit.outbox (id, subject, data) values (${id}, 'calendar.booking.confirmed', ${Buffer.from([1, 2])})`;
-    const [row] = await sql<{ seq: bigint; headers: unknown; published_at: Date | null }[]>`
+    const [row] = await sql<{ seq: string; headers: unknown; published_at: Date | null }[]>`
       select seq, headers, published_at from svc_kit.outbox where id = ${id}`;
-    expect(row).toEqual({ seq: 1n, headers: {}, published_at: null });
+    expect(row).toEqual({ seq: '1', headers: {}, published_at: null });
     await expect(sql`insert into svc_kit.outbox (id, subject, data) values (${id}, 'x', '')`).rejects.toMatchObject({ code: '23505' });
 
     await sql`insert into svc_kit.processed_events (consumer, event_id) values ('c', ${id})`;
