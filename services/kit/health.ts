@@ -12,6 +12,9 @@ import { Health, HealthCheckResponse_ServingStatus as Status } from '../../gen/g
 
 export { Status as ServingStatus };
 
+/** Health-check name that only says "the process is alive". */
+export const LIVENESS = 'liveness';
+
 /** A live check run on every Check call; throwing means NOT_SERVING. */
 export type LiveCheck = () => Promise<void>;
 
@@ -44,8 +47,13 @@ export class HealthState {
     this.notify();
   }
 
-  /** Status of `service` ("" = the whole process); undefined when not hosted here. */
+  /**
+   * Status of `service` ("" = the whole process); undefined when not hosted here.
+   * The name "liveness" is SERVING while the process runs (Kubernetes liveness must
+   * not restart pods because the database is down; readiness covers that).
+   */
   async status(service: string): Promise<Status | undefined> {
+    if (service === LIVENESS) return Status.SERVING;
     const known = service === '' ? this.ready.size > 0 : this.ready.has(service);
     if (!known) return undefined;
     if (this.shuttingDown) return Status.NOT_SERVING;

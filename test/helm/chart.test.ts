@@ -320,10 +320,12 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     const c = one(objs(), 'Deployment', name(svc)).spec.template.spec.containers[0];
     const grpc = c.ports.find((p: Any) => p.name === 'grpc');
     expect(grpc).toEqual({ name: 'grpc', containerPort: 8081, protocol: 'TCP' });
-    for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe]) {
+    for (const probe of [c.readinessProbe, c.startupProbe]) {
       expect(probe.grpc).toEqual({ port: grpc.containerPort, service: GRPC_SERVICE[svc] });
       expect(probe.httpGet).toBeUndefined();
     }
+    // Liveness asks only "is the process alive" (services/kit/health.ts LIVENESS).
+    expect(c.livenessProbe.grpc).toEqual({ port: grpc.containerPort, service: 'liveness' });
   });
 
   test('the gRPC health service names exist in proto/', () => {

@@ -168,7 +168,8 @@ spec:
             {{- else }}
             grpc:
               port: {{ $root.Values.ports.internal }}
-              service: {{ include "psync.grpcServiceName" $name }}
+              # "liveness": SERVING while the process runs, whatever the database does.
+              service: liveness
             {{- end }}
             periodSeconds: {{ $p.liveness.periodSeconds }}
             timeoutSeconds: {{ $p.liveness.timeoutSeconds }}
