@@ -44,7 +44,7 @@ const logLevel: Parser<string> = (raw, name) => {
   return raw;
 };
 
-/** Comma-separated positive delays in seconds, e.g. "1,1,2". */
+/** Comma-separated non-negative delays in seconds, e.g. "1,1,2". */
 const delays: Parser<number[]> = (raw, name) => {
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length === 0 || parts.some((p) => !/^\d+(\.\d+)?$/.test(p))) {
@@ -65,6 +65,14 @@ const cidrs: Parser<string[]> = (raw, name) => {
     }
   }
   return list;
+};
+
+/** Base64 (or base64url) of at least `minBytes` bytes, e.g. a key made with `openssl rand -base64 32`; decoded. */
+const base64Key = (minBytes: number): Parser<Buffer> => (raw, name) => {
+  const s = raw.trim();
+  const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
+  if (bytes.length < minBytes) throw new ConfigError(`${name} must be base64 of at least ${minBytes} random bytes (e.g. openssl rand -base64 ${minBytes})`);
+  return bytes;
 };
 
 /** Default retry schedule for webhook deliveries: exponential, about a day in total. */
@@ -98,8 +106,18 @@ export const settings = {
     if (n > 3600) throw new ConfigError(`${name} must be at most 3600 (the spec caps token lifetime at one hour), got ${n}`);
     return n;
   }, 'access-token lifetime in seconds, at most 3600'),
+  tokenSigningKey: setting<Buffer | undefined>('TOKEN_SIGNING_KEY', undefined, base64Key(32),
+    'HMAC key signing access tokens (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with DATABASE_URL: the token endpoint is not configured'),
+  tokenRateLimitPerHour: setting('TOKEN_RATE_LIMIT_PER_HOUR', 60, int(1, 1_000_000), 'token exchanges per API key per 3600 s'),
   webhookRetrySchedule: setting('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, delays, 'delays in seconds between delivery attempts'),
+  secretsEncryptionKey: setting<Buffer | undefined>('SECRETS_ENCRYPTION_KEY', undefined, base64Key(32),
+    'key encrypting webhook signing secrets at rest (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with DATABASE_URL: webhook registration is not configured'),
+  deletionEscalationSeconds: setting('DELETION_ESCALATION_SECONDS', 604800, int(1, 31_536_000), 'unacknowledged deletion requests escalate to operators after this many seconds'),
   egressAllowCidrs: setting<string[]>('EGRESS_ALLOW_CIDRS', [], cidrs, 'CIDRs exempt from the non-public address refusal (test/dev only)'),
+  photoConcurrency: setting('PHOTO_CONCURRENCY', 4, int(1, 64), 'photos fetched and processed at once per catalog process'),
+  photoFetchTimeoutMs: setting('PHOTO_FETCH_TIMEOUT_MS', 30000, int(1000, 600000), 'deadline of one photo fetch (connect at most 5 s, silence at most 10 s within it)'),
+  photoLeaseSeconds: setting('PHOTO_LEASE_SECONDS', 60, int(2, 3600), 'a claimed photo returns to the queue this long after its worker stops renewing the claim (crash)'),
+  holdTtlSeconds: setting('HOLD_TTL_SECONDS', 900, int(1, 86400), 'default lifetime of a marketplace hold when PlaceHold gives none (docs/calendar.md)'),
   docsUrl: setting('DOCS_URL', 'https://docs.partner-sync.example/v1', url(['https', 'http']), 'base of problem type URIs'),
   logLevel: setting('LOG_LEVEL', 'info', logLevel, 'pino log level'),
   identityUrl: setting('IDENTITY_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'identity service base URL (default: this process)'),

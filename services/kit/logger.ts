@@ -2,21 +2,37 @@
  * Structured JSON logging (pino) on stdout.
  *
  * Secrets never reach a log line: every field that can carry an API key, an access
- * token, a signing secret or an Authorization header is redacted by path, and
- * `redactSecrets` scrubs free text (error messages) of key/token shapes.
+ * token, a signing secret or an Authorization header is censored by name at any
+ * depth, and strings (messages, error messages and stacks, any value) are scrubbed
+ * of our credentials' shapes (`psk_…`, `pst_…`, `whsec_…`).
  */
 import pino, { Logger } from 'pino';
 
 export type { Logger };
 
-/** Field paths whose values are replaced by "[redacted]" wherever they appear. */
-export const REDACTED_PATHS = [
+/** Field names whose values are replaced by "[redacted]" at any depth, in objects and arrays. */
+const SECRET_FIELD_NAMES = [
   'apiKey', 'api_key', 'accessToken', 'access_token', 'token', 'secret', 'signingSecret', 'signing_secret',
-  'password', 'authorization', 'encryptionKey',
-  '*.apiKey', '*.api_key', '*.accessToken', '*.access_token', '*.token', '*.secret', '*.signingSecret',
-  '*.signing_secret', '*.password', '*.authorization', '*.encryptionKey',
-  'req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'headers.cookie',
+  'previousSecret', 'password', 'authorization', 'cookie', 'encryptionKey', 'tokenSigningKey',
+  'secretsEncryptionKey', 'databaseUrl',
 ];
+export const SECRET_FIELDS = new Set(SECRET_FIELD_NAMES.map((f) => f.toLowerCase()));
+
+const MAX_DEPTH = 8;
+
+/** Copies `value` with secret fields censored and secret-shaped strings scrubbed. */
+export function redactValue(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactSecrets(value);
+  if (value === null || typeof value !== 'object' || depth >= MAX_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
+  // Errors go through the `err` serializer, which scrubs message and stack.
+  if (value instanceof Date || value instanceof Error || Buffer.isBuffer(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = SECRET_FIELDS.has(k.toLowerCase()) ? '[redacted]' : redactValue(v, depth + 1);
+  }
+  return out;
+}
 
 /** Shapes of our own credentials, scrubbed from free text such as error messages. */
 const SECRET_SHAPES = /\b(psk|pst|whsec)_[A-Za-z0-9_\-.]+/g;
@@ -26,15 +42,29 @@ export function redactSecrets(text: string): string {
   return text.replace(SECRET_SHAPES, '$1_[redacted]');
 }
 
-/** The process's root logger; children carry `service`, `request_id`, `trace_id`. */
-export function createLogger(opts: { level: string; name: string }): Logger {
-  return pino({
+/**
+ * The process's root logger; children carry `service`, `request_id`, `trace_id`.
+ * Lines go to stdout unless `destination` is given (tests capture lines with it).
+ */
+export function createLogger(opts: { level: string; name: string }, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     name: opts.name,
     level: opts.level,
     base: { service: opts.name },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    formatters: { level: (label) => ({ level: label }) },
+    // Child-logger bindings bypass formatters.log: pino's path redaction covers them.
+    redact: { paths: SECRET_FIELD_NAMES.flatMap((f) => [f, `*.${f}`]), censor: '[redacted]' },
+    formatters: {
+      level: (label) => ({ level: label }),
+      // Every logged object, at any depth, before it is written.
+      log: (obj) => redactValue(obj) as Record<string, unknown>,
+    },
+    hooks: {
+      // Free-text messages too: a key pasted into a message is scrubbed by shape.
+      logMethod(args, method) {
+        method.apply(this, args.map((a) => (typeof a === 'string' ? redactSecrets(a) : a)) as Parameters<typeof method>);
+      },
+    },
     serializers: {
       err: (e: unknown) => {
         const s = pino.stdSerializers.err(e as Error);
@@ -43,5 +73,6 @@ export function createLogger(opts: { level: string; name: string }): Logger {
         return s;
       },
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

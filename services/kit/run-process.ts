@@ -11,6 +11,7 @@
  */
 import type { ConnectRouter } from '@connectrpc/connect';
 import { loadConfig, exitOnConfigError, Config } from './config';
+import pino from 'pino';
 import { createLogger, Logger } from './logger';
 import { openDatabase, Database } from './database';
 import type { EventBus } from './bus';
@@ -101,7 +102,8 @@ export async function runProcess(opts: RunOptions): Promise<void> {
  */
 export async function runMigrationsOnly(services: ServiceModule[]): Promise<void> {
   const config = configOrExit();
-  const log = createLogger({ level: config.logLevel, name: 'migrate' });
+  // Logs go to stderr so stdout carries only the one JSON result line.
+  const log = createLogger({ level: config.logLevel, name: 'migrate' }, pino.destination(2));
   try {
     const db = await openDatabase(config, log);
     const schemas = await migrateAll(db, services, log);
@@ -146,7 +148,18 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
       const outbox = new OutboxRelay({ sql, schema: m.name, bus, log: log.child({ component: `${m.name}-outbox` }) });
       contexts.push({
         module: m,
-        ctx: { config, log: log.child({ component: m.name }), sql, schema: m.name, bus, outbox, clients, urls, shutdown },
+        ctx: {
+          config,
+          log: log.child({ component: m.name }),
+          sql,
+          schema: m.name,
+          embedded: database.kind === 'embedded',
+          bus,
+          outbox,
+          clients,
+          urls,
+          shutdown,
+        },
       });
     }
     const server = await startInternalServer({

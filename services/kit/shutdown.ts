@@ -1,8 +1,8 @@
 /**
  * Graceful shutdown: SIGTERM (and SIGINT) run the registered hooks in reverse order
  * of registration — stop accepting work, drain in-flight requests and deliveries,
- * then close the bus and the database — and exit 0. A hook that hangs past the grace
- * period is abandoned and the process exits 1, so Kubernetes never waits forever.
+ * then close the bus and the database — and exit 0. A hook that fails or hangs past
+ * the grace period is logged and skipped, so Kubernetes never waits forever.
  */
 import type { Logger } from './logger';
 
@@ -34,8 +34,16 @@ export class Shutdown {
         },
       );
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    // A second signal during the drain is ignored: the drain is already under way and
+    // bounded by the grace period (exiting on it would skip the clean exit 0).
+    let received = false;
+    const handler = (signal: NodeJS.Signals) => {
+      if (received) return;
+      received = true;
+      onSignal(signal);
+    };
+    process.on('SIGTERM', handler);
+    process.on('SIGINT', handler);
   }
 
   /** Runs every hook once (idempotent), bounded by the grace period. */

@@ -1,0 +1,65 @@
+/**
+ * A stock gRPC health client: @grpc/grpc-js with @grpc/proto-loader reading
+ * proto/grpc/health/v1/health.proto — what Kubernetes probes and any third-party
+ * gRPC tool would use, nothing of ours in between.
+ */
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ROOT } from '../support/process';
+
+export interface HealthClient {
+  /** Check(service) → 'SERVING' | 'NOT_SERVING' | …; rejects with a grpc ServiceError (`code`). */
+  check(service: string, deadlineMs?: number): Promise<string>;
+  /** Watch(service): resolves with the first `count` statuses streamed, then cancels. */
+  watch(service: string, count?: number, timeoutMs?: number): Promise<string[]>;
+  close(): void;
+}
+
+let definition: protoLoader.PackageDefinition | undefined;
+
+/** A client for the server at `baseUrl` (http://host:port). */
+export function healthClient(baseUrl: string): HealthClient {
+  definition ??= protoLoader.loadSync(join(ROOT, 'proto/grpc/health/v1/health.proto'), {
+    keepCase: true,
+    enums: String,
+    defaults: true,
+  });
+  const pkg = grpc.loadPackageDefinition(definition) as any;
+  const Health = pkg.grpc.health.v1.Health as grpc.ServiceClientConstructor;
+  const client = new Health(new URL(baseUrl).host, grpc.credentials.createInsecure()) as any;
+  return {
+    check(service, deadlineMs = 5000) {
+      return new Promise((resolve, reject) => {
+        client.Check({ service }, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: { status: string }) =>
+          err ? reject(err) : resolve(res.status),
+        );
+      });
+    },
+    watch(service, count = 1, timeoutMs = 10000) {
+      return new Promise((resolve, reject) => {
+        const seen: string[] = [];
+        const call = client.Watch({ service }) as grpc.ClientReadableStream<{ status: string }>;
+        const timer = setTimeout(() => {
+          call.cancel();
+          reject(new Error(`Watch(${service}) streamed ${JSON.stringify(seen)} within ${timeoutMs} ms, wanted ${count}`));
+        }, timeoutMs);
+        call.on('data', (msg) => {
+          seen.push(msg.status);
+          if (seen.length === count) {
+            clearTimeout(timer);
+            call.cancel();
+            resolve(seen);
+          }
+        });
+        call.on('error', (err: grpc.ServiceError) => {
+          clearTimeout(timer);
+          if (err.code !== grpc.status.CANCELLED) reject(err);
+        });
+      });
+    },
+    close() {
+      client.close();
+    },
+  };
+}
