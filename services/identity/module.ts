@@ -1,16 +1,73 @@
 /**
- * The identity service as hosted by a process (see services/kit/service-module.ts).
- * RPCs not yet implemented answer the standard gRPC UNIMPLEMENTED status.
+ * The identity service as hosted by a process (see services/kit/service-module.ts):
+ * workspaces, API keys, access tokens and the per-key rate-limit counters.
+ *
+ * The token-signing key is TOKEN_SIGNING_KEY, or on the embedded default a key
+ * generated once under DATA_DIR/keys (local-keys.ts). With a real DATABASE_URL and
+ * no TOKEN_SIGNING_KEY the process still starts, but ExchangeToken answers
+ * UNAVAILABLE / TOKEN_ISSUER_NOT_CONFIGURED and Authorize UNAVAILABLE /
+ * SERVICE_UNAVAILABLE (docs/decisions.md "Identity").
  */
 import { join } from 'node:path';
-import type { ServiceModule } from '../kit/service-module';
+import type { ServiceContext, ServiceModule } from '../kit/service-module';
+import { resolveSecretKey } from '../kit/local-keys';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
+import { AccessTokens } from './access-tokens';
+import { deleteOldCounters } from './queries';
+import { identityService } from './service';
+
+/** How often ended rate-limit windows are deleted. */
+const COUNTER_CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
+
+/** The token issuer of each hosted context, resolved once (routes() runs before start()). */
+const issuers = new WeakMap<ServiceContext, AccessTokens | undefined>();
+
+function tokensFor(ctx: ServiceContext): AccessTokens | undefined {
+  if (!issuers.has(ctx)) {
+    const key = resolveSecretKey({
+      configured: ctx.config.tokenSigningKey,
+      dataDir: ctx.config.dataDir,
+      embedded: ctx.embedded,
+      name: 'token-signing',
+    });
+    issuers.set(ctx, key ? new AccessTokens(key) : undefined);
+  }
+  return issuers.get(ctx);
+}
 
 export const identityModule: ServiceModule = {
   name: 'identity',
   protoServices: [IdentityService.typeName],
   migrations: { prefix: 'identity', dir: join(__dirname, 'migrations') },
-  routes(router) {
-    router.service(IdentityService, {});
+
+  routes(router, ctx) {
+    router.service(IdentityService, identityService({ sql: ctx.sql, config: ctx.config, log: ctx.log, tokens: tokensFor(ctx) }));
+  },
+
+  async start(ctx) {
+    if (ctx.config.tokenSigningKey) {
+      ctx.log.info('token-signing key: TOKEN_SIGNING_KEY');
+    } else if (tokensFor(ctx)) {
+      ctx.log.info({ data_dir: ctx.config.dataDir }, 'token-signing key: generated locally under DATA_DIR/keys (embedded default)');
+    } else {
+      ctx.log.warn('TOKEN_SIGNING_KEY is not set: the token endpoint is not configured and contract requests cannot be authorised');
+    }
+
+    let running: Promise<void> = Promise.resolve();
+    const cleanup = () => {
+      running = deleteOldCounters(ctx.sql).then(
+        (deleted) => {
+          if (deleted > 0) ctx.log.info({ deleted }, 'rate-limit counters of ended windows deleted');
+        },
+        (err: unknown) => ctx.log.warn({ err }, 'rate-limit counter cleanup failed; retried later'),
+      );
+    };
+    cleanup();
+    const timer = setInterval(cleanup, COUNTER_CLEANUP_INTERVAL_MS);
+    timer.unref();
+    ctx.shutdown.add('identity counter cleanup', async () => {
+      clearInterval(timer);
+      await running;
+    });
   },
 };

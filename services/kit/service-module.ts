@@ -27,6 +27,12 @@ export interface ServiceContext {
   sql: Sql;
   /** The service's PostgreSQL schema (= its name). */
   schema: ServiceName;
+  /**
+   * True on the embedded database (PGlite, no DATABASE_URL): the one-machine default,
+   * where a service may generate a missing secret key under DATA_DIR/keys
+   * (local-keys.ts). False on a real PostgreSQL, where keys must be configured.
+   */
+  embedded: boolean;
   bus: EventBus;
   /** Relays this service's outbox to the bus; `nudge()` after committing an event. */
   outbox: OutboxRelay;

@@ -172,18 +172,15 @@ describe(`services/main.ts migrate (database: ${backends.database})`, () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** The result line among stdout's lines (the others are JSON log lines). */
-  function resultLine(stdout: string): Record<string, unknown> | undefined {
-    return jsonLogs(linesOf(stdout)).find((l) => 'migrated' in l);
-  }
-
-  test('on a fresh database: applies every schema, prints {"migrated":true,…}, exits 0', async () => {
+  test('on a fresh database: applies every schema, prints exactly {"migrated":true,…} on stdout (logs on stderr), exits 0', async () => {
     const r = await runMain(['migrate'], env);
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
-    const result = resultLine(r.stdout);
+    expect(r.code).toBe(0);
+    const lines = linesOf(r.stdout);
+    expect(lines).toHaveLength(1);
+    const result = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(result).toMatchObject({ migrated: true });
-    expect([...(result!.schemas as string[])].sort()).toEqual(['calendar', 'catalog', 'identity', 'notifications']);
-    const applied = jsonLogs(linesOf(r.stdout)).filter((l) => l.msg === 'migration applied');
+    expect([...(result.schemas as string[])].sort()).toEqual(['calendar', 'catalog', 'identity', 'notifications']);
+    const applied = jsonLogs(linesOf(r.stderr)).filter((l) => l.msg === 'migration applied');
     expect(new Set(applied.map((l) => l.schema))).toEqual(new Set(ROLES));
   });
 

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { AccessTokens } from './access-tokens';
+
+const WS = '0b7c2f0e-4a4f-4c9e-9a43-3d1f2a6c9e11';
+const T0 = Date.UTC(2030, 0, 1, 12, 0, 0, 400);
+
+function decode(token: string): Record<string, unknown> {
+  const payload = token.slice(4, token.indexOf('.'));
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+describe('access tokens', () => {
+  const tokens = new AccessTokens(randomBytes(32));
+  const issue = (ttlSeconds = 900, nowMs = T0) => tokens.issue({ kid: 'abcdefghijklmnop', ws: WS, env: 'sandbox', ttlSeconds, nowMs });
+
+  test('shape pst_<payload>.<mac> with the claims {v,kid,ws,env,iat,exp,jti}', () => {
+    const { token, claims } = issue();
+    expect(token).toMatch(/^pst_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(decode(token)).toEqual(claims);
+    expect(Object.keys(claims).sort()).toEqual(['env', 'exp', 'iat', 'jti', 'kid', 'v', 'ws']);
+    expect(claims).toMatchObject({ v: 1, kid: 'abcdefghijklmnop', ws: WS, env: 'sandbox', iat: Math.floor(T0 / 1000) });
+    expect(claims.exp - claims.iat).toBe(900);
+    expect(issue().claims.jti).not.toBe(claims.jti);
+  });
+
+  test('valid until exp (exclusive), then expired', () => {
+    const { token, claims } = issue(60);
+    expect(tokens.verify(token, T0)).toEqual({ ok: true, claims });
+    expect(tokens.verify(token, claims.exp * 1000 - 1)).toMatchObject({ ok: true });
+    expect(tokens.verify(token, claims.exp * 1000)).toEqual({ ok: false, reason: 'expired' });
+  });
+
+  test('lifetime is 1..3600 s', () => {
+    expect(() => issue(0)).toThrow();
+    expect(() => issue(3601)).toThrow();
+    expect(issue(3600).claims.exp - issue(3600).claims.iat).toBe(3600);
+  });
+
+  test('another signing key, a changed payload or a changed mac is a bad signature', () => {
+    const { token } = issue();
+    expect(new AccessTokens(randomBytes(32)).verify(token, T0)).toEqual({ ok: false, reason: 'bad_signature' });
+    const [head, mac] = token.split('.') as [string, string];
+    const claims = decode(token);
+    const forged = `pst_${Buffer.from(JSON.stringify({ ...claims, env: 'production' })).toString('base64url')}.${mac}`;
+    expect(tokens.verify(forged, T0)).toEqual({ ok: false, reason: 'bad_signature' });
+    const flipped = `${head}.${mac[0] === 'A' ? 'B' : 'A'}${mac.slice(1)}`;
+    expect(tokens.verify(flipped, T0)).toEqual({ ok: false, reason: 'bad_signature' });
+  });
+
+  test('anything not shaped like a token is malformed', () => {
+    const { token } = issue();
+    for (const bad of ['', 'pst_', 'Bearer x', token.slice(4), `${token}.x`, `x${token}`, `pst_${'a'.repeat(2000)}.${'b'.repeat(43)}`]) {
+      expect(tokens.verify(bad, T0)).toEqual({ ok: false, reason: 'malformed' });
+    }
+  });
+
+  test('an authentic payload with impossible claims is malformed', () => {
+    const key = randomBytes(32);
+    const t = new AccessTokens(key);
+    // Sign arbitrary payloads with the same MAC key through a token issued for them.
+    const sign = (claims: unknown) => {
+      const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
+      const mac = (t as unknown as { mac(p: string): Buffer }).mac(payload).toString('base64url');
+      return `pst_${payload}.${mac}`;
+    };
+    const good = { v: 1, kid: 'abcdefghijklmnop', ws: WS, env: 'sandbox', iat: 1000, exp: 1900, jti: 'x' };
+    expect(t.verify(sign(good), 1_000_000)).toMatchObject({ ok: true });
+    for (const claims of [
+      { ...good, v: 2 },
+      { ...good, env: 'staging' },
+      { ...good, ws: 'not-a-uuid' },
+      { ...good, kid: 'ABC' },
+      { ...good, exp: 1000 + 3601 },
+      { ...good, exp: 999 },
+      { ...good, iat: '1000' },
+      [good],
+      'hello',
+    ]) {
+      expect(t.verify(sign(claims), 1_000_000)).toEqual({ ok: false, reason: 'malformed' });
+    }
+    // issued (far) in the future: refused
+    expect(t.verify(sign({ ...good, iat: 5000, exp: 5900 }), 1_000_000)).toEqual({ ok: false, reason: 'malformed' });
+  });
+
+  test('the signing key must be at least 32 bytes', () => {
+    expect(() => new AccessTokens(randomBytes(31))).toThrow();
+  });
+});

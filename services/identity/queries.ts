@@ -1,0 +1,173 @@
+/**
+ * The identity service's SQL: tagged templates only, schema-qualified (in the
+ * embedded mode every service shares one connection, so no search_path is assumed).
+ *
+ * Rate-limit windows come from the DATABASE clock (`date_bin` over 3600 s from the
+ * epoch), never a replica's own, so every replica counts in the same window.
+ */
+import type { Sql } from '../kit/database';
+import type { Bucket } from './rate-limit';
+import type { EnvironmentName } from './access-tokens';
+
+export interface WorkspaceRow {
+  workspace_id: string;
+  name: string;
+  environment: EnvironmentName;
+  created_at: Date;
+}
+
+export async function insertWorkspace(sql: Sql, w: { name: string; environment: EnvironmentName }): Promise<WorkspaceRow> {
+  const [row] = await sql<WorkspaceRow[]>`
+    insert into identity.workspaces (name, environment)
+    values (${w.name}, ${w.environment})
+    returning workspace_id, name, environment, created_at`;
+  return row!;
+}
+
+export async function selectWorkspace(sql: Sql, workspaceId: string): Promise<WorkspaceRow | undefined> {
+  const [row] = await sql<WorkspaceRow[]>`
+    select workspace_id, name, environment, created_at
+    from identity.workspaces
+    where workspace_id = ${workspaceId}`;
+  return row;
+}
+
+export interface IssuedKeyRow {
+  key_id: string;
+  workspace_id: string;
+  environment: EnvironmentName;
+  created_at: Date;
+}
+
+/** Stores a key for an existing workspace; undefined when the workspace does not exist. */
+export async function insertKey(
+  sql: Sql,
+  k: { keyId: string; workspaceId: string; secretHash: Buffer },
+): Promise<IssuedKeyRow | undefined> {
+  const [row] = await sql<IssuedKeyRow[]>`
+    with ws as (
+      select workspace_id, environment from identity.workspaces where workspace_id = ${k.workspaceId}
+    ), inserted as (
+      insert into identity.api_keys (key_id, workspace_id, secret_hash)
+      select ${k.keyId}, ws.workspace_id, ${k.secretHash} from ws
+      returning key_id, workspace_id, created_at
+    )
+    select inserted.key_id, inserted.workspace_id, ws.environment, inserted.created_at
+    from inserted join ws using (workspace_id)`;
+  return row;
+}
+
+export interface RevokedKeyRow {
+  key_id: string;
+  workspace_id: string;
+  revoked_at: Date;
+}
+
+/** Revokes a key, keeping the first revocation time; undefined for an unknown key. */
+export async function revokeKey(sql: Sql, keyId: string): Promise<RevokedKeyRow | undefined> {
+  const [row] = await sql<RevokedKeyRow[]>`
+    update identity.api_keys
+    set revoked_at = coalesce(revoked_at, now())
+    where key_id = ${keyId}
+    returning key_id, workspace_id, revoked_at`;
+  return row;
+}
+
+export interface KeyForExchangeRow {
+  key_id: string;
+  workspace_id: string;
+  environment: EnvironmentName;
+  secret_hash: Buffer;
+  revoked: boolean;
+}
+
+/** Everything the token exchange needs about a key, in one lookup by its id. */
+export async function selectKeyForExchange(sql: Sql, keyId: string): Promise<KeyForExchangeRow | undefined> {
+  const [row] = await sql<KeyForExchangeRow[]>`
+    select k.key_id, k.workspace_id, w.environment, k.secret_hash, k.revoked_at is not null as revoked
+    from identity.api_keys k
+    join identity.workspaces w using (workspace_id)
+    where k.key_id = ${keyId}`;
+  return row;
+}
+
+export interface CountRow {
+  /** The count after the increment; null when the limit was already reached. */
+  counted: number | null;
+  /** The window's count before this statement. */
+  previous: number;
+  now_epoch: number;
+}
+
+/** Counts one request of `keyId` in `bucket` unless `limit` is reached (the token endpoint's ceiling). */
+export async function countRequest(sql: Sql, c: { keyId: string; bucket: Bucket; limit: number }): Promise<CountRow> {
+  const [row] = await sql<CountRow[]>`
+    with clock as (
+      select now() as now, date_bin(interval '3600 seconds', now(), timestamptz 'epoch') as window_start
+    ), counted as (
+      insert into identity.rate_counters as c (key_id, bucket, window_start, count)
+      select ${c.keyId}, ${c.bucket}, clock.window_start, 1 from clock
+      on conflict (key_id, bucket, window_start) do update set count = c.count + 1 where c.count < ${c.limit}
+      returning c.count
+    )
+    select
+      (select count from counted) as counted,
+      coalesce((
+        select r.count from identity.rate_counters r, clock
+        where r.key_id = ${c.keyId} and r.bucket = ${c.bucket} and r.window_start = clock.window_start
+      ), 0) as previous,
+      extract(epoch from (select now from clock))::float8 as now_epoch`;
+  return row!;
+}
+
+export interface AuthorizeRow extends CountRow {
+  /** The token's key exists, belongs to the token's workspace and is not revoked. */
+  key_live: boolean;
+  /** Environment of the addressed workspace; null when it does not resolve. */
+  environment: EnvironmentName | null;
+}
+
+/**
+ * Authorize's one statement: re-checks that the key is live, resolves the addressed
+ * workspace, and — when `count` is true and the key is live — counts the request in
+ * the 'contract' bucket unless `limit` is reached. A revoked or unknown key is never
+ * counted; a workspace mismatch is (operator-interface.md: every request
+ * authenticated with a token of the key counts, except 429s).
+ */
+export async function authorizeRequest(
+  sql: Sql,
+  a: { keyId: string; tokenWorkspaceId: string; addressedWorkspaceId: string | null; count: boolean; limit: number },
+): Promise<AuthorizeRow> {
+  const [row] = await sql<AuthorizeRow[]>`
+    with clock as (
+      select now() as now, date_bin(interval '3600 seconds', now(), timestamptz 'epoch') as window_start
+    ), live_key as (
+      select key_id from identity.api_keys
+      where key_id = ${a.keyId} and workspace_id = ${a.tokenWorkspaceId} and revoked_at is null
+    ), addressed as (
+      select environment from identity.workspaces where workspace_id = ${a.addressedWorkspaceId}::uuid
+    ), counted as (
+      insert into identity.rate_counters as c (key_id, bucket, window_start, count)
+      select live_key.key_id, 'contract', clock.window_start, 1 from live_key, clock where ${a.count}::boolean
+      on conflict (key_id, bucket, window_start) do update set count = c.count + 1 where c.count < ${a.limit}
+      returning c.count
+    )
+    select
+      exists (select 1 from live_key) as key_live,
+      (select environment from addressed) as environment,
+      (select count from counted) as counted,
+      coalesce((
+        select r.count from identity.rate_counters r, clock
+        where r.key_id = ${a.keyId} and r.bucket = 'contract' and r.window_start = clock.window_start
+      ), 0) as previous,
+      extract(epoch from (select now from clock))::float8 as now_epoch`;
+  return row!;
+}
+
+/** Deletes counters of windows before the previous one (the current and previous stay); returns how many. */
+export async function deleteOldCounters(sql: Sql): Promise<number> {
+  const result = await sql`
+    delete from identity.rate_counters
+    where window_start < date_bin(interval '3600 seconds', now(), timestamptz 'epoch') - interval '3600 seconds'`;
+  return result.count;
+}

@@ -1,0 +1,88 @@
+/**
+ * Rate-limit arithmetic (docs/decisions.md "Gateway contract": fixed windows of 3600 s
+ * aligned to the Unix epoch; operator-interface.md "what counts toward the 600").
+ *
+ * The counting itself is one atomic upsert in PostgreSQL (queries.ts):
+ *
+ *   insert … values (key, bucket, window, 1)
+ *   on conflict (key_id, bucket, window_start)
+ *   do update set count = count + 1 where count < limit
+ *   returning count
+ *
+ * Row back: counted, `count` includes this request. No row back: the quota was
+ * already used up and nothing was written. Under any concurrency, across any number
+ * of processes, exactly `limit` requests per window get a row back. This module turns
+ * the upsert's outcome and the database clock into the numbers the gateway sends.
+ */
+
+/** Window length in seconds (the `w` of `RateLimit-Policy`). */
+export const WINDOW_SECONDS = 3600;
+
+/** The two counters of a key. */
+export type Bucket = 'contract' | 'token';
+
+/** What the gateway needs for `RateLimit-*` and `Retry-After`. */
+export interface RateLimitState {
+  limit: number;
+  windowSeconds: number;
+  /** Left in the window, counting this request; 0 when limited. */
+  remaining: number;
+  /** Seconds until the current window ends, 1..3600. */
+  resetSeconds: number;
+  /** The quota was used up: the request was not counted (or, when peeking, would not be). */
+  limited: boolean;
+  /** `resetSeconds` when limited, 0 otherwise. */
+  retryAfterSeconds: number;
+}
+
+/** What the database reported for one request. */
+export interface CounterOutcome {
+  limit: number;
+  /** Whether the request asked to be counted. */
+  counting: boolean;
+  /** The count after this request's increment, or null when nothing was incremented. */
+  counted: number | null;
+  /** The window's count before this statement (0 for a new window). */
+  previous: number;
+  /** The database clock, Unix seconds (fractional). */
+  nowEpochSeconds: number;
+}
+
+/** Seconds left in the epoch-aligned window containing `nowEpochSeconds`, 1..3600. */
+export function secondsLeftInWindow(nowEpochSeconds: number): number {
+  const end = (Math.floor(nowEpochSeconds / WINDOW_SECONDS) + 1) * WINDOW_SECONDS;
+  return Math.min(WINDOW_SECONDS, Math.max(1, Math.ceil(end - nowEpochSeconds)));
+}
+
+/** Start (Unix seconds) of the epoch-aligned window containing `nowEpochSeconds`. */
+export function windowStart(nowEpochSeconds: number): number {
+  return Math.floor(nowEpochSeconds / WINDOW_SECONDS) * WINDOW_SECONDS;
+}
+
+/**
+ * The state after one request:
+ * - counted (a row came back): remaining = limit − count;
+ * - counting but no row: limited, remaining 0, retry after the window's end;
+ * - peeking (not counting): remaining = limit − current count, and `limited` says
+ *   whether a counted request would be refused now.
+ */
+export function rateLimitState(o: CounterOutcome): RateLimitState {
+  const resetSeconds = secondsLeftInWindow(o.nowEpochSeconds);
+  let remaining: number;
+  let limited: boolean;
+  if (o.counting) {
+    limited = o.counted === null;
+    remaining = limited ? 0 : Math.max(0, o.limit - o.counted!);
+  } else {
+    limited = o.previous >= o.limit;
+    remaining = Math.max(0, o.limit - o.previous);
+  }
+  return {
+    limit: o.limit,
+    windowSeconds: WINDOW_SECONDS,
+    remaining,
+    resetSeconds,
+    limited,
+    retryAfterSeconds: limited ? resetSeconds : 0,
+  };
+}

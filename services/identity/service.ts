@@ -1,0 +1,236 @@
+/**
+ * IdentityService RPC implementations: validate the request, call the domain modules
+ * (api-keys, access-tokens, rate-limit) and queries, shape the response. Thin on
+ * purpose; the rules live in those modules.
+ *
+ * Never logged: an API key, its secret, an access token (the logger redacts the
+ * field names too; messages never carry them).
+ */
+import { Code, type ServiceImpl } from '@connectrpc/connect';
+import { timestampFromDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import {
+  AuthorizeDecision,
+  type AuthorizeResponseSchema,
+  IdentityService,
+  type RateLimitStatusSchema,
+  type WorkspaceSchema,
+} from '../../gen/psync/identity/v1/identity_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import type { Config } from '../kit/config';
+import type { Sql } from '../kit/database';
+import type { Logger } from '../kit/logger';
+import { AccessTokens, EnvironmentName } from './access-tokens';
+import { isKeyId, mintApiKey, parseApiKey, secretMatches } from './api-keys';
+import { fail, invalidApiKey, invalidArgument, rateLimited, toConnectError } from './errors';
+import * as q from './queries';
+import { RateLimitState, rateLimitState } from './rate-limit';
+
+export interface IdentityDeps {
+  sql: Sql;
+  config: Pick<Config, 'rateLimitPerHour' | 'tokenRateLimitPerHour' | 'tokenTtlSeconds'>;
+  log: Logger;
+  /** Undefined when no token-signing key is configured: tokens can be neither issued nor verified. */
+  tokens: AccessTokens | undefined;
+}
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const MAX_NAME_LENGTH = 200;
+/** Attempts at a fresh key id when one collides (80 random bits: practically never). */
+const KEY_ID_ATTEMPTS = 3;
+
+const toEnvironment = (env: EnvironmentName): Environment =>
+  env === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION;
+
+function workspaceMessage(row: q.WorkspaceRow): MessageInitShape<typeof WorkspaceSchema> {
+  return {
+    workspaceId: row.workspace_id,
+    name: row.name,
+    environment: toEnvironment(row.environment),
+    createdAt: timestampFromDate(row.created_at),
+  };
+}
+
+function rateLimitMessage(s: RateLimitState): MessageInitShape<typeof RateLimitStatusSchema> {
+  return {
+    limit: s.limit,
+    windowSeconds: s.windowSeconds,
+    remaining: s.remaining,
+    resetSeconds: s.resetSeconds,
+    limited: s.limited,
+    retryAfterSeconds: s.retryAfterSeconds,
+  };
+}
+
+/** A workspace id from a request, lower-cased; INVALID_ARGUMENT unless it is a UUID. */
+function workspaceIdArg(value: string, field = 'workspace_id'): string {
+  if (value === '') throw invalidArgument(field, 'required', `${field} is required`);
+  if (!UUID.test(value)) throw invalidArgument(field, 'format', `${field} must be a UUID`);
+  return value.toLowerCase();
+}
+
+/** The RPC implementations, each wrapped so unexpected failures become clean Connect errors. */
+export function identityService(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
+  const { sql, config, log, tokens } = deps;
+
+  const impl: ServiceImpl<typeof IdentityService> = {
+    async createWorkspace(req) {
+      const length = [...req.name].length;
+      if (length === 0 || req.name.trim() === '') throw invalidArgument('name', 'required', 'name is required');
+      if (length > MAX_NAME_LENGTH) throw invalidArgument('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
+      let environment: EnvironmentName;
+      if (req.environment === Environment.SANDBOX) environment = 'sandbox';
+      else if (req.environment === Environment.PRODUCTION) environment = 'production';
+      else if (req.environment === Environment.UNSPECIFIED) throw invalidArgument('environment', 'required', 'environment is required (sandbox or production)');
+      else throw invalidArgument('environment', 'enum', 'environment must be sandbox or production');
+      const row = await q.insertWorkspace(sql, { name: req.name, environment });
+      log.info({ workspace_id: row.workspace_id, environment }, 'workspace created');
+      return { workspace: workspaceMessage(row) };
+    },
+
+    async getWorkspace(req) {
+      const row = await q.selectWorkspace(sql, workspaceIdArg(req.workspaceId));
+      if (!row) throw fail(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
+      return { workspace: workspaceMessage(row) };
+    },
+
+    async issueKey(req) {
+      const workspaceId = workspaceIdArg(req.workspaceId);
+      for (let attempt = 1; ; attempt++) {
+        const key = mintApiKey();
+        let row: q.IssuedKeyRow | undefined;
+        try {
+          row = await q.insertKey(sql, { keyId: key.keyId, workspaceId, secretHash: key.secretHash });
+        } catch (err) {
+          // 23505: the random key id already exists; mint another.
+          if ((err as { code?: string }).code === '23505' && attempt < KEY_ID_ATTEMPTS) continue;
+          throw err;
+        }
+        if (!row) throw fail(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
+        log.info({ key_id: row.key_id, workspace_id: row.workspace_id }, 'API key issued');
+        return {
+          keyId: row.key_id,
+          apiKey: key.apiKey,
+          workspaceId: row.workspace_id,
+          environment: toEnvironment(row.environment),
+          createdAt: timestampFromDate(row.created_at),
+        };
+      }
+    },
+
+    async revokeKey(req) {
+      if (req.keyId === '') throw invalidArgument('key_id', 'required', 'key_id is required');
+      if (parseApiKey(req.keyId)) {
+        // Someone pasted the whole key: say so without repeating it anywhere.
+        throw invalidArgument('key_id', 'format', 'key_id must be the 16-character key id, not the API key');
+      }
+      if (!isKeyId(req.keyId)) throw invalidArgument('key_id', 'format', 'key_id must be 16 lower-case base32 characters');
+      const row = await q.revokeKey(sql, req.keyId);
+      if (!row) throw fail(Code.NotFound, ErrorReason.KEY_NOT_FOUND, 'API key not found');
+      log.info({ key_id: row.key_id, workspace_id: row.workspace_id }, 'API key revoked');
+      return { keyId: row.key_id, revoked: true, workspaceId: row.workspace_id, revokedAt: timestampFromDate(row.revoked_at) };
+    },
+
+    async exchangeToken(req) {
+      if (!tokens) {
+        throw fail(Code.Unavailable, ErrorReason.TOKEN_ISSUER_NOT_CONFIGURED, 'the token endpoint is not configured');
+      }
+      const parsed = parseApiKey(req.apiKey);
+      if (!parsed) {
+        secretMatches('', undefined); // the same hashing work as any other refusal
+        log.info({ reason: 'malformed' }, 'token exchange refused');
+        throw invalidApiKey();
+      }
+      const key = await q.selectKeyForExchange(sql, parsed.keyId);
+      const matches = secretMatches(parsed.secret, key?.secret_hash);
+      if (!key || !matches || key.revoked) {
+        const reason = !key ? 'unknown_key' : !matches ? 'wrong_secret' : 'revoked';
+        log.info({ key_id: parsed.keyId, reason }, 'token exchange refused');
+        throw invalidApiKey();
+      }
+      // Only authenticated exchanges count toward the endpoint's ceiling.
+      const count = await q.countRequest(sql, { keyId: key.key_id, bucket: 'token', limit: config.tokenRateLimitPerHour });
+      const ceiling = rateLimitState({
+        limit: config.tokenRateLimitPerHour,
+        counting: true,
+        counted: count.counted,
+        previous: count.previous,
+        nowEpochSeconds: count.now_epoch,
+      });
+      if (ceiling.limited) {
+        log.info({ key_id: key.key_id, retry_after_seconds: ceiling.retryAfterSeconds }, 'token exchange refused: ceiling reached');
+        throw rateLimited(
+          `too many token requests for this API key (at most ${ceiling.limit} per hour); retry in ${ceiling.retryAfterSeconds} s`,
+          rateLimitMessage(ceiling),
+        );
+      }
+      const issued = tokens.issue({ kid: key.key_id, ws: key.workspace_id, env: key.environment, ttlSeconds: config.tokenTtlSeconds });
+      return {
+        accessToken: issued.token,
+        tokenType: 'Bearer',
+        expiresIn: issued.claims.exp - issued.claims.iat,
+        workspaceId: key.workspace_id,
+        sandbox: key.environment === 'sandbox',
+        environment: toEnvironment(key.environment),
+        keyId: key.key_id,
+        expiresAt: timestampFromMs(issued.claims.exp * 1000),
+        rateLimit: rateLimitMessage(ceiling),
+      };
+    },
+
+    async authorize(req): Promise<MessageInitShape<typeof AuthorizeResponseSchema>> {
+      if (!tokens) {
+        throw fail(Code.Unavailable, ErrorReason.SERVICE_UNAVAILABLE, 'access tokens cannot be verified: no token-signing key is configured');
+      }
+      const verified = tokens.verify(req.accessToken);
+      // A bad token is an outcome, not an error; nothing is counted (no key is known).
+      if (!verified.ok) return { decision: AuthorizeDecision.UNAUTHENTICATED };
+      const claims = verified.claims;
+      const addressed = req.workspaceId === undefined ? claims.ws : req.workspaceId.toLowerCase();
+      const row = await q.authorizeRequest(sql, {
+        keyId: claims.kid,
+        tokenWorkspaceId: claims.ws,
+        // Not a UUID: cannot resolve, which is a scope mismatch (still counted).
+        addressedWorkspaceId: UUID.test(addressed) ? addressed : null,
+        count: req.countRequest,
+        limit: config.rateLimitPerHour,
+      });
+      // Revoked (or unknown) key: 401, not counted — the statement counts only live keys.
+      if (!row.key_live) return { decision: AuthorizeDecision.UNAUTHENTICATED };
+      const state = rateLimitState({
+        limit: config.rateLimitPerHour,
+        counting: req.countRequest,
+        counted: row.counted,
+        previous: row.previous,
+        nowEpochSeconds: row.now_epoch,
+      });
+      const inScope = addressed === claims.ws && row.environment === claims.env;
+      return {
+        decision: inScope ? AuthorizeDecision.ALLOWED : AuthorizeDecision.WORKSPACE_SCOPE_MISMATCH,
+        keyId: claims.kid,
+        workspaceId: claims.ws,
+        environment: toEnvironment(claims.env),
+        rateLimit: rateLimitMessage(state),
+        tokenExpiresAt: timestampFromMs(claims.exp * 1000),
+      };
+    },
+  };
+
+  return guard(impl, log);
+}
+
+/** Wraps every method so a non-Connect failure is logged once and mapped (errors.ts). */
+function guard(impl: ServiceImpl<typeof IdentityService>, log: Logger): ServiceImpl<typeof IdentityService> {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(impl) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    wrapped[name] = async (...args: unknown[]) => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        throw toConnectError(err, log, name);
+      }
+    };
+  }
+  return wrapped as unknown as ServiceImpl<typeof IdentityService>;
+}

@@ -1,0 +1,95 @@
+/**
+ * Secret keys a service needs (the token-signing key, the secrets-encryption key):
+ * configured by the operator, or — on the embedded one-machine default only —
+ * generated once and kept under `DATA_DIR/keys/<name>.key`.
+ *
+ * Why generate only when embedded: with the embedded database every service lives
+ * in one process on one machine, next to its data, so a key file under DATA_DIR is
+ * as durable as the data it protects. With a real PostgreSQL, replicas on different
+ * machines would each generate a different key (tokens signed by one replica fail
+ * on another), so there the key must come from configuration (a Kubernetes Secret)
+ * and its absence means "not configured".
+ *
+ * The file holds the key in base64 (one line), the same format the environment
+ * variable takes, so an operator can move an embedded installation's key into
+ * configuration unchanged.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Bytes of a generated key (256 bits). */
+export const GENERATED_KEY_BYTES = 32;
+
+/** Key file names are plain: they become file names. */
+const KEY_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export interface ResolveSecretKeyOptions {
+  /** The key from configuration (already decoded); wins when present. */
+  configured?: Buffer;
+  /** DATA_DIR: generated keys live in `${dataDir}/keys`. */
+  dataDir: string;
+  /** Whether the process runs on the embedded database (the only case that generates). */
+  embedded: boolean;
+  /** Which key, e.g. 'token-signing'; the file is `${name}.key`. */
+  name: 'token-signing' | (string & {});
+}
+
+/** Path of the file a generated key named `name` is kept in. */
+export function localKeyPath(dataDir: string, name: string): string {
+  return join(dataDir, 'keys', `${name}.key`);
+}
+
+/**
+ * The key to use: the configured one; else, when embedded, the one kept under
+ * DATA_DIR/keys (generated on first use, mode 0600 in a 0700 directory); else
+ * `undefined` (not configured — the caller degrades the feature that needs it).
+ *
+ * Safe when several processes share DATA_DIR and start together: the file appears
+ * atomically (written aside, then hard-linked into place, which fails if another
+ * process won), so every process ends up with the same key.
+ */
+export function resolveSecretKey(opts: ResolveSecretKeyOptions): Buffer | undefined {
+  if (!KEY_NAME.test(opts.name)) throw new Error(`invalid key name ${JSON.stringify(opts.name)}: expected ${KEY_NAME}`);
+  if (opts.configured && opts.configured.length > 0) return opts.configured;
+  if (!opts.embedded) return undefined;
+
+  const dir = join(opts.dataDir, 'keys');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = localKeyPath(opts.dataDir, opts.name);
+  const existing = readKeyFile(file);
+  if (existing) return existing;
+
+  const tmp = join(dir, `.${opts.name}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  writeFileSync(tmp, `${randomBytes(GENERATED_KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    // Another process created it first: use theirs.
+  } finally {
+    unlinkSync(tmp);
+  }
+  const key = readKeyFile(file);
+  if (!key) throw new Error(`key file ${file} vanished while it was being created`);
+  return key;
+}
+
+/** Reads a key file; undefined when it does not exist. A damaged file is an error, never silently replaced. */
+function readKeyFile(file: string): Buffer | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const key = Buffer.from(text.trim(), 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text.trim()) || key.length < GENERATED_KEY_BYTES) {
+    // Replacing it would silently invalidate everything the old key protects.
+    throw new Error(`key file ${file} is damaged (expected base64 of at least ${GENERATED_KEY_BYTES} bytes); restore it or remove it to generate a new key`);
+  }
+  // Keep it private even if it was copied in with looser permissions.
+  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  return key;
+}
