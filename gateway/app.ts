@@ -2,27 +2,60 @@
  * The public gateway's Koa application: the HTTP/JSON contract of
  * partner-sync-api-v1 under /v1, translated into internal Connect calls, plus the
  * operational endpoints /healthz (liveness) and /readyz (readiness) outside /v1.
+ *
+ * Middleware, outermost first:
+ *   1. error-mapper.ts — request id, problem documents for every failure,
+ *      rate-limit headers, the access log line;
+ *   2. the operational endpoints;
+ *   3. contract-router.ts — the contract's routes (routes/*.ts), each running in the
+ *      contract frame of contract-route.ts; 404/405 for everything else.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../services/kit/run-process';
+import { peekRateLimit } from './auth';
+import type { ContractDeps } from './contract-route';
+import { contractRouter } from './contract-router';
+import { errorMapper } from './error-mapper';
 import { checkReadiness } from './readiness';
+import type { GatewayState } from './request-context';
+import { contractRoutes } from './routes';
+import { upstreams } from './upstream';
 
 export type { GatewayDeps };
 
 /** Builds the Koa app; `draining()` turns /readyz to 503 during shutdown. */
-export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Koa {
-  const app = new Koa({ proxy: false });
-  const ops = new Router();
+export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Koa<GatewayState> {
+  const app = new Koa<GatewayState>({ proxy: false });
+  const log = deps.log;
+  const contractQuota = deps.config.rateLimitPerHour;
+  const tokenQuota = deps.config.tokenRateLimitPerHour;
+  const services = upstreams(deps.clients, deps.urls);
+  const contract: ContractDeps = { identity: services.identity, contractQuota, log };
+
+  // Failures are answered by the error mapper; what reaches Koa is a socket-level problem.
+  app.on('error', (err: unknown) => log.debug({ err }, 'response stream error'));
+
+  app.use(errorMapper({ log, docsUrl: deps.config.docsUrl, contractQuota, tokenQuota }));
+
+  const ops = new Router<GatewayState>();
   ops.get('/healthz', (ctx) => {
+    ctx.state.operational = true;
     ctx.body = { status: 'ok' };
   });
   ops.get('/readyz', async (ctx) => {
+    ctx.state.operational = true;
     const report = await checkReadiness(deps.clients, deps.urls);
     const ready = report.ready && !draining();
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ready' : 'not_ready', services: report.services };
   });
   app.use(ops.routes());
+
+  app.use(
+    contractRouter(contractRoutes({ upstreams: services, contract, tokenQuota }), {
+      peek: (ctx) => peekRateLimit(ctx, contract),
+    }),
+  );
   return app;
 }

@@ -1,0 +1,116 @@
+/**
+ * The frame every token-authenticated contract endpoint runs in, in the order of
+ * checks of spec "Errors" and docs/decisions.md:
+ *
+ *   authentication (401) → rate limit (429) → authorisation (403)
+ *   → validation of path, query and body, all violations at once (400)
+ *   → 501 not_enabled for a production workspace, and for the route's own 501 cases
+ *   → the internal call and the presenter.
+ *
+ * So a 501 always means the request was valid, and nothing is looked up or written
+ * for a production workspace (operator-interface.md "production workspaces").
+ */
+import type { Client } from '@connectrpc/connect';
+import { Environment } from '../gen/psync/common/v1/environment_pb';
+import type { IdentityService } from '../gen/psync/identity/v1/identity_pb';
+import type { Logger } from '../services/kit/logger';
+import { authorizeContractRequest } from './auth';
+import { readJsonBody, ReadJsonOptions } from './body';
+import type { HttpMethod, Route } from './contract-router';
+import { ProblemError, validationFailed, Violation } from './problems';
+import type { GatewayContext, Principal } from './request-context';
+import { MAX_VIOLATIONS, queryForSchema, Validator } from './validate';
+
+/** What a validated request carries into the handler. */
+export interface ContractInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+}
+
+export interface ContractSpec<P, Q, B> {
+  method: HttpMethod;
+  path: string;
+  params: Validator<P>;
+  query: Validator<Q>;
+  /** Query parameters the schema types as integers (digit strings become numbers). */
+  integerQuery?: readonly string[];
+  /** The JSON body, when the endpoint has one (never read otherwise). */
+  body?: { schema: Validator<B>; empty: ReadJsonOptions['empty'] };
+  /**
+   * Rules across fields (e.g. a block's night count), run on every body that parsed as
+   * a JSON object, beside the schema's violations; a rule checks only fields that have
+   * none of their own in `found`.
+   */
+  rules?(body: Record<string, unknown>, found: readonly Violation[]): Violation[];
+  /** The route's own 501 cases after validation, in every environment (blocks by provider_id). */
+  notEnabled?(input: ContractInput<P, Q, B>): boolean;
+  /** Calls the internal service and writes the response. */
+  call(ctx: GatewayContext, input: ContractInput<P, Q, B>, caller: Principal): Promise<void>;
+}
+
+export interface ContractDeps {
+  identity: Client<typeof IdentityService>;
+  contractQuota: number;
+  log: Logger;
+}
+
+/** Path parameters: decoded, an empty one `required`, an undecodable one `invalid`. */
+function decodeParams(raw: Record<string, string>): { values: Record<string, string>; violations: Violation[] } {
+  const values: Record<string, string> = {};
+  const violations: Violation[] = [];
+  for (const [name, text] of Object.entries(raw)) {
+    if (text === '') {
+      violations.push({ field: name, code: 'required' });
+      continue;
+    }
+    try {
+      values[name] = decodeURIComponent(text);
+    } catch {
+      violations.push({ field: name, code: 'invalid' });
+    }
+  }
+  return { values, violations };
+}
+
+/** A Route running `spec` inside the contract frame. */
+export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, deps: ContractDeps): Route {
+  return {
+    method: spec.method,
+    path: spec.path,
+    async handle(ctx, rawParams) {
+      const caller = await authorizeContractRequest(ctx, deps);
+
+      const decoded = decodeParams(rawParams);
+      const refused = new Set(decoded.violations.map((v) => v.field));
+      const violations: Violation[] = [
+        ...decoded.violations,
+        // A parameter already refused above is not reported a second time as missing.
+        ...spec.params.violations(decoded.values).filter((v) => !(refused.has(v.field) && v.code === 'required')),
+      ];
+      const query = queryForSchema(ctx.query, spec.integerQuery ?? []);
+      violations.push(...spec.query.violations(query));
+
+      let body: unknown = undefined;
+      if (spec.body) {
+        const read = await readJsonBody(ctx, { empty: spec.body.empty });
+        if (!read.ok) {
+          violations.push(read.violation);
+        } else {
+          body = read.value;
+          const bodyViolations = spec.body.schema.violations(body);
+          violations.push(...bodyViolations);
+          if (spec.rules && body !== null && typeof body === 'object' && !Array.isArray(body)) {
+            violations.push(...spec.rules(body as Record<string, unknown>, bodyViolations));
+          }
+        }
+      }
+      if (violations.length > 0) throw validationFailed(violations.slice(0, MAX_VIOLATIONS));
+
+      const input: ContractInput<P, Q, B> = { params: decoded.values as P, query: query as Q, body: body as B };
+      // Only a sandbox workspace reaches a service; production answers 501 after full validation.
+      if (caller.environment !== Environment.SANDBOX || spec.notEnabled?.(input)) throw new ProblemError('not_enabled');
+      await spec.call(ctx, input, caller);
+    },
+  };
+}

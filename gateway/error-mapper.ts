@@ -1,0 +1,92 @@
+/**
+ * The gateway's first middleware: every request gets an id, every failure below
+ * becomes a problem document, every response under /v1 gets its rate-limit headers,
+ * and every request gets one access log line (architecture.md "Errors outside").
+ *
+ * - A ProblemError (thrown on purpose) keeps its message and extras.
+ * - A ConnectError from an internal service is mapped by its ErrorDetail reason and
+ *   Code (connect-errors.ts); a backend that cannot be reached is `503`.
+ * - Anything else is `500 internal_error` with a generic detail; the cause goes to
+ *   the log only, tagged with the `instance` id the partner sees.
+ * Never a dropped connection: whatever was thrown, a response is written (unless the
+ * client is already gone or the headers already left).
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Middleware, Next } from 'koa';
+import { ConnectError } from '@connectrpc/connect';
+import type { Logger } from '../services/kit/logger';
+import { isNetworkError, problemFromConnectError } from './connect-errors';
+import { logAccess } from './access-log';
+import { instanceUrn, PROBLEM_CONTENT_TYPE, problemDocument, ProblemError } from './problems';
+import { defaultView, rateLimitHeaders } from './rate-limit';
+import type { GatewayContext, GatewayState } from './request-context';
+
+export interface ErrorMapperOptions {
+  log: Logger;
+  /** Base of problem `type` URIs (DOCS_URL). */
+  docsUrl: string;
+  /** RATE_LIMIT_PER_HOUR: the contract quota shown when no key is known. */
+  contractQuota: number;
+  /** TOKEN_RATE_LIMIT_PER_HOUR: the token endpoint's ceiling. */
+  tokenQuota: number;
+}
+
+/** Headers a problem response keeps from what was set before the failure. */
+const KEPT_HEADERS = new Set(['x-request-id', 'connection']);
+
+/** Turns any thrown value into the ProblemError to answer, logging what needs logging. */
+export function toProblem(err: unknown, log: Logger, state: GatewayState): ProblemError {
+  const instance = instanceUrn(state.requestId);
+  let problem: ProblemError | undefined;
+  if (err instanceof ProblemError) problem = err;
+  else if (err instanceof ConnectError) problem = problemFromConnectError(err);
+  else if (isNetworkError(err)) problem = new ProblemError('service_unavailable', { cause: err });
+
+  if (!problem) {
+    log.error({ err, instance, route: state.route }, 'internal error');
+    return new ProblemError('internal_error');
+  }
+  if (problem.status >= 500 && problem.cause !== undefined) {
+    const level = problem.code === 'not_enabled' ? 'info' : 'warn';
+    log[level]({ err: problem.cause, instance, route: state.route, code: problem.code }, `answered ${problem.code}`);
+  }
+  return problem;
+}
+
+/** Writes `problem` as the response of `ctx`. */
+export function sendProblem(ctx: GatewayContext, problem: ProblemError, docsUrl: string): void {
+  for (const name of Object.keys(ctx.response.headers)) if (!KEPT_HEADERS.has(name)) ctx.remove(name);
+  for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
+  ctx.status = problem.status;
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = JSON.stringify(problemDocument(problem, docsUrl, ctx.state.requestId));
+}
+
+export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> {
+  return async function errorMapperMiddleware(ctx: GatewayContext, next: Next) {
+    ctx.state.requestId = randomUUID();
+    ctx.state.startedAt = performance.now();
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    try {
+      await next();
+      // Nothing answered (cannot happen with the contract router last, but never Koa's text 404).
+      if (ctx.body == null && ctx.status === 404 && !ctx.state.operational) {
+        sendProblem(ctx, new ProblemError('not_found'), opts.docsUrl);
+      }
+    } catch (err) {
+      if (ctx.headerSent || !ctx.writable) {
+        opts.log.warn({ err, instance: instanceUrn(ctx.state.requestId) }, 'failure after the response started');
+      } else {
+        sendProblem(ctx, toProblem(err, opts.log, ctx.state), opts.docsUrl);
+      }
+    } finally {
+      if (!ctx.state.operational && !ctx.headerSent) {
+        const view =
+          ctx.state.rateLimit ?? defaultView(ctx.state.quota === 'token' ? opts.tokenQuota : opts.contractQuota);
+        ctx.set(rateLimitHeaders(view));
+      }
+      logAccess(opts.log, ctx);
+    }
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * Calendar blocks: the public JSON of PUT/DELETE/GET /v1/blocks ↔ calendar protobuf
+ * (spec "Calendar block", "GET /blocks"; operator-interface.md "block list item",
+ * "block reason").
+ */
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import {
+  type Block,
+  BlockReason,
+  type ListBlocksRequestSchema,
+  type ListBlocksResponse,
+  type PutBlockRequestSchema,
+  type PutBlockResponse,
+} from '../../gen/psync/calendar/v1/calendar_pb';
+import type { BlockBody, BlockReasonName, BlocksQuery } from '../validate';
+import { PublicEnum, upsertResults } from './enums';
+
+export const blockReasons = new PublicEnum<BlockReason, BlockReasonName>('BlockReason', [
+  [BlockReason.RESERVED, 'reserved'],
+  [BlockReason.MAINTENANCE, 'maintenance'],
+  [BlockReason.OWNER_STAY, 'owner_stay'],
+  [BlockReason.OTHER, 'other'],
+]);
+
+/** The largest page number passed on (the internal field is an int32); any page that far is past the end. */
+const MAX_PAGE = 2_147_483_647;
+
+/** The 200 body of PUT /v1/blocks/{external_uid}. */
+export interface BlockPutJson {
+  result: 'created' | 'updated';
+  nights: number;
+  listing_id: string;
+}
+
+/** One item of GET /v1/blocks. */
+export interface BlockItemJson {
+  external_uid: string;
+  listing_id: string;
+  check_in: string;
+  check_out: string;
+  reason: BlockReasonName;
+  nights: number;
+}
+
+/** The 200 body of GET /v1/blocks. */
+export interface BlockListJson {
+  items: BlockItemJson[];
+  has_more: boolean;
+}
+
+/** The validated body as a PutBlock request (exactly one target; reason defaulted to reserved). */
+export function putBlockRequest(workspaceId: string, externalUid: string, body: BlockBody): MessageInitShape<typeof PutBlockRequestSchema> {
+  return {
+    workspaceId,
+    externalUid,
+    target:
+      body.listing_id !== undefined
+        ? { case: 'listingId', value: body.listing_id }
+        : { case: 'providerId', value: body.provider_id ?? '' },
+    checkIn: body.check_in,
+    checkOut: body.check_out,
+    reason: blockReasons.value(body.reason ?? 'reserved'),
+  };
+}
+
+export function presentBlockPut(res: PutBlockResponse): BlockPutJson {
+  return { result: upsertResults.name(res.result), nights: res.nights, listing_id: res.listingId };
+}
+
+/** The validated query as a ListBlocks request (defaults already filled by validation). */
+export function listBlocksRequest(workspaceId: string, q: BlocksQuery): MessageInitShape<typeof ListBlocksRequestSchema> {
+  return {
+    workspaceId,
+    from: q.from,
+    to: q.to,
+    page: Math.min(q.page ?? 1, MAX_PAGE),
+    pageSize: q.page_size ?? 50,
+  };
+}
+
+export function presentBlockItem(b: Block): BlockItemJson {
+  return {
+    external_uid: b.externalUid,
+    listing_id: b.listingId,
+    check_in: b.checkIn,
+    check_out: b.checkOut,
+    reason: blockReasons.name(b.reason),
+    nights: b.nights,
+  };
+}
+
+export function presentBlockList(res: ListBlocksResponse): BlockListJson {
+  return { items: res.items.map(presentBlockItem), has_more: res.hasMore };
+}

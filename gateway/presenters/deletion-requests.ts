@@ -1,0 +1,46 @@
+/**
+ * Deletion acknowledgements: public JSON of POST
+ * /v1/deletion-requests/{event_id}/acknowledge ↔ notifications protobuf (spec
+ * "Deletion acknowledgement").
+ */
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { timestampDate, timestampFromMs, type Timestamp } from '@bufbuild/protobuf/wkt';
+import type {
+  AcknowledgeDeletionRequestSchema,
+  AcknowledgeDeletionResponse,
+} from '../../gen/psync/notifications/v1/notifications_pb';
+import type { AcknowledgeBody } from '../validate';
+
+/** The 200 body of the acknowledge call. */
+export interface AcknowledgementJson {
+  event_id: string;
+  acknowledged_at: string;
+}
+
+/** Milliseconds of an RFC 3339 date-time that passed the schema; NaN when JavaScript cannot represent it. */
+export function dateTimeMs(text: string): number {
+  // A leap second (…:60) is valid RFC 3339 that Date cannot parse; it is the same instant as :59.999.
+  return Date.parse(text.replace(/T(\d\d):(\d\d):60/i, 'T$1:$2:59.999'));
+}
+
+export function acknowledgeDeletionRequest(
+  workspaceId: string,
+  eventId: string,
+  body: AcknowledgeBody,
+): MessageInitShape<typeof AcknowledgeDeletionRequestSchema> {
+  return {
+    workspaceId,
+    // UUIDs are case-insensitive; the service keeps them lower-case.
+    eventId: eventId.toLowerCase(),
+    completedAt: body.completed_at === undefined ? undefined : timestampFromMs(dateTimeMs(body.completed_at)),
+  };
+}
+
+function iso(ts: Timestamp | undefined, what: string): string {
+  if (!ts) throw new Error(`AcknowledgeDeletionResponse.${what} is missing`);
+  return timestampDate(ts).toISOString();
+}
+
+export function presentAcknowledgement(res: AcknowledgeDeletionResponse): AcknowledgementJson {
+  return { event_id: res.eventId, acknowledged_at: iso(res.acknowledgedAt, 'acknowledged_at') };
+}

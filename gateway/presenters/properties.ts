@@ -1,0 +1,107 @@
+/**
+ * Properties: the public JSON of PUT /v1/properties/{provider_id} ↔ catalog protobuf
+ * (spec "Property", "Property upsert response"; operator-interface.md
+ * "photos_rejected entries").
+ */
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import {
+  MissingReason,
+  PhotoRejectionReason,
+  PropertyStatus,
+  type UpsertPropertyRequestSchema,
+  type UpsertPropertyResponse,
+} from '../../gen/psync/catalog/v1/catalog_pb';
+import type { PropertyBody } from '../validate';
+import { PublicEnum, upsertResults } from './enums';
+
+export type PropertyStatusName = 'listed' | 'unlisted';
+export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'photos_processing' | 'unlisted';
+export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
+
+export const propertyStatuses = new PublicEnum<PropertyStatus, PropertyStatusName>('PropertyStatus', [
+  [PropertyStatus.LISTED, 'listed'],
+  [PropertyStatus.UNLISTED, 'unlisted'],
+]);
+
+export const missingReasons = new PublicEnum<MissingReason, MissingName>('MissingReason', [
+  [MissingReason.PRICE, 'price'],
+  [MissingReason.AMENITIES, 'amenities'],
+  [MissingReason.COVER_PHOTO, 'cover_photo'],
+  [MissingReason.PHOTOS, 'photos'],
+  [MissingReason.PHOTOS_PROCESSING, 'photos_processing'],
+  [MissingReason.UNLISTED, 'unlisted'],
+]);
+
+export const photoRejectionReasons = new PublicEnum<PhotoRejectionReason, PhotoRejectionName>('PhotoRejectionReason', [
+  [PhotoRejectionReason.UNREACHABLE, 'unreachable'],
+  [PhotoRejectionReason.FORBIDDEN_URL, 'forbidden_url'],
+  [PhotoRejectionReason.NOT_AN_IMAGE, 'not_an_image'],
+  [PhotoRejectionReason.TOO_LARGE, 'too_large'],
+  [PhotoRejectionReason.TOO_SMALL, 'too_small'],
+]);
+
+/** The 200 body of PUT /v1/properties/{provider_id}. */
+export interface PropertyUpsertJson {
+  provider_id: string;
+  result: 'created' | 'updated';
+  /** null until the property can be shown to a guest; never a placeholder. */
+  listing_id: string | null;
+  status: PropertyStatusName;
+  publishable: boolean;
+  missing: MissingName[];
+  unknown_amenities: string[];
+  photos_rejected: { url: string; reason: PhotoRejectionName }[];
+}
+
+/** The validated body as an UpsertProperty request (omitted optional fields stay absent: replace, not merge). */
+export function upsertPropertyRequest(
+  workspaceId: string,
+  providerId: string,
+  body: PropertyBody,
+): MessageInitShape<typeof UpsertPropertyRequestSchema> {
+  const a = body.address;
+  return {
+    workspaceId,
+    providerId,
+    property: {
+      name: body.name,
+      description: body.description,
+      propertyType: body.property_type,
+      address: {
+        line1: a.line1,
+        city: a.city,
+        region: a.region,
+        postalCode: a.postal_code,
+        country: a.country,
+        latitude: a.latitude,
+        longitude: a.longitude,
+      },
+      occupancy: {
+        maxGuests: body.occupancy.max_guests,
+        bedrooms: body.occupancy.bedrooms,
+        beds: body.occupancy.beds,
+        bathrooms: body.occupancy.bathrooms,
+      },
+      baseRate: body.base_rate ? { value: body.base_rate.value, currency: body.base_rate.currency } : undefined,
+      amenities: body.amenities ?? [],
+      photos: (body.photos ?? []).map((p) => ({ url: p.url, position: p.position })),
+      checkInTime: body.check_in_time,
+      checkOutTime: body.check_out_time,
+      status: propertyStatuses.value(body.status),
+    },
+  };
+}
+
+/** UpsertPropertyResponse as the public upsert response. */
+export function presentPropertyUpsert(res: UpsertPropertyResponse): PropertyUpsertJson {
+  return {
+    provider_id: res.providerId,
+    result: upsertResults.name(res.result),
+    listing_id: res.listingId === undefined || res.listingId === '' ? null : res.listingId,
+    status: propertyStatuses.name(res.status),
+    publishable: res.publishable,
+    missing: res.missing.map((m) => missingReasons.name(m)),
+    unknown_amenities: [...res.unknownAmenities],
+    photos_rejected: res.photosRejected.map((r) => ({ url: r.url, reason: photoRejectionReasons.name(r.reason) })),
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * The webhook endpoint: public JSON of PUT /v1/webhooks/endpoint ↔ notifications
+ * protobuf (spec "Webhook endpoint").
+ */
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import {
+  EndpointStatus,
+  type PutEndpointRequestSchema,
+  type PutEndpointResponse,
+  WebhookEventType,
+} from '../../gen/psync/notifications/v1/notifications_pb';
+import type { WebhookEndpointBody, WebhookEventName } from '../validate';
+import { PublicEnum } from './enums';
+
+export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
+
+/** Subscribable kinds (endpoint.challenge is never subscribed to). */
+export const webhookEvents = new PublicEnum<WebhookEventType, WebhookEventName>('WebhookEventType', [
+  [WebhookEventType.BOOKING_CONFIRMED, 'booking.confirmed'],
+  [WebhookEventType.BOOKING_CANCELLED, 'booking.cancelled'],
+  [WebhookEventType.USER_ERASED, 'user.erased'],
+]);
+
+export const endpointStatuses = new PublicEnum<EndpointStatus, EndpointStatusName>('EndpointStatus', [
+  [EndpointStatus.PENDING_VERIFICATION, 'pending_verification'],
+  [EndpointStatus.ACTIVE, 'active'],
+  [EndpointStatus.SUSPENDED, 'suspended'],
+]);
+
+/** The 200 body of PUT /v1/webhooks/endpoint; `signing_secret` only on the call that first issues it. */
+export interface EndpointJson {
+  url: string;
+  events: WebhookEventName[];
+  status: EndpointStatusName;
+  signing_secret?: string;
+}
+
+/** The validated body as a PutEndpoint request; a repeated kind counts once (first-seen order). */
+export function putEndpointRequest(workspaceId: string, body: WebhookEndpointBody): MessageInitShape<typeof PutEndpointRequestSchema> {
+  return {
+    workspaceId,
+    url: body.url,
+    events: [...new Set(body.events)].map((e) => webhookEvents.value(e)),
+  };
+}
+
+export function presentEndpoint(res: PutEndpointResponse): EndpointJson {
+  const out: EndpointJson = {
+    url: res.url,
+    events: res.events.map((e) => webhookEvents.name(e)),
+    status: endpointStatuses.name(res.status),
+  };
+  if (res.signingSecret !== undefined && res.signingSecret !== '') out.signing_secret = res.signingSecret;
+  return out;
+}

@@ -1,0 +1,92 @@
+/**
+ * Calendar blocks (spec "PUT /blocks/{external_uid}", "DELETE /blocks/{external_uid}",
+ * "GET /blocks"):
+ *
+ * - PUT → CalendarService.PutBlock, 200 `{result, nights, listing_id}`; a block
+ *   addressed by `provider_id` answers 501 in every environment, after validation;
+ * - DELETE → CalendarService.DeleteBlock, 204 whether or not the block existed;
+ * - GET → CalendarService.ListBlocks, 200 `{items, has_more}`.
+ */
+import { contractRoute } from '../contract-route';
+import type { Route } from '../contract-router';
+import type { Violation } from '../problems';
+import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest } from '../presenters/blocks';
+import { sendJson, sendNoContent } from '../respond';
+import { schemas } from '../validate';
+import type { RouteDeps } from './deps';
+
+/** Most nights one block may hold (spec "Limits"). */
+export const MAX_BLOCK_NIGHTS = 730;
+
+const DAY_MS = 86_400_000;
+
+/** Nights between two `YYYY-MM-DD` dates (already valid calendar dates). */
+export function nightsBetween(checkIn: string, checkOut: string): number {
+  return Math.round((Date.parse(`${checkOut}T00:00:00Z`) - Date.parse(`${checkIn}T00:00:00Z`)) / DAY_MS);
+}
+
+/**
+ * The night count, reported on `check_out` (operator-interface.md): not after
+ * `check_in` → `invalid`; more than 730 nights → `maximum`. Checked whenever both
+ * dates are themselves valid, whatever else is wrong with the body.
+ */
+export function blockRangeViolations(body: Record<string, unknown>, found: readonly Violation[] = []): Violation[] {
+  const { check_in: checkIn, check_out: checkOut } = body;
+  if (typeof checkIn !== 'string' || typeof checkOut !== 'string') return [];
+  if (found.some((v) => v.field === 'check_in' || v.field === 'check_out')) return [];
+  const nights = nightsBetween(checkIn, checkOut);
+  if (Number.isNaN(nights)) return [];
+  if (nights < 1) return [{ field: 'check_out', code: 'invalid' }];
+  if (nights > MAX_BLOCK_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
+  return [];
+}
+
+export function blockRoutes(deps: RouteDeps): Route[] {
+  const calendar = deps.upstreams.calendar;
+  return [
+    contractRoute(
+      {
+        method: 'PUT',
+        path: '/v1/blocks/:external_uid',
+        params: schemas.blockPath,
+        query: schemas.noParameters,
+        body: { schema: schemas.block, empty: 'required' },
+        rules: blockRangeViolations,
+        // Addressing by provider_id is published but not enabled (spec "What the service does").
+        notEnabled: ({ body }) => body.provider_id !== undefined,
+        async call(ctx, { params, body }, caller) {
+          const res = await calendar.putBlock(putBlockRequest(caller.workspaceId, params.external_uid, body));
+          sendJson(ctx, 200, presentBlockPut(res));
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'DELETE',
+        path: '/v1/blocks/:external_uid',
+        params: schemas.blockPath,
+        query: schemas.noParameters,
+        async call(ctx, { params }, caller) {
+          await calendar.deleteBlock({ workspaceId: caller.workspaceId, externalUid: params.external_uid });
+          sendNoContent(ctx);
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'GET',
+        path: '/v1/blocks',
+        params: schemas.noParameters,
+        query: schemas.blocksQuery,
+        integerQuery: ['page', 'page_size'],
+        async call(ctx, { query }, caller) {
+          const res = await calendar.listBlocks(listBlocksRequest(caller.workspaceId, query));
+          sendJson(ctx, 200, presentBlockList(res));
+        },
+      },
+      deps.contract,
+    ),
+  ];
+}

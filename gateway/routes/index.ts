@@ -1,0 +1,20 @@
+/** Every route of the public contract under /v1. */
+import type { Route } from '../contract-router';
+import { blockRoutes } from './blocks';
+import { deletionRequestRoutes } from './deletion-requests';
+import type { RouteDeps } from './deps';
+import { propertyRoutes } from './properties';
+import { tokenRoutes } from './token';
+import { webhookRoutes } from './webhooks';
+
+export type { RouteDeps };
+
+export function contractRoutes(deps: RouteDeps): Route[] {
+  return [
+    ...tokenRoutes(deps),
+    ...propertyRoutes(deps),
+    ...blockRoutes(deps),
+    ...webhookRoutes(deps),
+    ...deletionRequestRoutes(deps),
+  ];
+}

@@ -1,0 +1,29 @@
+/**
+ * PUT /v1/properties/{provider_id} → CatalogService.UpsertProperty (spec "PUT
+ * /properties/{provider_id}"; 200 with the upsert response).
+ */
+import { contractRoute } from '../contract-route';
+import type { Route } from '../contract-router';
+import { presentPropertyUpsert, upsertPropertyRequest } from '../presenters/properties';
+import { sendJson } from '../respond';
+import { schemas } from '../validate';
+import type { RouteDeps } from './deps';
+
+export function propertyRoutes(deps: RouteDeps): Route[] {
+  return [
+    contractRoute(
+      {
+        method: 'PUT',
+        path: '/v1/properties/:provider_id',
+        params: schemas.propertyPath,
+        query: schemas.noParameters,
+        body: { schema: schemas.property, empty: 'required' },
+        async call(ctx, { params, body }, caller) {
+          const res = await deps.upstreams.catalog.upsertProperty(upsertPropertyRequest(caller.workspaceId, params.provider_id, body));
+          sendJson(ctx, 200, presentPropertyUpsert(res));
+        },
+      },
+      deps.contract,
+    ),
+  ];
+}
