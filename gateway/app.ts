@@ -20,6 +20,7 @@ import { errorMapper } from './error-mapper';
 import { checkReadiness } from './readiness';
 import type { GatewayState } from './request-context';
 import { contractRoutes } from './routes';
+import { openApiRoutes } from './routes/openapi';
 import { upstreams } from './upstream';
 
 export type { GatewayDeps };
@@ -53,7 +54,7 @@ export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Ko
   app.use(ops.routes());
 
   app.use(
-    contractRouter(contractRoutes({ upstreams: services, contract, tokenQuota }), {
+    contractRouter([...contractRoutes({ upstreams: services, contract, tokenQuota }), ...openApiRoutes()], {
       peek: (ctx) => peekRateLimit(ctx, contract),
     }),
   );

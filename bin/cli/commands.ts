@@ -132,6 +132,7 @@ export const commands: Record<string, Command> = {
   /** Mints a new webhook signing secret; the previous one signs X-Signature-Previous until previous_valid_until. */
   async 'webhook rotate-secret'({ flags, clients, baseUrl }) {
     const f = takeFlags(flags, ['workspace'], ['overlap-seconds']);
+    if (!UUID.test(f.workspace)) throw new UsageError('--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)');
     let overlapSeconds: number | undefined;
     if (f['overlap-seconds'] !== undefined) {
       if (!/^\d+$/.test(f['overlap-seconds'])) throw new UsageError('--overlap-seconds must be a whole number of seconds');
@@ -144,6 +145,7 @@ export const commands: Record<string, Command> = {
   /** A workspace's webhook deliveries, newest first (at most 500). */
   async 'deliveries list'({ flags, clients, baseUrl }) {
     const f = takeFlags(flags, ['workspace'], ['state']);
+    if (!UUID.test(f.workspace)) throw new UsageError('--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)');
     const states = { pending: DeliveryState.PENDING, delivered: DeliveryState.DELIVERED, abandoned: DeliveryState.ABANDONED };
     const state = f.state === undefined ? undefined : states[f.state as keyof typeof states];
     if (f.state !== undefined && state === undefined) throw new UsageError('--state must be pending, delivered or abandoned');
@@ -163,6 +165,7 @@ export const commands: Record<string, Command> = {
   /** Deletion requests (one per user.erased delivery), newest first; escalated = unacknowledged too long. */
   async 'deletion-requests list'({ flags, clients, baseUrl }) {
     const f = takeFlags(flags, [], ['workspace', 'state']);
+    if (f.workspace !== undefined && !UUID.test(f.workspace)) throw new UsageError('--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)');
     const states = { open: DeletionRequestState.OPEN, acknowledged: DeletionRequestState.ACKNOWLEDGED, escalated: DeletionRequestState.ESCALATED };
     const state = f.state === undefined ? undefined : states[f.state as keyof typeof states];
     if (f.state !== undefined && state === undefined) throw new UsageError('--state must be open, acknowledged or escalated');

@@ -1,0 +1,91 @@
+/**
+ * Listings as stored and as other services see them: the `catalog.listings` registry
+ * of listing ids (partner properties that became publishable, and marketplace
+ * listings the partner did not push), read together with the property behind a
+ * partner listing, and turned into the `Listing` message that GetListing,
+ * ResolveListing and the listing events carry.
+ */
+import { randomBytes } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { ListingOrigin, ListingSchema, PropertyStatus, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import type { Sql, Tx } from '../kit/database';
+
+/** One listing with what the calendar needs to know about it. */
+export interface ListingRecord {
+  listing_id: string;
+  workspace_id: string;
+  environment: 'sandbox' | 'production';
+  origin: 'partner' | 'marketplace';
+  provider_id: string | null;
+  name: string;
+  check_in_time: string;
+  check_out_time: string;
+  publishable: boolean;
+  status: 'listed' | 'unlisted';
+  created_at: Date;
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/**
+ * A new listing id: `lst_` and 24 base32 characters (120 random bits). Opaque to
+ * partners and marketplace; never reused, never a placeholder.
+ */
+export function newListingId(): string {
+  const bytes = randomBytes(15);
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  return `lst_${out}`;
+}
+
+/** Reads listings by id (any workspace); partner listings take their fields from the property. */
+export async function readListings(q: Sql | Tx, listingIds: string[]): Promise<ListingRecord[]> {
+  const db = q as Sql;
+  return db<ListingRecord[]>`
+    select l.listing_id, l.workspace_id::text as workspace_id, l.environment, l.origin,
+           p.provider_id,
+           coalesce(p.name, l.name) as name,
+           coalesce(p.check_in_time, l.check_in_time) as check_in_time,
+           coalesce(p.check_out_time, l.check_out_time) as check_out_time,
+           coalesce(p.publishable, true) as publishable,
+           coalesce(p.status, 'listed') as status,
+           l.created_at
+    from catalog.listings l
+    left join catalog.properties p on p.id = l.property_id
+    where l.listing_id in ${db(listingIds)}
+  `;
+}
+
+/** Reads one listing by id, or undefined. */
+export async function readListing(q: Sql | Tx, listingId: string): Promise<ListingRecord | undefined> {
+  const [row] = await readListings(q, [listingId]);
+  return row;
+}
+
+/** The `Listing` message of a record. */
+export function listingMessage(r: ListingRecord): Listing {
+  return create(ListingSchema, {
+    listingId: r.listing_id,
+    workspaceId: r.workspace_id,
+    environment: r.environment === 'production' ? Environment.PRODUCTION : Environment.SANDBOX,
+    origin: r.origin === 'partner' ? ListingOrigin.PARTNER : ListingOrigin.MARKETPLACE,
+    providerId: r.provider_id ?? undefined,
+    name: r.name,
+    checkInTime: r.check_in_time,
+    checkOutTime: r.check_out_time,
+    publishable: r.publishable,
+    status: r.status === 'listed' ? PropertyStatus.LISTED : PropertyStatus.UNLISTED,
+    createdAt: timestampFromDate(r.created_at),
+  });
+}

@@ -1,0 +1,148 @@
+/**
+ * CatalogService RPC implementations: validate, call the domain modules, shape the
+ * response. Thin on purpose; the rules live in property-upsert.ts, publication.ts,
+ * publishability.ts, photo-pipeline.ts, public-listings.ts and
+ * marketplace-listings.ts.
+ */
+import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
+import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
+import type { Sql } from '../kit/database';
+import type { Logger } from '../kit/logger';
+import { AMENITIES } from './amenities';
+import { isUuid, listingNotFound, propertyNotFound, validationFailed, type Violation } from './errors';
+import { listingMessage, readListing } from './listing-records';
+import { DEFAULT_MARKETPLACE_LISTING, createMarketplaceListing } from './marketplace-listings';
+import { photoStatusMessage, propertyMessage, toMissingReason, toPropertyStatus, toRejectionReason } from './messages';
+import { findProperty, readPhotos, rejectedPhotos } from './property-records';
+import { upsertProperty } from './property-upsert';
+import { getPublicListing, getPublicPhoto, searchPublicListings } from './public-listings';
+import { validateUpsert } from './validation';
+import type { WorkspaceDirectory } from './workspaces';
+
+export interface CatalogDeps {
+  sql: Sql;
+  log: Logger;
+  workspaces: WorkspaceDirectory;
+  /** After a commit that wrote events. */
+  nudgeOutbox: () => void;
+  /** After a commit that queued photos. */
+  nudgePhotos: () => void;
+}
+
+const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
+
+/** Unexpected failures become INTERNAL with the cause logged, never leaked. */
+function guard<A extends unknown[], R>(log: Logger, name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args: A) => {
+    try {
+      return await fn(...args);
+    } catch (err) {
+      if (err instanceof ConnectError) throw err;
+      log.error({ err, rpc: name }, 'catalog: unexpected failure');
+      throw new ConnectError('internal error', Code.Internal);
+    }
+  };
+}
+
+export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogService> {
+  const { sql, log, workspaces } = deps;
+
+  const impl: ServiceImpl<typeof CatalogService> = {
+    async upsertProperty(req) {
+      const { workspaceId, providerId, property } = validateUpsert(req);
+      const environment = await workspaces.environment(workspaceId);
+      const out = await upsertProperty(sql, { workspaceId, providerId, environment, property });
+      if (out.events > 0) deps.nudgeOutbox();
+      if (out.queuedPhotos > 0) deps.nudgePhotos();
+      const p = out.property;
+      return {
+        providerId,
+        result: out.created ? UpsertResult.CREATED : UpsertResult.UPDATED,
+        listingId: p.listing_id ?? undefined,
+        status: toPropertyStatus(p.status),
+        publishable: p.publishable,
+        missing: p.missing.map(toMissingReason),
+        unknownAmenities: p.unknown_amenities,
+        photosRejected: rejectedPhotos(out.photos).map((r) => ({ url: r.url, reason: toRejectionReason(r.reason) })),
+      };
+    },
+
+    async getProperty(req) {
+      if (!isUuid(req.workspaceId) || req.providerId === '') throw propertyNotFound();
+      const p = await findProperty(sql, req.workspaceId.toLowerCase(), req.providerId);
+      if (!p) throw propertyNotFound();
+      const photos = await readPhotos(sql, p.id);
+      return {
+        providerId: p.provider_id,
+        property: propertyMessage(p, photos),
+        listingId: p.listing_id ?? undefined,
+        publishable: p.publishable,
+        missing: p.missing.map(toMissingReason),
+        unknownAmenities: p.unknown_amenities,
+        photosRejected: rejectedPhotos(photos).map((r) => ({ url: r.url, reason: toRejectionReason(r.reason) })),
+        photos: photos.map(photoStatusMessage),
+        updatedAt: timestampFromDate(p.pushed_at),
+      };
+    },
+
+    async createListing(req) {
+      const bad: Violation[] = [];
+      if (!isUuid(req.workspaceId)) bad.push({ field: 'workspace_id', code: req.workspaceId === '' ? 'required' : 'format' });
+      if (req.name !== undefined && ([...req.name].length < 1 || [...req.name].length > 120)) bad.push({ field: 'name', code: req.name === '' ? 'min_length' : 'max_length' });
+      if (req.checkInTime !== undefined && !TIME.test(req.checkInTime)) bad.push({ field: 'check_in_time', code: 'pattern' });
+      if (req.checkOutTime !== undefined && !TIME.test(req.checkOutTime)) bad.push({ field: 'check_out_time', code: 'pattern' });
+      if (bad.length > 0) throw validationFailed(bad);
+      const workspaceId = req.workspaceId.toLowerCase();
+      const environment = await workspaces.environment(workspaceId);
+      const listing = await createMarketplaceListing(sql, {
+        workspaceId,
+        environment,
+        name: req.name ?? DEFAULT_MARKETPLACE_LISTING.name,
+        checkInTime: req.checkInTime ?? DEFAULT_MARKETPLACE_LISTING.checkInTime,
+        checkOutTime: req.checkOutTime ?? DEFAULT_MARKETPLACE_LISTING.checkOutTime,
+      });
+      deps.nudgeOutbox();
+      return { listing: listingMessage(listing) };
+    },
+
+    async getListing(req) {
+      const listing = req.listingId ? await readListing(sql, req.listingId) : undefined;
+      // Unknown, and another workspace's, answer the same (spec "Errors": indistinguishable).
+      if (!listing || !isUuid(req.workspaceId) || listing.workspace_id !== req.workspaceId.toLowerCase()) throw propertyNotFound();
+      return { listing: listingMessage(listing) };
+    },
+
+    async resolveListing(req) {
+      const listing = req.listingId ? await readListing(sql, req.listingId) : undefined;
+      if (!listing) throw listingNotFound();
+      return { listing: listingMessage(listing) };
+    },
+
+    async listAmenities() {
+      return { amenities: AMENITIES.map((a) => ({ slug: a.slug, name: a.name, category: a.category })) };
+    },
+
+    async searchPublicListings(req) {
+      return searchPublicListings(sql, req);
+    },
+
+    async getPublicListing(req) {
+      const listing = req.listingId ? await getPublicListing(sql, req.listingId) : undefined;
+      if (!listing) throw listingNotFound();
+      return { listing };
+    },
+
+    async getPublicPhoto(req) {
+      const photo = await getPublicPhoto(sql, req.photoId);
+      if (!photo) throw new ConnectError('photo not found', Code.NotFound);
+      return { contentType: photo.content_type, width: photo.width, height: photo.height, data: photo.bytes };
+    },
+  };
+
+  for (const name of Object.keys(impl) as (keyof typeof impl)[]) {
+    (impl as Record<string, unknown>)[name] = guard(log, name, impl[name] as (...a: unknown[]) => Promise<unknown>);
+  }
+  return impl;
+}
