@@ -1,16 +1,57 @@
 /**
- * The calendar service as hosted by a process (see services/kit/service-module.ts).
- * RPCs not yet implemented answer the standard gRPC UNIMPLEMENTED status.
+ * The calendar service as hosted by a process (see services/kit/service-module.ts):
+ * nights and who holds them, partner blocks, marketplace holds and bookings, the
+ * resumable event stream and guest erasure (issue 5; docs/calendar.md).
  */
 import { join } from 'node:path';
-import type { ServiceModule } from '../kit/service-module';
+import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
+import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
+import type { CalendarDeps } from './calendar-deps';
+import { HoldSweeper } from './holds';
+import { ListingDirectory } from './listings';
+import { registerCalendarService } from './service';
+import { WatchHub } from './watch';
+
+/** Per-context state: routes() and start() of one process share it. */
+const state = new WeakMap<ServiceContext, { deps: CalendarDeps; hub: WatchHub }>();
+
+function stateFor(ctx: ServiceContext): { deps: CalendarDeps; hub: WatchHub } {
+  let s = state.get(ctx);
+  if (!s) {
+    const hub = new WatchHub();
+    const deps: CalendarDeps = {
+      sql: ctx.sql,
+      log: ctx.log,
+      // ctx.urls is filled once the internal server is bound: resolve lazily.
+      listings: new ListingDirectory(() => ctx.clients.client(CatalogService, ctx.urls.catalog)),
+      holdTtlSeconds: ctx.config.holdTtlSeconds,
+      eventsCommitted() {
+        ctx.outbox.nudge();
+        hub.notify();
+      },
+    };
+    s = { deps, hub };
+    state.set(ctx, s);
+  }
+  return s;
+}
 
 export const calendarModule: ServiceModule = {
   name: 'calendar',
   protoServices: [CalendarService.typeName],
   migrations: { prefix: 'calendar', dir: join(__dirname, 'migrations') },
-  routes(router) {
-    router.service(CalendarService, {});
+  routes(router, ctx) {
+    const { deps, hub } = stateFor(ctx);
+    registerCalendarService(router, deps, hub);
+  },
+  async start(ctx) {
+    const { deps, hub } = stateFor(ctx);
+    const sweeper = new HoldSweeper(ctx.sql, ctx.log.child({ component: 'calendar-hold-sweeper' }), () => deps.eventsCommitted());
+    sweeper.start();
+    ctx.shutdown.add('calendar hold sweeper', () => sweeper.stop());
+    // Registered after the internal server: runs before it closes, so open
+    // WatchEvents streams end cleanly instead of holding the drain.
+    ctx.shutdown.add('calendar watch streams', () => hub.close());
   },
 };

@@ -1,0 +1,284 @@
+/**
+ * Partner blocks (spec: "Calendar block", PUT/DELETE/GET /blocks; issue 5 items 1–5).
+ *
+ * State table, as implemented by `putBlock`:
+ *   absent  + PUT, no collision           → created, nights held            (`created`)
+ *   held    + PUT identical, no collision → nothing written                 (`updated`)
+ *   held    + PUT other dates/listing     → old nights released and new held
+ *                                           in one transaction              (`updated`)
+ *   any     + PUT, a night has a booking or live hold → CONFLICT with every colliding
+ *             night, nothing written (a moved block keeps its old dates)
+ * The conflict scan runs on every PUT, identical retries included. A partner's own
+ * blocks may overlap each other (and the nights of a host-cancelled booking).
+ */
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  BlockReason,
+  BlockSchema,
+  type Block,
+  type DeleteBlockRequest,
+  type DeleteBlockResponseSchema,
+  type ListBlocksRequest,
+  type ListBlocksResponseSchema,
+  type PutBlockRequest,
+  type PutBlockResponseSchema,
+} from '../../gen/psync/calendar/v1/calendar_pb';
+import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
+import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { checkRange, parseDay, formatDay } from './dates';
+import { invalidArgument, notEnabled, type Violation } from './errors';
+import { appendEvents, calendarChanged, eventWrites, type PendingEvent } from './event-log';
+import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
+import type { CalendarDeps } from './calendar-deps';
+import type { Tx } from '../kit/database';
+
+type Reason = 'reserved' | 'maintenance' | 'owner_stay' | 'other';
+
+const REASON_TEXT = new Map<BlockReason, Reason>([
+  [BlockReason.UNSPECIFIED, 'reserved'], // operator-interface.md: optional, default `reserved`
+  [BlockReason.RESERVED, 'reserved'],
+  [BlockReason.MAINTENANCE, 'maintenance'],
+  [BlockReason.OWNER_STAY, 'owner_stay'],
+  [BlockReason.OTHER, 'other'],
+]);
+const REASON_ENUM = new Map<string, BlockReason>([
+  ['reserved', BlockReason.RESERVED],
+  ['maintenance', BlockReason.MAINTENANCE],
+  ['owner_stay', BlockReason.OWNER_STAY],
+  ['other', BlockReason.OTHER],
+]);
+
+/** A block row as read back. */
+interface BlockRow {
+  id: string;
+  external_uid: string;
+  listing_id: string;
+  check_in: string;
+  check_out: string;
+  reason: string;
+  nights: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toBlock(r: BlockRow): Block {
+  return create(BlockSchema, {
+    externalUid: r.external_uid,
+    listingId: r.listing_id,
+    checkIn: r.check_in,
+    checkOut: r.check_out,
+    reason: REASON_ENUM.get(r.reason) ?? BlockReason.RESERVED,
+    nights: r.nights,
+    createdAt: timestampFromDate(r.created_at),
+    updatedAt: timestampFromDate(r.updated_at),
+  });
+}
+
+function checkLength(violations: Violation[], field: string, value: string, min: number, max: number): void {
+  if (value.length < min) violations.push({ field, code: value.length === 0 ? 'required' : 'min_length' });
+  else if (value.length > max) violations.push({ field, code: 'max_length' });
+}
+
+/** PutBlock: creates, re-confirms or moves a block (see the state table above). */
+export async function putBlock(deps: CalendarDeps, req: PutBlockRequest): Promise<MessageInitShape<typeof PutBlockResponseSchema>> {
+  const violations: Violation[] = [];
+  checkLength(violations, 'workspace_id', req.workspaceId, 1, 255);
+  checkLength(violations, 'external_uid', req.externalUid, 1, 255);
+  const target = req.target;
+  if (target.case === undefined) violations.push({ field: 'listing_id', code: 'one_of' });
+  else if (target.case === 'providerId') checkLength(violations, 'provider_id', target.value, 1, 128);
+  else checkLength(violations, 'listing_id', target.value, 1, 255);
+  const { span, problems } = checkRange(req.checkIn, req.checkOut);
+  violations.push(...problems);
+  const reason = REASON_TEXT.get(req.reason);
+  if (!reason) violations.push({ field: 'reason', code: 'enum' });
+  if (violations.length > 0 || !span || !reason) throw invalidArgument(violations);
+  // Spec: "A block addressed by provider_id answers 501 in either environment" — after validation.
+  if (target.case !== 'listingId') throw notEnabled('blocks addressed by provider_id are not enabled; use listing_id');
+
+  // Workspace ids are UUIDs; stored in their canonical lower-case form.
+  const workspaceId = req.workspaceId.toLowerCase();
+  const listingId = target.value;
+  const uid = req.externalUid;
+  await deps.listings.assertOwned(workspaceId, listingId);
+
+  const at = new Date();
+  const held = { checkIn: span.checkIn, checkOut: span.checkOut };
+  const holder = { kind: NightHolderKind.BLOCK, id: uid };
+  let wroteEvents = false;
+  const out = await withListingTransaction(
+    deps.sql,
+    async (tx: Tx) => {
+      wroteEvents = false;
+      // Pipelined (one round trip, run in this order): the lock, hold expiry, the block
+      // as it is, and the conflict scan — on every push, identical retries included
+      // (spec: "The conflict scan runs on every push").
+      const [, expired, [existing], conflicts] = await Promise.all([
+        lockListing(tx, listingId),
+        expireHolds(tx, listingId, at),
+        tx<BlockRow[]>`
+          select id, external_uid, listing_id, check_in::text, check_out::text, reason,
+                 check_out - check_in as nights, created_at, updated_at
+          from calendar.blocks
+          where workspace_id = ${workspaceId} and external_uid = ${uid}
+          for update`.execute(), // sent now, not when Promise.all gets to it
+        scanConflicts(tx, listingId, span.checkIn, span.checkOut, 'marketplace'),
+      ]);
+      refuseConflicts(conflicts);
+      const events: PendingEvent[] = expired;
+
+      if (!existing) {
+        events.push(calendarChanged({ at, workspaceId, listingId, kind: CalendarChangeKind.BLOCK_CREATED, holder, held }));
+        const [row] = await tx<BlockRow[]>`
+          with b as (
+            insert into calendar.blocks (workspace_id, external_uid, listing_id, check_in, check_out, reason, created_at, updated_at)
+            values (${workspaceId}, ${uid}, ${listingId}, ${span.checkIn}, ${span.checkOut}, ${reason}, ${at}, ${at})
+            returning id, external_uid, listing_id, check_in, check_out, reason, created_at, updated_at
+          ), c as (
+            insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
+            select listing_id, 'block', id::text, daterange(check_in, check_out) from b
+          ) ${eventWrites(tx, events)}
+          select id, external_uid, listing_id, check_in::text, check_out::text, reason,
+                 check_out - check_in as nights, created_at, updated_at
+          from b
+        `;
+        wroteEvents = true;
+        return { result: UpsertResult.CREATED, row: row! };
+      }
+
+      const sameNights = existing.listing_id === listingId && existing.check_in === span.checkIn && existing.check_out === span.checkOut;
+      if (sameNights && existing.reason === reason) {
+        // Identical: a no-op (overdue holds of the listing still expire).
+        await appendEvents(tx, events);
+        wroteEvents = events.length > 0;
+        return { result: UpsertResult.UPDATED, row: existing };
+      }
+      if (!sameNights) {
+        const released = { checkIn: existing.check_in, checkOut: existing.check_out };
+        const kind = CalendarChangeKind.BLOCK_MOVED;
+        if (existing.listing_id === listingId) {
+          events.push(calendarChanged({ at, workspaceId, listingId, kind, holder, released, held }));
+        } else {
+          // Moved to another listing: each listing hears about its own nights.
+          events.push(calendarChanged({ at, workspaceId, listingId: existing.listing_id, kind, holder, released }));
+          events.push(calendarChanged({ at, workspaceId, listingId, kind, holder, held }));
+        }
+      }
+      // Old nights released and new ones held in one statement (one claim row changes).
+      const [row] = await tx<BlockRow[]>`
+        with b as (
+          update calendar.blocks
+          set listing_id = ${listingId}, check_in = ${span.checkIn}, check_out = ${span.checkOut},
+              reason = ${reason}, updated_at = ${at}
+          where id = ${existing.id}
+          returning id, external_uid, listing_id, check_in, check_out, reason, created_at, updated_at
+        ), c as (
+          update calendar.claims set listing_id = b.listing_id, nights = daterange(b.check_in, b.check_out)
+          from b
+          where holder_kind = 'block' and holder_id = b.id::text
+        ) ${eventWrites(tx, events)}
+        select id, external_uid, listing_id, check_in::text, check_out::text, reason,
+               check_out - check_in as nights, created_at, updated_at
+        from b
+      `;
+      wroteEvents = events.length > 0;
+      return { result: UpsertResult.UPDATED, row: row! };
+    },
+    () => scanConflicts(deps.sql, listingId, span.checkIn, span.checkOut, 'marketplace'),
+  );
+  if (wroteEvents) deps.eventsCommitted();
+  return { result: out.result, nights: out.row.nights, listingId: out.row.listing_id, block: toBlock(out.row) };
+}
+
+/** DeleteBlock: removes the block and frees only the nights it holds; success either way. */
+export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): Promise<MessageInitShape<typeof DeleteBlockResponseSchema>> {
+  const violations: Violation[] = [];
+  checkLength(violations, 'workspace_id', req.workspaceId, 1, 255);
+  checkLength(violations, 'external_uid', req.externalUid, 1, 255);
+  if (violations.length > 0) throw invalidArgument(violations);
+  const workspaceId = req.workspaceId.toLowerCase();
+  const uid = req.externalUid;
+
+  const [found] = await deps.sql<{ listing_id: string }[]>`
+    select listing_id from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
+  `;
+  if (!found) return { deleted: false };
+  const at = new Date();
+  const deleted = await withListingTransaction(deps.sql, async (tx) => {
+    // The lock keeps this listing's events in commit order (see the migration).
+    await lockListing(tx, found.listing_id);
+    const [row] = await tx<{ listing_id: string; check_in: string; check_out: string }[]>`
+      with b as (
+        delete from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
+        returning id, listing_id, check_in, check_out
+      ), c as (
+        delete from calendar.claims where holder_kind = 'block' and holder_id in (select id::text from b)
+      )
+      select listing_id, check_in::text, check_out::text from b
+    `;
+    if (!row) return false;
+    await appendEvents(tx, [
+      calendarChanged({
+        at,
+        workspaceId,
+        listingId: row.listing_id,
+        kind: CalendarChangeKind.BLOCK_DELETED,
+        holder: { kind: NightHolderKind.BLOCK, id: uid },
+        released: { checkIn: row.check_in, checkOut: row.check_out },
+      }),
+    ]);
+    return true;
+  });
+  if (deleted) deps.eventsCommitted();
+  return { deleted };
+}
+
+/** Page size bounds and default (spec: "Limits"). */
+const PAGE_SIZE_DEFAULT = 50;
+const PAGE_SIZE_MAX = 200;
+
+/**
+ * ListBlocks: the workspace's blocks holding a night in [from, to] (both optional; a
+ * block whose check_out equals `from` holds no night on or after it), ordered by
+ * check_in, check_out, external_uid; one row more than the page is read for has_more.
+ */
+export async function listBlocks(deps: CalendarDeps, req: ListBlocksRequest): Promise<MessageInitShape<typeof ListBlocksResponseSchema>> {
+  const violations: Violation[] = [];
+  checkLength(violations, 'workspace_id', req.workspaceId, 1, 255);
+  const page = req.page === 0 ? 1 : req.page;
+  const pageSize = req.pageSize === 0 ? PAGE_SIZE_DEFAULT : req.pageSize;
+  if (page < 1) violations.push({ field: 'page', code: 'minimum' });
+  if (pageSize < 1) violations.push({ field: 'page_size', code: 'minimum' });
+  else if (pageSize > PAGE_SIZE_MAX) violations.push({ field: 'page_size', code: 'maximum' });
+  const from = req.from === undefined ? undefined : parseDay(req.from);
+  const to = req.to === undefined ? undefined : parseDay(req.to);
+  if (req.from !== undefined && from === undefined) violations.push({ field: 'from', code: 'format' });
+  if (req.to !== undefined && to === undefined) violations.push({ field: 'to', code: 'format' });
+  if (violations.length > 0) throw invalidArgument(violations);
+
+  const sql = deps.sql;
+  const fromText = from === undefined ? null : formatDay(from);
+  const toText = to === undefined ? null : formatDay(to);
+  const offset = (page - 1) * pageSize;
+  // The page's ids first, from the covering index alone (blocks_page_idx: deep pages
+  // skip index entries, not table rows), then only those rows.
+  const rows = await sql<BlockRow[]>`
+    with page as (
+      select p.id, p.check_in, p.check_out, p.external_uid
+      from calendar.blocks p
+      where p.workspace_id = ${req.workspaceId.toLowerCase()}
+        ${fromText === null ? sql`` : sql`and p.check_out > ${fromText}::date`}
+        ${toText === null ? sql`` : sql`and p.check_in <= ${toText}::date`}
+      order by p.check_in, p.check_out, p.external_uid
+      limit ${pageSize + 1} offset ${offset}
+    )
+    select b.id, b.external_uid, b.listing_id, b.check_in::text, b.check_out::text, b.reason,
+           b.check_out - b.check_in as nights, b.created_at, b.updated_at
+    from page join calendar.blocks b on b.id = page.id
+    order by page.check_in, page.check_out, page.external_uid
+  `;
+  const hasMore = rows.length > pageSize;
+  return { items: rows.slice(0, pageSize).map(toBlock), hasMore };
+}

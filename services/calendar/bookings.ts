@@ -1,0 +1,302 @@
+/**
+ * Marketplace bookings (issue 5 items 6–7).
+ *
+ * - ConfirmBooking converts a live hold (its nights change holder in place, so nothing
+ *   else can slip in) or books free nights directly, and emits BookingConfirmed with
+ *   the property's check-in/out times and provider_id, read fresh from the catalog.
+ * - CancelBooking by the guest frees the nights (they can be re-sold). By the host —
+ *   the property withdrew — the nights stay closed to marketplace holds and bookings
+ *   for good (a `withdrawn` claim), while the partner may still place its own blocks
+ *   on them, as on its other blocks (docs/calendar.md).
+ * - Sandbox listings refuse anything that would end in a real charge.
+ */
+import { randomBytes } from 'node:crypto';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  BookingSchema,
+  BookingStatus,
+  type Booking,
+  type CancelBookingRequest,
+  type CancelBookingResponseSchema,
+  type ConfirmBookingRequest,
+  type ConfirmBookingResponseSchema,
+  type GetBookingRequest,
+  type GetBookingResponseSchema,
+} from '../../gen/psync/calendar/v1/calendar_pb';
+import { CalendarChangeKind, CancellationInitiator, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import { checkRange, type NightSpan } from './dates';
+import { failedPrecondition, invalidArgument, notFound, type Violation } from './errors';
+import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged, eventWrites } from './event-log';
+import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
+import { isHoldId, refuseSandboxPayment } from './holds';
+import type { CalendarDeps } from './calendar-deps';
+
+const DECIMAL = /^[0-9]{1,18}(\.[0-9]{1,9})?$/;
+const CURRENCY = /^[A-Z]{3}$/;
+/** Crockford base32: no I, L, O, U, so references survive being read aloud. */
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** A new booking reference: "BK" and 10 random base32 characters (50 bits). */
+export function newBookingReference(): string {
+  const bytes = randomBytes(10);
+  let out = 'BK';
+  for (const b of bytes) out += ALPHABET[b & 31];
+  return out;
+}
+
+/** A booking row as read back. */
+interface BookingRow {
+  booking_reference: string;
+  listing_id: string;
+  workspace_id: string;
+  environment: 'sandbox' | 'production';
+  provider_id: string | null;
+  check_in: string;
+  check_out: string;
+  party_size: number;
+  guest_name: string | null;
+  amount_value: string;
+  amount_currency: string;
+  status: 'confirmed' | 'cancelled';
+  hold_id: string | null;
+  confirmed_at: Date;
+  cancelled_at: Date | null;
+  cancelled_by: 'guest' | 'host' | null;
+}
+
+const BOOKING_COLUMNS = 'booking_reference, listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, party_size, guest_name, amount_value, amount_currency, status, hold_id, confirmed_at, cancelled_at, cancelled_by';
+
+function initiator(by: 'guest' | 'host'): CancellationInitiator {
+  return by === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST;
+}
+
+function environmentEnum(e: 'sandbox' | 'production'): Environment {
+  return e === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION;
+}
+
+function toBooking(r: BookingRow): Booking {
+  return create(BookingSchema, {
+    bookingReference: r.booking_reference,
+    listingId: r.listing_id,
+    workspaceId: r.workspace_id,
+    providerId: r.provider_id ?? undefined,
+    checkIn: r.check_in,
+    checkOut: r.check_out,
+    partySize: r.party_size,
+    guestName: r.guest_name ?? '',
+    amountPaid: { value: r.amount_value, currency: r.amount_currency },
+    status: r.status === 'cancelled' ? BookingStatus.CANCELLED : BookingStatus.CONFIRMED,
+    confirmedAt: timestampFromDate(r.confirmed_at),
+    cancelledAt: r.cancelled_at ? timestampFromDate(r.cancelled_at) : undefined,
+    initiatedBy: r.cancelled_by ? initiator(r.cancelled_by) : undefined,
+    holdId: r.hold_id ?? undefined,
+  });
+}
+
+/** ConfirmBooking: from a live hold or directly on free nights. */
+export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequest): Promise<MessageInitShape<typeof ConfirmBookingResponseSchema>> {
+  const violations: Violation[] = [];
+  if (req.guestId === '') violations.push({ field: 'guest_id', code: 'required' });
+  else if (req.guestId.length > 255) violations.push({ field: 'guest_id', code: 'max_length' });
+  if (req.guestName.trim() === '') violations.push({ field: 'guest_name', code: 'required' });
+  else if (req.guestName.length > 200) violations.push({ field: 'guest_name', code: 'max_length' });
+  if (req.partySize < 1) violations.push({ field: 'party_size', code: 'minimum' });
+  else if (req.partySize > 100) violations.push({ field: 'party_size', code: 'maximum' });
+  if (!req.amountPaid) violations.push({ field: 'amount_paid', code: 'required' });
+  else {
+    if (!DECIMAL.test(req.amountPaid.value)) violations.push({ field: 'amount_paid.value', code: 'pattern' });
+    if (!CURRENCY.test(req.amountPaid.currency)) violations.push({ field: 'amount_paid.currency', code: 'pattern' });
+  }
+
+  // Where the booking lands: the hold's listing and nights, or the request's.
+  let hold: { listing_id: string; check_in: string; check_out: string } | undefined;
+  let span: NightSpan | undefined;
+  if (req.holdId !== undefined) {
+    if (!isHoldId(req.holdId)) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
+    [hold] = await deps.sql<{ listing_id: string; check_in: string; check_out: string }[]>`
+      select listing_id, check_in::text, check_out::text from calendar.holds where hold_id = ${req.holdId}
+    `;
+    if (!hold) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
+    // Fields sent along with hold_id must match the hold.
+    if (req.listingId !== '' && req.listingId !== hold.listing_id) violations.push({ field: 'listing_id', code: 'invalid' });
+    if (req.checkIn !== '' && req.checkIn !== hold.check_in) violations.push({ field: 'check_in', code: 'invalid' });
+    if (req.checkOut !== '' && req.checkOut !== hold.check_out) violations.push({ field: 'check_out', code: 'invalid' });
+    span = checkRange(hold.check_in, hold.check_out).span;
+  } else {
+    if (req.listingId === '') violations.push({ field: 'listing_id', code: 'required' });
+    const checked = checkRange(req.checkIn, req.checkOut);
+    violations.push(...checked.problems);
+    span = checked.span;
+  }
+  if (violations.length > 0 || !span) throw invalidArgument(violations);
+  const nights = span;
+  const listingId = hold ? hold.listing_id : req.listingId;
+
+  // Fresh: check-in/out times and provider_id go into booking.confirmed.
+  const listing = await deps.listings.resolve(listingId, { fresh: true });
+  refuseSandboxPayment(listing.environment, req.requiresPayment);
+
+  const at = new Date();
+  const amount = req.amountPaid!;
+  const row = await withListingTransaction(
+    deps.sql,
+    async (tx) => {
+      const reference = newBookingReference();
+      const fromHold = req.holdId !== undefined;
+      // Pipelined, in this order: the lock, hold expiry and (direct bookings) the scan.
+      const [, events, conflicts] = await Promise.all([
+        lockListing(tx, listingId),
+        expireHolds(tx, listingId, at),
+        fromHold ? Promise.resolve([]) : scanConflicts(tx, listingId, nights.checkIn, nights.checkOut, 'all'),
+      ]);
+      refuseConflicts(conflicts);
+      if (fromHold) {
+        // The hold's claim changes holder in place: nothing can slip in between.
+        const [converted] = await tx<{ hold_id: string }[]>`
+          with h as (
+            update calendar.holds set status = 'converted', ended_at = ${at}, booking_reference = ${reference}
+            where hold_id = ${req.holdId!} and status = 'live'
+            returning hold_id
+          )
+          update calendar.claims set holder_kind = 'booking', holder_id = ${reference}
+          where holder_kind = 'hold' and holder_id in (select hold_id::text from h)
+          returning holder_id as hold_id
+        `;
+        if (!converted) throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold expired, was released or was already converted');
+      }
+      events.push(
+        calendarChanged({
+          at,
+          workspaceId: listing.workspaceId,
+          listingId,
+          kind: CalendarChangeKind.BOOKING_CONFIRMED,
+          holder: { kind: NightHolderKind.BOOKING, id: reference },
+          held: { checkIn: nights.checkIn, checkOut: nights.checkOut },
+        }),
+        bookingConfirmed({
+          occurredAt: timestampFromDate(at),
+          workspaceId: listing.workspaceId,
+          environment: environmentEnum(listing.environment),
+          bookingReference: reference,
+          listingId,
+          providerId: listing.providerId,
+          checkIn: nights.checkIn,
+          checkOut: nights.checkOut,
+          checkInTime: listing.checkInTime,
+          checkOutTime: listing.checkOutTime,
+          partySize: req.partySize,
+          guestName: req.guestName,
+          amountPaid: { value: amount.value, currency: amount.currency },
+        }),
+      );
+      const [inserted] = await tx<BookingRow[]>`
+        with k as (
+          insert into calendar.bookings (booking_reference, listing_id, workspace_id, environment, provider_id, check_in, check_out,
+            party_size, guest_id, guest_name, amount_value, amount_currency, requires_payment, hold_id, status, confirmed_at)
+          values (${reference}, ${listingId}, ${listing.workspaceId}, ${listing.environment}, ${listing.providerId ?? null},
+            ${nights.checkIn}, ${nights.checkOut}, ${req.partySize}, ${req.guestId}, ${req.guestName}, ${amount.value},
+            ${amount.currency}, ${req.requiresPayment}, ${req.holdId ?? null}, 'confirmed', ${at})
+          returning *
+        ), c as (
+          insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
+          select listing_id, 'booking', booking_reference, daterange(check_in, check_out) from k
+          where ${!fromHold}::boolean
+        ) ${eventWrites(tx, events)}
+        select ${tx.unsafe(BOOKING_COLUMNS)} from k
+      `;
+      return inserted!;
+    },
+    () => scanConflicts(deps.sql, listingId, nights.checkIn, nights.checkOut, 'all'),
+  );
+  deps.eventsCommitted();
+  return { booking: toBooking(row) };
+}
+
+/**
+ * CancelBooking: guest → nights freed; host → nights kept closed to the marketplace.
+ * Idempotent: cancelling again answers the first cancellation and emits nothing.
+ */
+export async function cancelBooking(deps: CalendarDeps, req: CancelBookingRequest): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
+  const violations: Violation[] = [];
+  if (req.bookingReference === '') violations.push({ field: 'booking_reference', code: 'required' });
+  if (req.initiatedBy !== CancellationInitiator.GUEST && req.initiatedBy !== CancellationInitiator.HOST) {
+    violations.push({ field: 'initiated_by', code: 'enum' });
+  }
+  if (violations.length > 0) throw invalidArgument(violations);
+  const by: 'guest' | 'host' = req.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest';
+
+  const [found] = await deps.sql<{ listing_id: string; status: string; cancelled_at: Date | null }[]>`
+    select listing_id, status, cancelled_at from calendar.bookings where booking_reference = ${req.bookingReference}
+  `;
+  if (!found) throw notFound(ErrorReason.BOOKING_NOT_FOUND, 'no such booking');
+  if (found.status === 'cancelled') {
+    return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(found.cancelled_at!) };
+  }
+
+  const at = new Date();
+  const out = await withListingTransaction(deps.sql, async (tx) => {
+    await lockListing(tx, found.listing_id);
+    const events = await expireHolds(tx, found.listing_id, at);
+    const [row] = await tx<BookingRow[]>`
+      update calendar.bookings set status = 'cancelled', cancelled_at = ${at}, cancelled_by = ${by}
+      where booking_reference = ${req.bookingReference} and status = 'confirmed'
+      returning ${tx.unsafe(BOOKING_COLUMNS)}
+    `;
+    if (!row) {
+      // Cancelled meanwhile by another call: answer that cancellation.
+      const [first] = await tx<{ cancelled_at: Date }[]>`
+        select cancelled_at from calendar.bookings where booking_reference = ${req.bookingReference}
+      `;
+      await appendEvents(tx, events);
+      return { cancelledAt: first!.cancelled_at, wrote: events.length > 0 };
+    }
+    const range = { checkIn: row.check_in, checkOut: row.check_out };
+    if (by === 'guest') {
+      await tx`delete from calendar.claims where holder_kind = 'booking' and holder_id = ${req.bookingReference}`;
+    } else {
+      await tx`
+        update calendar.claims set holder_kind = 'withdrawn'
+        where holder_kind = 'booking' and holder_id = ${req.bookingReference}
+      `;
+    }
+    events.push(
+      calendarChanged({
+        at,
+        workspaceId: row.workspace_id,
+        listingId: row.listing_id,
+        kind: CalendarChangeKind.BOOKING_CANCELLED,
+        ...(by === 'guest'
+          ? { holder: { kind: NightHolderKind.BOOKING, id: row.booking_reference }, released: range }
+          : { holder: { kind: NightHolderKind.WITHDRAWN, id: row.booking_reference }, held: range }),
+      }),
+      bookingCancelled({
+        occurredAt: timestampFromDate(at),
+        workspaceId: row.workspace_id,
+        environment: environmentEnum(row.environment),
+        bookingReference: row.booking_reference,
+        listingId: row.listing_id,
+        providerId: row.provider_id ?? undefined,
+        cancelledAt: timestampFromDate(at),
+        initiatedBy: initiator(by),
+      }),
+    );
+    await appendEvents(tx, events);
+    return { cancelledAt: at, wrote: true };
+  });
+  if (out.wrote) deps.eventsCommitted();
+  return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(out.cancelledAt) };
+}
+
+/** GetBooking: one booking by reference. */
+export async function getBooking(deps: CalendarDeps, req: GetBookingRequest): Promise<MessageInitShape<typeof GetBookingResponseSchema>> {
+  if (req.bookingReference === '') throw invalidArgument([{ field: 'booking_reference', code: 'required' }]);
+  const sql = deps.sql;
+  const [row] = await sql<BookingRow[]>`
+    select ${sql.unsafe(BOOKING_COLUMNS)} from calendar.bookings where booking_reference = ${req.bookingReference}
+  `;
+  if (!row) throw notFound(ErrorReason.BOOKING_NOT_FOUND, 'no such booking');
+  return { booking: toBooking(row) };
+}

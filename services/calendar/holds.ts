@@ -1,0 +1,230 @@
+/**
+ * Marketplace holds (issue 5 item 6): nights kept for a guest while they check out.
+ *
+ * A hold is live from PlaceHold until it is released, converted into a booking or its
+ * `expires_at` passes (default lifetime HOLD_TTL_SECONDS, 900 s). Only a live hold has
+ * a row in `calendar.claims`; writers expire overdue holds of a listing under its lock
+ * before claiming nights there, and `HoldSweeper` expires the rest in the background,
+ * so an expired hold never blocks anything and always gets its HOLD_EXPIRED event.
+ */
+import { randomUUID } from 'node:crypto';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type {
+  PlaceHoldRequest,
+  PlaceHoldResponseSchema,
+  ReleaseHoldRequest,
+  ReleaseHoldResponseSchema,
+} from '../../gen/psync/calendar/v1/calendar_pb';
+import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
+import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/database';
+import { checkRange } from './dates';
+import { failedPrecondition, invalidArgument, notFound, type Violation } from './errors';
+import { appendEvents, calendarChanged, eventWrites } from './event-log';
+import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
+import type { CalendarDeps } from './calendar-deps';
+
+/** Longest hold a caller may ask for: one day. */
+export const MAX_HOLD_TTL_SECONDS = 86_400;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True for a syntactically valid hold id (holds are uuids; anything else is simply unknown). */
+export function isHoldId(id: string): boolean {
+  return UUID.test(id);
+}
+
+/** Sandbox workspaces never reach a payment provider (spec: "Availability"). */
+export function refuseSandboxPayment(environment: 'sandbox' | 'production', requiresPayment: boolean): void {
+  if (environment === 'sandbox' && requiresPayment) {
+    throw failedPrecondition(
+      ErrorReason.SANDBOX_PAYMENT_REFUSED,
+      'sandbox listings never reach a payment provider: a hold or booking that would end in a real charge is refused',
+    );
+  }
+}
+
+/** PlaceHold: a live hold on free nights, or CONFLICT listing every night already taken. */
+export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Promise<MessageInitShape<typeof PlaceHoldResponseSchema>> {
+  const violations: Violation[] = [];
+  if (req.listingId === '') violations.push({ field: 'listing_id', code: 'required' });
+  const { span, problems } = checkRange(req.checkIn, req.checkOut);
+  violations.push(...problems);
+  const ttl = req.ttlSeconds ?? deps.holdTtlSeconds;
+  if (ttl < 1) violations.push({ field: 'ttl_seconds', code: 'minimum' });
+  else if (ttl > MAX_HOLD_TTL_SECONDS) violations.push({ field: 'ttl_seconds', code: 'maximum' });
+  if (violations.length > 0 || !span) throw invalidArgument(violations);
+
+  const listing = await deps.listings.resolve(req.listingId);
+  refuseSandboxPayment(listing.environment, req.requiresPayment);
+
+  const holdId = randomUUID();
+  const at = new Date();
+  const hold = await withListingTransaction(
+    deps.sql,
+    async (tx) => {
+      // Pipelined, in this order: the lock, hold expiry, the conflict scan.
+      const [, events, conflicts] = await Promise.all([
+        lockListing(tx, listing.listingId),
+        expireHolds(tx, listing.listingId, at),
+        scanConflicts(tx, listing.listingId, span.checkIn, span.checkOut, 'all'),
+      ]);
+      refuseConflicts(conflicts);
+      events.push(
+        calendarChanged({
+          at,
+          workspaceId: listing.workspaceId,
+          listingId: listing.listingId,
+          kind: CalendarChangeKind.HOLD_PLACED,
+          holder: { kind: NightHolderKind.HOLD, id: holdId },
+          held: { checkIn: span.checkIn, checkOut: span.checkOut },
+        }),
+      );
+      const [row] = await tx<{ expires_at: Date }[]>`
+        with h as (
+          insert into calendar.holds (hold_id, listing_id, workspace_id, check_in, check_out, requires_payment, status, expires_at)
+          values (${holdId}, ${listing.listingId}, ${listing.workspaceId}, ${span.checkIn}, ${span.checkOut},
+                  ${req.requiresPayment}, 'live', clock_timestamp() + make_interval(secs => ${ttl}))
+          returning hold_id, listing_id, check_in, check_out, expires_at
+        ), c as (
+          insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
+          select listing_id, 'hold', hold_id::text, daterange(check_in, check_out) from h
+        ) ${eventWrites(tx, events)}
+        select expires_at from h
+      `;
+      return row!;
+    },
+    () => scanConflicts(deps.sql, listing.listingId, span.checkIn, span.checkOut, 'all'),
+  );
+  deps.eventsCommitted();
+  return {
+    hold: {
+      holdId,
+      listingId: listing.listingId,
+      checkIn: span.checkIn,
+      checkOut: span.checkOut,
+      expiresAt: timestampFromDate(hold.expires_at),
+      requiresPayment: req.requiresPayment,
+    },
+  };
+}
+
+/**
+ * ReleaseHold: frees a live hold's nights. Idempotent: an already released or expired
+ * hold answers `released` too. A hold converted into a booking is not a hold any more:
+ * FAILED_PRECONDITION (HOLD_NOT_LIVE) — cancel the booking instead.
+ */
+export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): Promise<MessageInitShape<typeof ReleaseHoldResponseSchema>> {
+  if (req.holdId === '') throw invalidArgument([{ field: 'hold_id', code: 'required' }]);
+  if (!isHoldId(req.holdId)) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
+  const [found] = await deps.sql<{ listing_id: string; status: string }[]>`
+    select listing_id, status from calendar.holds where hold_id = ${req.holdId}
+  `;
+  if (!found) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
+  if (found.status === 'converted') {
+    throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold was converted into a booking; cancel the booking instead');
+  }
+  if (found.status !== 'live') return { holdId: req.holdId, released: true };
+
+  const at = new Date();
+  const outcome = await withListingTransaction(deps.sql, async (tx) => {
+    await lockListing(tx, found.listing_id);
+    // Overdue holds (this one included) expire rather than being released.
+    const events = await expireHolds(tx, found.listing_id, at);
+    const [row] = await tx<{ workspace_id: string; check_in: string; check_out: string }[]>`
+      with h as (
+        update calendar.holds set status = 'released', ended_at = clock_timestamp()
+        where hold_id = ${req.holdId} and status = 'live'
+        returning hold_id, workspace_id, check_in, check_out
+      ), c as (
+        delete from calendar.claims where holder_kind = 'hold' and holder_id in (select hold_id::text from h)
+      )
+      select workspace_id, check_in::text, check_out::text from h
+    `;
+    if (row) {
+      events.push(
+        calendarChanged({
+          at,
+          workspaceId: row.workspace_id,
+          listingId: found.listing_id,
+          kind: CalendarChangeKind.HOLD_RELEASED,
+          holder: { kind: NightHolderKind.HOLD, id: req.holdId },
+          released: { checkIn: row.check_in, checkOut: row.check_out },
+        }),
+      );
+    }
+    await appendEvents(tx, events);
+    const [now] = await tx<{ status: string }[]>`select status from calendar.holds where hold_id = ${req.holdId}`;
+    return { wrote: events.length > 0, status: now?.status };
+  });
+  if (outcome.wrote) deps.eventsCommitted();
+  if (outcome.status === 'converted') {
+    throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold was converted into a booking; cancel the booking instead');
+  }
+  return { holdId: req.holdId, released: true };
+}
+
+/**
+ * Expires overdue holds of quiet listings in the background (writers expire them on
+ * their own listing anyway), so HOLD_EXPIRED events go out within a few seconds.
+ * Safe with several replicas: each listing is expired under its lock, and a hold
+ * expires once (its status changes from `live` exactly once).
+ */
+export class HoldSweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly log: Logger,
+    private readonly onEvents: () => void,
+    private readonly intervalMs = 2000,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Expires every overdue hold now; resolves with how many listings had some. */
+  async sweepOnce(): Promise<number> {
+    const listings = await this.sql<{ listing_id: string }[]>`
+      select distinct listing_id from calendar.holds
+      where status = 'live' and expires_at <= clock_timestamp()
+      limit 500
+    `;
+    let touched = 0;
+    for (const { listing_id: listingId } of listings) {
+      if (this.stopped) break;
+      const n = await withListingTransaction(this.sql, async (tx) => {
+        await lockListing(tx, listingId);
+        const events = await expireHolds(tx, listingId, new Date());
+        await appendEvents(tx, events);
+        return events.length;
+      });
+      if (n > 0) touched++;
+    }
+    if (touched > 0) this.onEvents();
+    return touched;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.sweepOnce()
+        .then(() => undefined)
+        .catch((err) => this.log.warn({ err }, 'calendar: hold expiry sweep failed; retrying'))
+        .finally(() => this.schedule());
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+}
