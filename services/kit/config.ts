@@ -91,6 +91,7 @@ const setting = <T>(env: string, def: T, parse: Parser<T>, doc: string): Setting
 export const settings = {
   port: setting('PORT', 8080, int(0, 65535), 'public gateway port (base path /v1)'),
   internalPort: setting('INTERNAL_PORT', 8081, int(0, 65535), 'internal Connect/gRPC port (h2c)'),
+  metricsPort: setting('METRICS_PORT', 9464, int(0, 65535), 'Prometheus metrics port (/metrics) of every process'),
   host: setting('HOST', '0.0.0.0', text, 'address the servers bind to'),
   dataDir: setting('DATA_DIR', './.data', text, 'embedded PostgreSQL files and local keys when DATABASE_URL is unset'),
   databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, url(['postgres', 'postgresql']), 'real PostgreSQL server'),

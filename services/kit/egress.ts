@@ -25,6 +25,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Socket } from 'node:net';
+import { SpanKind } from '@opentelemetry/api';
+import { inSpan } from './telemetry';
 
 /** Coarse outcome of a refused or failed request; callers map it to their public vocabulary. */
 export type EgressErrorKind = 'forbidden_url' | 'unreachable' | 'too_large';
@@ -329,6 +331,28 @@ export interface GuardedResponse {
  * abort) or `too_large` (Content-Length or streamed bytes over `maxBytes`).
  */
 export async function guardedRequest(rawUrl: string, opts: GuardedRequestOptions): Promise<GuardedResponse> {
+  const method = opts.method ?? 'GET';
+  let host = '';
+  try {
+    host = new URL(rawUrl).hostname;
+  } catch {
+    // checkUrl below refuses it, inside the span
+  }
+  // A CLIENT span per request (photo fetch, webhook delivery): host only, never the
+  // URL (a partner's path or query may carry credentials). No trace headers are sent out.
+  return inSpan(`${method} egress`, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': method, 'server.address': host } }, async (span) => {
+    try {
+      const res = await guardedRequestUntraced(rawUrl, opts);
+      span.setAttribute('http.response.status_code', res.status);
+      return res;
+    } catch (err) {
+      if (err instanceof EgressError) span.setAttribute('error.type', `${err.kind}/${err.reason}`);
+      throw err;
+    }
+  });
+}
+
+async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOptions): Promise<GuardedResponse> {
   const url = checkUrl(rawUrl, opts.rules);
   const maxBytes = opts.maxBytes ?? 1024 * 1024;
   const connectTimeoutMs = opts.connectTimeoutMs ?? 5000;

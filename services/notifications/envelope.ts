@@ -1,0 +1,139 @@
+/**
+ * What a partner receives: the public event kinds and the delivery envelope built
+ * from the calendar's domain events (spec "Events"; data fields per
+ * operator-interface.md, "booking.confirmed data" and the rows after it).
+ *
+ * The envelope's `event_id` is the domain event's id (stable across retries and
+ * replicas); `occurred_at` is when the event happened, never when it is sent. The
+ * body is built once, stored, and sent byte for byte on every attempt.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
+import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
+import { CancellationInitiator, type BookingCancelled, type BookingConfirmed, type UserErased } from '../../gen/psync/calendar/v1/events_pb';
+
+/** The kinds a partner can subscribe to (spec "Webhook endpoint", `events`). */
+export const SUBSCRIBABLE_KINDS = ['booking.confirmed', 'booking.cancelled', 'user.erased'] as const;
+export type EventKind = (typeof SUBSCRIBABLE_KINDS)[number];
+export const CHALLENGE_KIND = 'endpoint.challenge';
+
+const KIND_BY_ENUM = new Map<WebhookEventType, EventKind | typeof CHALLENGE_KIND>([
+  [WebhookEventType.ENDPOINT_CHALLENGE, CHALLENGE_KIND],
+  [WebhookEventType.BOOKING_CONFIRMED, 'booking.confirmed'],
+  [WebhookEventType.BOOKING_CANCELLED, 'booking.cancelled'],
+  [WebhookEventType.USER_ERASED, 'user.erased'],
+]);
+const ENUM_BY_KIND = new Map([...KIND_BY_ENUM].map(([e, k]) => [k, e]));
+
+/** The public name of a subscribable enum value, or undefined (UNSPECIFIED, challenge, unknown). */
+export function subscribableKind(e: WebhookEventType): EventKind | undefined {
+  const k = KIND_BY_ENUM.get(e);
+  return k === CHALLENGE_KIND ? undefined : k;
+}
+
+/** The enum value of a public kind name (stored as text). */
+export function kindEnum(kind: string): WebhookEventType {
+  return ENUM_BY_KIND.get(kind as EventKind) ?? WebhookEventType.UNSPECIFIED;
+}
+
+/** The envelope every delivery carries (spec "Envelope fields"). */
+export interface Envelope {
+  event_id: string;
+  event_type: EventKind | typeof CHALLENGE_KIND;
+  occurred_at: string;
+  data: Record<string, unknown>;
+}
+
+/** The exact body sent: the envelope as compact JSON, keys in the spec's order. */
+export function envelopeBody(e: Envelope): string {
+  return JSON.stringify({ event_id: e.event_id, event_type: e.event_type, occurred_at: e.occurred_at, data: e.data });
+}
+
+function iso(ts: Timestamp | undefined, fallback?: Timestamp): string {
+  const t = ts ?? fallback;
+  if (!t) throw new Error('event without a timestamp');
+  return timestampDate(t).toISOString();
+}
+
+/** A delivery to create from one domain event. */
+export interface DeliverySource {
+  kind: EventKind;
+  eventId: string;
+  workspaceId: string;
+  occurredAt: string;
+  /** booking.confirmed / booking.cancelled only. */
+  bookingReference?: string;
+  body: string;
+}
+
+export function fromBookingConfirmed(e: BookingConfirmed): DeliverySource {
+  const occurredAt = iso(e.occurredAt);
+  const data = {
+    booking_reference: e.bookingReference,
+    listing_id: e.listingId,
+    provider_id: e.providerId ?? null,
+    check_in: e.checkIn,
+    check_out: e.checkOut,
+    check_in_time: e.checkInTime,
+    check_out_time: e.checkOutTime,
+    party_size: e.partySize,
+    guest_name: e.guestName,
+    amount_paid: { value: e.amountPaid?.value ?? '0', currency: e.amountPaid?.currency ?? '' },
+  };
+  return {
+    kind: 'booking.confirmed',
+    eventId: e.eventId,
+    workspaceId: e.workspaceId,
+    occurredAt,
+    bookingReference: e.bookingReference,
+    body: envelopeBody({ event_id: e.eventId, event_type: 'booking.confirmed', occurred_at: occurredAt, data }),
+  };
+}
+
+export function fromBookingCancelled(e: BookingCancelled): DeliverySource {
+  const occurredAt = iso(e.occurredAt);
+  const data = {
+    booking_reference: e.bookingReference,
+    listing_id: e.listingId,
+    cancelled_at: iso(e.cancelledAt, e.occurredAt),
+    initiated_by: e.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest',
+  };
+  return {
+    kind: 'booking.cancelled',
+    eventId: e.eventId,
+    workspaceId: e.workspaceId,
+    occurredAt,
+    bookingReference: e.bookingReference,
+    body: envelopeBody({ event_id: e.eventId, event_type: 'booking.cancelled', occurred_at: occurredAt, data }),
+  };
+}
+
+export function fromUserErased(e: UserErased): DeliverySource {
+  const occurredAt = iso(e.occurredAt);
+  const data = { booking_references: [...e.bookingReferences], provider_ids: [...e.providerIds] };
+  return {
+    kind: 'user.erased',
+    eventId: e.eventId,
+    workspaceId: e.workspaceId,
+    occurredAt,
+    body: envelopeBody({ event_id: e.eventId, event_type: 'user.erased', occurred_at: occurredAt, data }),
+  };
+}
+
+/** A challenge: a fresh opaque single-use string and the signed body that carries it. */
+export function challengeEnvelope(now: Date = new Date()): { challenge: string; eventId: string; body: string } {
+  const challenge = randomBytes(32).toString('base64url');
+  const eventId = randomUUID();
+  return {
+    challenge,
+    eventId,
+    body: envelopeBody({ event_id: eventId, event_type: CHALLENGE_KIND, occurred_at: now.toISOString(), data: { challenge } }),
+  };
+}
+
+/** Replaces `data.guest_name` with null in a stored booking.confirmed body (erasure). */
+export function scrubGuestName(body: string): string {
+  const parsed = JSON.parse(body) as Envelope;
+  if (parsed.data && 'guest_name' in parsed.data) parsed.data.guest_name = null;
+  return envelopeBody(parsed);
+}

@@ -1,0 +1,125 @@
+/**
+ * NotificationsService: the RPCs, thin — validation and presentation here, the
+ * behaviour in registration.ts, delivery-list.ts and deletion-requests.ts.
+ */
+import { create } from '@bufbuild/protobuf';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { ServiceImpl } from '@connectrpc/connect';
+import {
+  DeletionRequestSchema,
+  DeletionRequestState,
+  DeliverySchema,
+  DeliveryState,
+  EndpointSchema,
+  EndpointStatus,
+  NotificationsService,
+} from '../../gen/psync/notifications/v1/notifications_pb';
+import type { Sql } from '../kit/database';
+import { DeletionRequests, stateOf } from './deletion-requests';
+import { listDeliveries, type DeliveryStateName } from './delivery-list';
+import { kindEnum } from './envelope';
+import type { EndpointRegistry, EndpointStatus as StatusName } from './registration';
+
+const STATUS: Record<StatusName, EndpointStatus> = {
+  pending_verification: EndpointStatus.PENDING_VERIFICATION,
+  active: EndpointStatus.ACTIVE,
+  suspended: EndpointStatus.SUSPENDED,
+};
+
+const DELIVERY_STATE: Record<DeliveryStateName, DeliveryState> = {
+  pending: DeliveryState.PENDING,
+  delivered: DeliveryState.DELIVERED,
+  abandoned: DeliveryState.ABANDONED,
+};
+
+function deliveryStateName(s: DeliveryState | undefined): DeliveryStateName | undefined {
+  return (Object.entries(DELIVERY_STATE) as [DeliveryStateName, DeliveryState][]).find(([, v]) => v === s)?.[0];
+}
+
+const DELETION_STATE = {
+  open: DeletionRequestState.OPEN,
+  acknowledged: DeletionRequestState.ACKNOWLEDGED,
+  escalated: DeletionRequestState.ESCALATED,
+} as const;
+
+export interface ServiceDeps {
+  sql: Sql;
+  /** Undefined until the module has started (the RPCs then answer UNAVAILABLE). */
+  registry: () => EndpointRegistry;
+  deletionRequests: () => DeletionRequests;
+}
+
+export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typeof NotificationsService>> {
+  return {
+    async putEndpoint(req) {
+      const r = await deps.registry().put(req.workspaceId, req.url, req.events);
+      return { url: r.url, events: r.events.map(kindEnum), status: STATUS[r.status], signingSecret: r.signingSecret };
+    },
+
+    async getEndpoint(req) {
+      const e = await deps.registry().get(req.workspaceId);
+      return {
+        endpoint: create(EndpointSchema, {
+          workspaceId: e.workspace_id,
+          url: e.url,
+          events: e.events.map(kindEnum),
+          status: STATUS[e.status],
+          previousValidUntil: e.previous_valid_until ? timestampFromDate(e.previous_valid_until) : undefined,
+          createdAt: timestampFromDate(e.created_at),
+          updatedAt: timestampFromDate(e.updated_at),
+        }),
+      };
+    },
+
+    async rotateSecret(req) {
+      const r = await deps.registry().rotate(req.workspaceId, req.overlapSeconds);
+      return { signingSecret: r.signingSecret, previousValidUntil: timestampFromDate(r.previousValidUntil) };
+    },
+
+    async listDeliveries(req) {
+      const rows = await listDeliveries(deps.sql, req.workspaceId, req.state === undefined ? undefined : deliveryStateName(req.state));
+      return {
+        items: rows.map((d) =>
+          create(DeliverySchema, {
+            eventId: d.event_id,
+            workspaceId: d.workspace_id,
+            eventType: kindEnum(d.event_type),
+            state: DELIVERY_STATE[d.state],
+            attempts: d.attempts,
+            lastStatus: d.last_status ?? undefined,
+            lastError: d.last_error ?? undefined,
+            nextAttemptAt: d.next_attempt_at ? timestampFromDate(d.next_attempt_at) : undefined,
+            occurredAt: timestampFromDate(d.occurred_at),
+            createdAt: timestampFromDate(d.created_at),
+          }),
+        ),
+      };
+    },
+
+    async acknowledgeDeletion(req) {
+      const r = await deps.deletionRequests().acknowledge(req.workspaceId, req.eventId, req.completedAt ? timestampDate(req.completedAt) : undefined);
+      return { eventId: r.eventId, acknowledgedAt: timestampFromDate(r.acknowledgedAt), completedAt: timestampFromDate(r.completedAt) };
+    },
+
+    async listDeletionRequests(req) {
+      const state = req.state === undefined ? undefined : (Object.entries(DELETION_STATE).find(([, v]) => v === req.state)?.[0] as keyof typeof DELETION_STATE | undefined);
+      const rows = await deps.deletionRequests().list(req.workspaceId, state);
+      return {
+        items: rows.map((r) =>
+          create(DeletionRequestSchema, {
+            eventId: r.event_id,
+            workspaceId: r.workspace_id,
+            state: DELETION_STATE[stateOf(r)],
+            bookingReferences: r.booking_references,
+            providerIds: r.provider_ids,
+            occurredAt: timestampFromDate(r.occurred_at),
+            createdAt: timestampFromDate(r.created_at),
+            acknowledgedAt: r.acknowledged_at ? timestampFromDate(r.acknowledged_at) : undefined,
+            completedAt: r.completed_at ? timestampFromDate(r.completed_at) : undefined,
+            escalatedAt: r.escalated_at ? timestampFromDate(r.escalated_at) : undefined,
+          }),
+        ),
+      };
+    },
+  };
+}

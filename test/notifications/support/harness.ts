@@ -1,0 +1,304 @@
+/**
+ * What the notifications tests share: the system under test configured for a local
+ * partner receiver, the internal NotificationsService client, the operator CLI,
+ * and an event driver that makes the calendar publish booking and erasure events.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { connectNatsBus } from '../../../services/kit/bus-nats';
+import type { EventBus } from '../../../services/kit/bus';
+import { InternalClients } from '../../../services/kit/internal-client';
+import { CALENDAR_SUBJECTS } from '../../../services/notifications/intake';
+import { NotificationsService } from '../../../gen/psync/notifications/v1/notifications_pb';
+import { Environment } from '../../../gen/psync/common/v1/environment_pb';
+import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';
+import {
+  BookingCancelledSchema,
+  BookingConfirmedSchema,
+  CancellationInitiator,
+  UserErasedSchema,
+} from '../../../gen/psync/calendar/v1/events_pb';
+import { CalendarService } from '../../../gen/psync/calendar/v1/calendar_pb';
+import { CatalogService } from '../../../gen/psync/catalog/v1/catalog_pb';
+import { IdentityService } from '../../../gen/psync/identity/v1/identity_pb';
+import { testLogger } from '../../support/bus';
+import { runCommand, startSystem, type RunningSystem, type StartOptions } from '../../support/system';
+import { ROOT } from '../../support/process';
+import type { Certificates } from './receiver';
+
+/** A fixed key for real-PostgreSQL runs (the embedded default generates its own). */
+export const TEST_SECRETS_KEY = randomBytes(32).toString('base64');
+
+/** The environment every notifications test system gets. */
+export function webhookEnv(certs: Certificates, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
+    NODE_EXTRA_CA_CERTS: certs.caFile,
+    WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+    ...(process.env.DATABASE_URL ? { SECRETS_ENCRYPTION_KEY: TEST_SECRETS_KEY } : {}),
+    ...extra,
+  };
+}
+
+/** Starts the whole system for webhook tests. */
+export function startWebhookSystem(certs: Certificates, opts: StartOptions = {}): Promise<RunningSystem> {
+  return startSystem({ ...opts, env: webhookEnv(certs, opts.env) });
+}
+
+/** Connect clients of one system's internal API. */
+export class SystemClients {
+  private readonly clients = new InternalClients([], 30_000);
+  constructor(private readonly baseUrl: string) {}
+  get notifications(): Client<typeof NotificationsService> {
+    return this.clients.client(NotificationsService, this.baseUrl);
+  }
+  get calendar(): Client<typeof CalendarService> {
+    return this.clients.client(CalendarService, this.baseUrl);
+  }
+  get catalog(): Client<typeof CatalogService> {
+    return this.clients.client(CatalogService, this.baseUrl);
+  }
+  get identity(): Client<typeof IdentityService> {
+    return this.clients.client(IdentityService, this.baseUrl);
+  }
+  close(): void {
+    this.clients.close();
+  }
+}
+
+/** Runs `bin/psync …` against `system`; resolves with the parsed JSON (or rejects with stderr). */
+export async function psync(system: RunningSystem, args: string[]): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl });
+  if (res.code !== 0) throw new Error(`psync ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
+  return JSON.parse(res.stdout);
+}
+
+/** Runs `bin/psync …` expecting a failure; resolves with exit code and stderr. */
+export async function psyncFails(system: RunningSystem, args: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl });
+  return { code: res.code, stderr: res.stderr, stdout: res.stdout };
+}
+
+/** The ConnectError thrown by `p` (fails the test if it resolves). */
+export async function rpcError(p: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await p;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** Code, reason and violations of an error: what the gateway maps to a problem document. */
+export function errorShape(err: ConnectError): { code: string; reason: string; violations: { field: string; code: string }[]; message: string } {
+  const detail = err.findDetails(ErrorDetailSchema)[0];
+  const validation = err.findDetails(ValidationDetailSchema)[0];
+  return {
+    code: Code[err.code] ?? String(err.code),
+    reason: ErrorReason[detail?.reason ?? 0] ?? "UNKNOWN",
+    violations: (validation?.violations ?? []).map((v) => ({ field: v.field, code: v.code })),
+    message: err.rawMessage,
+  };
+}
+
+/** Waits until `fn` returns something truthy (polling), or fails after `timeoutMs`. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------
+// Event drivers: how a test makes booking and erasure events happen.
+
+export interface BookingMade {
+  bookingReference: string;
+  /** The domain event id, when the driver knows it (bus driver). */
+  eventId?: string;
+}
+
+export interface EventDriver {
+  /** 'calendar': through the running system's calendar RPCs; 'bus': published on NATS directly. */
+  readonly kind: 'calendar' | 'bus';
+  /** A workspace to register endpoints for. */
+  newWorkspace(environment?: 'sandbox' | 'production'): Promise<string>;
+  confirmBooking(workspaceId: string, guest: { guestId: string; guestName: string }): Promise<BookingMade>;
+  cancelBooking(workspaceId: string, bookingReference: string, initiatedBy: 'guest' | 'host'): Promise<{ eventId?: string }>;
+  /** Erases a guest; the calendar emits user.erased to each workspace holding their bookings. */
+  eraseGuest(guestId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Publishes the calendar's events on the system's NATS stream, as the calendar's outbox would. */
+class BusDriver implements EventDriver {
+  readonly kind = 'bus' as const;
+  private readonly environments = new Map<string, Environment>();
+  private readonly bookings: { workspaceId: string; guestId: string; ref: string }[] = [];
+
+  constructor(private readonly bus: EventBus) {}
+
+  async newWorkspace(environment: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
+    const id = randomUUID();
+    this.environments.set(id, environment === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION);
+    return id;
+  }
+
+  private env(ws: string): Environment {
+    return this.environments.get(ws) ?? Environment.SANDBOX;
+  }
+
+  async confirmBooking(workspaceId: string, guest: { guestId: string; guestName: string }): Promise<BookingMade> {
+    const eventId = randomUUID();
+    const ref = `BK${randomBytes(4).toString('hex').toUpperCase()}`;
+    const msg = create(BookingConfirmedSchema, {
+      eventId,
+      occurredAt: timestampFromDate(new Date()),
+      workspaceId,
+      environment: this.env(workspaceId),
+      bookingReference: ref,
+      listingId: `L${randomBytes(4).toString('hex')}`,
+      providerId: 'prop-1',
+      checkIn: '2030-05-01',
+      checkOut: '2030-05-04',
+      checkInTime: '15:00',
+      checkOutTime: '11:00',
+      partySize: 2,
+      guestName: guest.guestName,
+      amountPaid: { value: '123.45', currency: 'EUR' },
+    });
+    await this.bus.publish({ id: eventId, subject: CALENDAR_SUBJECTS.bookingConfirmed, data: toBinary(BookingConfirmedSchema, msg) });
+    this.bookings.push({ workspaceId, guestId: guest.guestId, ref });
+    return { bookingReference: ref, eventId };
+  }
+
+  async cancelBooking(workspaceId: string, bookingReference: string, initiatedBy: 'guest' | 'host'): Promise<{ eventId?: string }> {
+    const eventId = randomUUID();
+    const now = timestampFromDate(new Date());
+    const msg = create(BookingCancelledSchema, {
+      eventId,
+      occurredAt: now,
+      workspaceId,
+      environment: this.env(workspaceId),
+      bookingReference,
+      listingId: 'L1',
+      cancelledAt: now,
+      initiatedBy: initiatedBy === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST,
+    });
+    await this.bus.publish({ id: eventId, subject: CALENDAR_SUBJECTS.bookingCancelled, data: toBinary(BookingCancelledSchema, msg) });
+    return { eventId };
+  }
+
+  async eraseGuest(guestId: string): Promise<void> {
+    const byWs = new Map<string, string[]>();
+    for (const b of this.bookings) if (b.guestId === guestId) byWs.set(b.workspaceId, [...(byWs.get(b.workspaceId) ?? []), b.ref]);
+    const erasureId = randomUUID();
+    for (const [workspaceId, refs] of byWs) {
+      const eventId = randomUUID();
+      const msg = create(UserErasedSchema, {
+        eventId,
+        occurredAt: timestampFromDate(new Date()),
+        workspaceId,
+        environment: this.env(workspaceId),
+        erasureId,
+        bookingReferences: refs,
+        providerIds: ['prop-1'],
+      });
+      await this.bus.publish({ id: eventId, subject: CALENDAR_SUBJECTS.userErased, data: toBinary(UserErasedSchema, msg) });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.bus.close();
+  }
+}
+
+/** Drives the running system's identity, catalog and calendar RPCs. */
+class CalendarDriver implements EventDriver {
+  readonly kind = 'calendar' as const;
+  private readonly listings = new Map<string, string>();
+  private nextNight = 0;
+
+  constructor(private readonly c: SystemClients) {}
+
+  async newWorkspace(environment: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
+    const res = await this.c.identity.createWorkspace({
+      name: `notifications-test-${randomBytes(3).toString('hex')}`,
+      environment: environment === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION,
+    });
+    return res.workspace!.workspaceId;
+  }
+
+  private async listing(workspaceId: string): Promise<string> {
+    let l = this.listings.get(workspaceId);
+    if (!l) {
+      const res = await this.c.catalog.createListing({ workspaceId });
+      l = res.listing!.listingId;
+      this.listings.set(workspaceId, l);
+    }
+    return l;
+  }
+
+  async confirmBooking(workspaceId: string, guest: { guestId: string; guestName: string }): Promise<BookingMade> {
+    const listingId = await this.listing(workspaceId);
+    const start = new Date(Date.UTC(2031, 0, 1) + this.nextNight++ * 3 * 86_400_000);
+    const day = (d: Date) => d.toISOString().slice(0, 10);
+    const res = await this.c.calendar.confirmBooking({
+      listingId,
+      checkIn: day(start),
+      checkOut: day(new Date(start.getTime() + 2 * 86_400_000)),
+      guestId: guest.guestId,
+      guestName: guest.guestName,
+      partySize: 2,
+      amountPaid: { value: '123.45', currency: 'EUR' },
+      requiresPayment: false,
+    });
+    return { bookingReference: res.booking!.bookingReference };
+  }
+
+  async cancelBooking(_ws: string, bookingReference: string, initiatedBy: 'guest' | 'host'): Promise<{ eventId?: string }> {
+    await this.c.calendar.cancelBooking({
+      bookingReference,
+      initiatedBy: initiatedBy === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST,
+    });
+    return {};
+  }
+
+  async eraseGuest(guestId: string): Promise<void> {
+    await this.c.calendar.eraseGuest({ guestId });
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * The best available driver for `system`: the calendar's own RPCs when they are
+ * implemented (every backend), else direct publication on NATS (real NATS only),
+ * else null (the caller skips, saying why).
+ */
+export async function eventDriver(system: RunningSystem, clients: SystemClients): Promise<EventDriver | null> {
+  try {
+    await clients.calendar.confirmBooking({});
+    return new CalendarDriver(clients);
+  } catch (err) {
+    if (ConnectError.from(err).code !== Code.Unimplemented) return new CalendarDriver(clients);
+  }
+  const natsUrl = system.env.NATS_URL;
+  if (natsUrl) {
+    const bus = await connectNatsBus({ url: natsUrl, prefix: system.env.BUS_PREFIX!, log: testLogger() });
+    return new BusDriver(bus);
+  }
+  return null;
+}
