@@ -1,0 +1,843 @@
+/**
+ * Benchmark of the authenticated gateway path (issue 3 item 8). Not a test:
+ *
+ *   npm run bench
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench     (the default server)
+ *
+ * On the PostgreSQL server of DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
+ * it creates a scratch database `psync_bench_auth_<hex>` (dropped at the end) and runs,
+ * side by side in one run, the same cheap authenticated call — `GET /v1/blocks` on an
+ * empty sandbox workspace with a valid access token — against
+ *
+ *   full: the real system, `node --import tsx services/main.ts all` (gateway + the
+ *         internal services in one process, each service with its own pool of
+ *         DATABASE_POOL_SIZE connections): the gateway's frame, Authorize over h2c to
+ *         identity (token HMAC + one SQL statement), ListBlocks over h2c to the calendar
+ *         (one SQL query), the presenter, the access log line (LOG_LEVEL=info to
+ *         /dev/null, as deployed);
+ *   bare: one Koa handler in one process (bench/support/bare-auth-server.ts) doing the
+ *         same token check, the same Authorize statement (services/identity/queries.ts)
+ *         and the same ListBlocks query (services/calendar/blocks.ts), nothing else;
+ *
+ * with autocannon at 1, 16 and 64 connections for BENCH_SECONDS (default 10) each,
+ * alternating which side goes first. Reported: req/s, p50, p99, the full/bare ratio,
+ * CPU per request (the server process and the database's backends, from /proc) and
+ * what the database sessions were doing (pg_stat_activity sampled every 100 ms).
+ *
+ * To explain the numbers: one internal hop (Authorize, ListBlocks) called sequentially
+ * over gRPC and over the Connect protocol, with its CPU on both sides; Authorize's SQL
+ * statement alone at 1 and 64 in flight with `synchronous_commit` on and off
+ * (BENCH_DIAGNOSTICS=0 skips both); then (BENCH_PROFILE=0 skips it) each side restarted
+ * under `node --cpu-prof`, loaded at 64 connections once more, its self time summarised
+ * by origin (bench/support/cpu-profile.ts).
+ *
+ * The Markdown section "Authenticated gateway path" of docs/performance.md is replaced
+ * (BENCH_WRITE_DOCS=0 only prints it). Targets: full ≥ 50 % of bare throughput; full
+ * p99 < 20 ms at 64 connections.
+ *
+ * Other knobs: BENCH_ROUNDS (default 1: each cell measured that many times, rounds
+ * interleaved, medians reported), BENCH_CONNECTIONS (default 1,16,64), BENCH_LOG_LEVEL
+ * (the system's LOG_LEVEL, default info), DATABASE_POOL_SIZE (default 10, both sides),
+ * BENCH_DIAGNOSTICS=0 (skip the internal-hop and SQL-statement measurements).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import postgres from 'postgres';
+import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
+import { Environment } from '../gen/psync/common/v1/environment_pb';
+import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
+import { authorizeRequest } from '../services/identity/queries';
+import { createSql, type Sql } from '../services/kit/database';
+import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
+
+/** The part of autocannon's API used here (the package ships no type declarations). */
+interface CannonOptions {
+  url: string;
+  connections: number;
+  duration: number;
+  headers: Record<string, string>;
+}
+interface CannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (opts: CannonOptions, cb: (err: unknown, res: CannonResult) => void) => unknown;
+
+const ROOT = resolve(__dirname, '..');
+const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? '10');
+/** Each cell is measured this many times (rounds interleaved); the report gives medians and the spread. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? '1'));
+const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
+const WARMUP_SECONDS = 3;
+const PROFILE = process.env.BENCH_PROFILE !== '0';
+const DIAGNOSTICS = process.env.BENCH_DIAGNOSTICS !== '0';
+const WRITE_DOCS = process.env.BENCH_WRITE_DOCS !== '0';
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+const POOL_SIZE = process.env.DATABASE_POOL_SIZE ?? '10';
+const TARGET_RATIO = 0.5;
+const TARGET_P99_MS = 20;
+const SECTION = '## Authenticated gateway path';
+
+type Side = 'full' | 'bare';
+
+interface Run {
+  side: Side;
+  connections: number;
+  /** Which round (BENCH_ROUNDS) it belongs to. */
+  round?: number;
+  /** Over the rounds (a summary row): the slowest and fastest req/s. */
+  rpsMin?: number;
+  rpsMax?: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  total: number;
+  failures: number;
+  /** CPU milliseconds per request: the server process, and the database's backends. */
+  nodeCpuMs: number;
+  pgCpuMs: number;
+  /** Mean number of database sessions in a query, and how often one waited on a lock / on WAL. */
+  activeSessions: number;
+  lockWaitShare: number;
+  walWaitShare: number;
+  load: number;
+}
+
+// ------------------------------------------------------------------ processes
+
+async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => res(port));
+    });
+  });
+}
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  /** Milliseconds since the process exited (performance.now()), once it has. */
+  exitedAt?: number;
+  /** CPU ms per second the process uses with no load (timers, outbox relays, workers): subtracted from every cell. */
+  idleCpuPerSecond?: number;
+  stop(): Promise<void>;
+}
+
+function tracked(child: ChildProcess, url: string, stderr: string[]): Server {
+  const server: Server = {
+    child,
+    url,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  child.once('exit', (code, signal) => {
+    server.exitedAt = performance.now();
+    if (code !== 0 && signal !== 'SIGTERM' && code !== null) process.stderr.write(`${url}: exited ${code}\n${stderr.slice(-20).join('\n')}\n`);
+  });
+  return server;
+}
+
+function collect(child: ChildProcess, into: string[]): void {
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => into.push(...d.split('\n').filter(Boolean)));
+}
+
+/** `services/main.ts all` on `dbUrl`; resolves once /readyz answers 200. */
+async function startFull(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server & { internal: string }> {
+  const port = await freePort();
+  const internalPort = await freePort();
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
+    // Log lines are written (LOG_LEVEL) and thrown away by /dev/null, as a collector would take them.
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const stderr: string[] = [];
+  collect(child, stderr);
+  const url = `http://127.0.0.1:${port}`;
+  const server = tracked(child, url, stderr);
+  for (let i = 0; i < 240; i++) {
+    if (child.exitCode !== null) throw new Error(`the system exited during start-up:\n${stderr.slice(-20).join('\n')}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return Object.assign(server, { internal: `http://127.0.0.1:${internalPort}` });
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await server.stop();
+  throw new Error('the system did not become ready');
+}
+
+/** bench/support/bare-auth-server.ts; resolves with its URL once it listens. */
+async function startBare(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench/support/bare-auth-server.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stderr: string[] = [];
+  collect(child, stderr);
+  const url = await new Promise<string>((res, rej) => {
+    let buf = '';
+    const onData = (d: string) => {
+      buf += d;
+      const line = buf.split('\n').find((l) => l.includes('listening'));
+      if (line) {
+        child.stdout?.off('data', onData);
+        res((JSON.parse(line) as { listening: string }).listening);
+      }
+    };
+    child.stdout?.setEncoding('utf8').on('data', onData);
+    child.once('exit', (code) => rej(new Error(`the bare server exited (${code}):\n${stderr.join('\n')}`)));
+  });
+  child.stdout?.resume();
+  return tracked(child, url, stderr);
+}
+
+// ------------------------------------------------------------------ measuring
+
+function cannon(url: string, token: string, connections: number, duration: number): Promise<CannonResult> {
+  return new Promise((res, rej) => {
+    autocannon({ url: `${url}/v1/blocks`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => (err ? rej(err) : res(r)));
+  });
+}
+
+/** CPU time (ms, user + system) a process has used so far (Linux /proc; 0 when unreadable). */
+function cpuMsOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime in USER_HZ (100)
+  } catch {
+    return 0;
+  }
+}
+
+async function backendPids(sql: Sql): Promise<number[]> {
+  return (await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid);
+}
+
+interface Activity {
+  samples: number;
+  active: number;
+  lockWaits: number;
+  walWaits: number;
+}
+
+/** Samples pg_stat_activity of the scratch database every 100 ms until stopped. */
+function sampleActivity(sql: Sql): () => Promise<Activity> {
+  const a: Activity = { samples: 0, active: 0, lockWaits: 0, walWaits: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const rows = await sql<{ state: string | null; wait_event_type: string | null; wait_event: string | null }[]>`
+        select state, wait_event_type, wait_event from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`;
+      a.samples++;
+      for (const r of rows) {
+        if (r.state !== 'active') continue;
+        a.active++;
+        if (r.wait_event_type === 'Lock') a.lockWaits++;
+        if (r.wait_event_type === 'IO' && (r.wait_event ?? '').startsWith('WAL')) a.walWaits++;
+        if (r.wait_event_type === 'LWLock' && (r.wait_event ?? '').startsWith('WAL')) a.walWaits++;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return async () => {
+    running = false;
+    await loop;
+    return a;
+  };
+}
+
+/** The CPU a server uses with no load, in ms per second (sampled for `seconds`). */
+async function idleCpu(server: Server, seconds = 3): Promise<number> {
+  const c0 = cpuMsOf(server.child.pid);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  return ((cpuMsOf(server.child.pid) - c0) * 1000) / (performance.now() - t0);
+}
+
+/** CPU `server` used during [t0, t1] beyond its idle background, in ms. */
+function loadCpu(server: Server, cpuMs: number, t0: number, t1: number): number {
+  return Math.max(0, cpuMs - ((server.idleCpuPerSecond ?? 0) * (t1 - t0)) / 1000);
+}
+
+async function measure(side: Side, server: Server, token: string, connections: number, sql: Sql): Promise<Run> {
+  const load = loadavg()[0]!;
+  const pids = await backendPids(sql);
+  const pg0 = new Map(pids.map((p) => [p, cpuMsOf(p)]));
+  const node0 = cpuMsOf(server.child.pid);
+  const stopSampling = sampleActivity(sql);
+  const t0 = performance.now();
+  const r = await cannon(server.url, token, connections, SECONDS);
+  const t1 = performance.now();
+  const activity = await stopSampling();
+  const node = loadCpu(server, cpuMsOf(server.child.pid) - node0, t0, t1);
+  let pg = 0;
+  for (const p of await backendPids(sql)) pg += cpuMsOf(p) - (pg0.get(p) ?? 0);
+  const total = Math.max(1, r.requests.total);
+  const run: Run = {
+    side,
+    connections,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.requests.total,
+    failures: r.non2xx + r.errors + r.timeouts,
+    nodeCpuMs: node / total,
+    pgCpuMs: pg / total,
+    activeSessions: activity.samples ? activity.active / activity.samples : 0,
+    lockWaitShare: activity.active ? activity.lockWaits / activity.active : 0,
+    walWaitShare: activity.active ? activity.walWaits / activity.active : 0,
+    load,
+  };
+  process.stdout.write(
+    `${side.padEnd(4)} c=${String(connections).padStart(2)}: ${Math.round(run.rps)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, ` +
+      `${run.total} requests, ${run.failures} failed; CPU/request node ${run.nodeCpuMs.toFixed(3)} ms, postgres ${run.pgCpuMs.toFixed(3)} ms; ` +
+      `active sessions ${run.activeSessions.toFixed(1)} (lock waits ${(run.lockWaitShare * 100).toFixed(0)} %, WAL ${(run.walWaitShare * 100).toFixed(0)} %); load ${load.toFixed(2)}\n`,
+  );
+  return run;
+}
+
+// ------------------------------------------------------------------ diagnostics
+
+interface StatementResult {
+  syncCommit: 'on' | 'off';
+  concurrency: number;
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * Authorize's SQL statement alone (services/identity/queries.ts), for one key from
+ * `concurrency` loops over a pool of DATABASE_POOL_SIZE, with the session's
+ * `synchronous_commit` on (the default) or off: the database's own ceiling for one key.
+ */
+async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: string }, syncCommit: 'on' | 'off', concurrency: number, seconds = 4): Promise<StatementResult> {
+  const sql = postgres(dbUrl, { max: Number(POOL_SIZE), onnotice: () => {}, connection: { application_name: 'bench-statement', synchronous_commit: syncCommit } }) as unknown as Sql;
+  try {
+    await sql`select 1`;
+    const latencies: number[] = [];
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() - t0 < seconds * 1000) {
+          const s0 = performance.now();
+          await authorizeRequest(sql, { keyId: a.keyId, tokenWorkspaceId: a.workspaceId, addressedWorkspaceId: a.workspaceId, count: true, limit: 1_000_000 });
+          latencies.push(performance.now() - s0);
+        }
+      }),
+    );
+    const elapsed = (performance.now() - t0) / 1000;
+    latencies.sort((x, y) => x - y);
+    const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0;
+    const res = { syncCommit, concurrency, rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) };
+    process.stdout.write(`Authorize statement alone, synchronous_commit=${syncCommit}, ${concurrency} in flight: ${Math.round(res.rps)}/s, p50 ${res.p50.toFixed(2)} ms, p99 ${res.p99.toFixed(2)} ms\n`);
+    return res;
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+interface HopResult {
+  protocol: 'gRPC' | 'Connect';
+  rpc: 'Authorize' | 'ListBlocks';
+  meanMs: number;
+  /** CPU per call of the system process (the service side), net of idle. */
+  serverCpuMs: number;
+  /** CPU per call of this process (the same Connect client the gateway uses). */
+  clientCpuMs: number;
+}
+
+/** One internal hop, sequentially from this process: its latency and CPU on both sides, gRPC (what the gateway uses) and the Connect protocol. */
+async function internalHops(server: Server & { internal: string }, token: string, workspaceId: string, calls = 500): Promise<HopResult[]> {
+  const out: HopResult[] = [];
+  for (const protocol of ['gRPC', 'Connect'] as const) {
+    const sessionManager = new Http2SessionManager(server.internal);
+    const transport =
+      protocol === 'gRPC'
+        ? createGrpcTransport({ baseUrl: server.internal, sessionManager })
+        : createConnectTransport({ baseUrl: server.internal, httpVersion: '2', sessionManager });
+    const identity = createClient(IdentityService, transport);
+    const calendar = createClient(CalendarService, transport);
+    try {
+      const rpcs = {
+        Authorize: () => identity.authorize({ accessToken: token, countRequest: true }),
+        ListBlocks: () => calendar.listBlocks({ workspaceId, page: 1, pageSize: 50 }),
+      };
+      for (const [rpc, call] of Object.entries(rpcs) as ['Authorize' | 'ListBlocks', () => Promise<unknown>][]) {
+        for (let i = 0; i < 50; i++) await call();
+        const s0 = cpuMsOf(server.child.pid);
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        for (let i = 0; i < calls; i++) await call();
+        const t1 = performance.now();
+        const c = process.cpuUsage(c0);
+        const hop: HopResult = {
+          protocol,
+          rpc,
+          meanMs: (t1 - t0) / calls,
+          serverCpuMs: loadCpu(server, cpuMsOf(server.child.pid) - s0, t0, t1) / calls,
+          clientCpuMs: (c.user + c.system) / 1000 / calls,
+        };
+        process.stdout.write(`${protocol} ${rpc}: ${hop.meanMs.toFixed(2)} ms per call, service CPU ${hop.serverCpuMs.toFixed(3)} ms, client CPU ${hop.clientCpuMs.toFixed(3)} ms\n`);
+        out.push(hop);
+      }
+    } finally {
+      sessionManager.abort();
+    }
+  }
+  return out;
+}
+
+/** Restarts a side under `--cpu-prof`, loads it at 64 connections and summarises where its CPU went. */
+async function profileSide(side: Side, start: (nodeArgs: string[]) => Promise<Server>, token: string, connections: number): Promise<{ shares: ProfileShare[]; busyMs: number } | undefined> {
+  const dir = mkdtempSync(join(tmpdir(), `psync-bench-prof-${side}-`));
+  try {
+    const server = await start(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+    let t0: number;
+    let t1: number;
+    try {
+      await cannon(server.url, token, connections, WARMUP_SECONDS);
+      t0 = performance.now();
+      await cannon(server.url, token, connections, SECONDS);
+      t1 = performance.now();
+    } finally {
+      // The profile is written when the process exits.
+      await server.stop();
+    }
+    const end = server.exitedAt ?? performance.now();
+    const file = profileIn(dir);
+    if (!file) return undefined;
+    return summariseProfile(file, ROOT, { startBeforeEndMs: end - t0, endBeforeEndMs: end - t1 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ------------------------------------------------------------------ report
+
+interface Diagnostics {
+  hops: HopResult[];
+  statement: StatementResult[];
+}
+
+function cpuModel(): string {
+  try {
+    return /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The command as run: the variables that change the benchmark, then `npm run bench` (a password in the URL masked). */
+function commandLine(): string {
+  const vars = ['DATABASE_URL', 'DATABASE_POOL_SIZE', 'BENCH_SECONDS', 'BENCH_ROUNDS', 'BENCH_CONNECTIONS', 'BENCH_LOG_LEVEL', 'BENCH_PROFILE', 'BENCH_DIAGNOSTICS']
+    .filter((k) => process.env[k] !== undefined)
+    .map((k) => {
+      let v = process.env[k]!;
+      if (k === 'DATABASE_URL') {
+        const u = new URL(v);
+        if (u.password) u.password = '***';
+        v = u.toString();
+      }
+      return `${k}=${v}`;
+    });
+  const cmd = `\`${[...vars, 'npm run bench'].join(' ')}\``;
+  return process.env.DATABASE_URL === undefined ? `${cmd} (DATABASE_URL unset: the default ${DEFAULT_DATABASE_URL})` : cmd;
+}
+
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
+/** autocannon's latencies are whole milliseconds: 0 means under one. */
+const ms = (n: number) => (n < 1 ? '< 1 ms' : `${n} ms`);
+/** req/s: the median, and over several rounds the range. */
+const rate = (r: Run) => (ROUNDS > 1 ? `${fmt(r.rps)} (${fmt(r.rpsMin ?? r.rps)}–${fmt(r.rpsMax ?? r.rps)})` : fmt(r.rps));
+/** full/bare: the median of the rounds' ratios, and over several rounds their range. */
+const spread = (p: { ratio: number; ratioMin: number; ratioMax: number }) =>
+  ROUNDS > 1 ? `${pct(p.ratio)} (${Math.round(p.ratioMin * 100)}–${pct(p.ratioMax)})` : pct(p.ratio);
+const pct = (n: number) => `${Math.round(n * 100)} %`;
+
+function median(xs: number[]): number {
+  const v = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(v.length / 2);
+  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
+}
+
+/** One row from the rounds of a cell: medians, and the spread of req/s. */
+function summaryRun(runs: Run[]): Run {
+  const med = (f: (r: Run) => number) => median(runs.map(f));
+  return {
+    side: runs[0]!.side,
+    connections: runs[0]!.connections,
+    rps: med((r) => r.rps),
+    rpsMin: Math.min(...runs.map((r) => r.rps)),
+    rpsMax: Math.max(...runs.map((r) => r.rps)),
+    p50: med((r) => r.p50),
+    p99: med((r) => r.p99),
+    total: runs.reduce((n, r) => n + r.total, 0),
+    failures: runs.reduce((n, r) => n + r.failures, 0),
+    nodeCpuMs: med((r) => r.nodeCpuMs),
+    pgCpuMs: med((r) => r.pgCpuMs),
+    activeSessions: med((r) => r.activeSessions),
+    lockWaitShare: med((r) => r.lockWaitShare),
+    walWaitShare: med((r) => r.walWaitShare),
+    load: med((r) => r.load),
+  };
+}
+
+function report(o: {
+  runs: Run[];
+  machine: string;
+  command: string;
+  loadBefore: number[];
+  loadAfter: number[];
+  profiles: Partial<Record<Side, { shares: ProfileShare[]; busyMs: number }>>;
+  diagnostics?: Diagnostics;
+  date: string;
+}): string {
+  const pairs = CONNECTIONS.map((c) => {
+    const of = (side: Side) => o.runs.filter((r) => r.side === side && r.connections === c);
+    const full = of('full');
+    const bare = of('bare');
+    // The ratio of each round (same round = same conditions), then their median and spread.
+    const ratios = full.map((f) => f.rps / (bare.find((b) => b.round === f.round)?.rps ?? NaN)).filter((x) => !Number.isNaN(x));
+    return { c, full: summaryRun(full), bare: summaryRun(bare), ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios) };
+  });
+  const ratioMet = pairs.every((p) => p.ratio >= TARGET_RATIO);
+  const at64 = pairs.find((p) => p.c === 64);
+  const p99Met = at64 ? at64.full.p99 < TARGET_P99_MS : undefined;
+  const lines: string[] = [];
+  lines.push(SECTION, '');
+  lines.push(
+    '`GET /v1/blocks` on an empty sandbox workspace with a valid access token (issue 3 item 8), measured by `bench/gateway-auth.ts`.',
+    '**full**: the real system, `services/main.ts all` on PostgreSQL — the gateway\'s contract frame, `Authorize` over h2c to identity (token HMAC + one SQL statement that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` over h2c to the calendar (one SQL query), the presenter, rate-limit headers and one access log line (`LOG_LEVEL=' +
+      LOG_LEVEL +
+      '`, to /dev/null).',
+    '**bare**: one Koa handler in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement (`services/identity/queries.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
+    `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; autocannon in the bench process, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,
+    '',
+  );
+  lines.push(`- Command: ${o.command}, run ${o.date}`);
+  lines.push(`- Machine: ${o.machine}`);
+  lines.push(
+    `- Load average (1/5/15 min) before: ${o.loadBefore.map((l) => l.toFixed(2)).join(' / ')}, after: ${o.loadAfter.map((l) => l.toFixed(2)).join(' / ')} — a shared machine (other test suites and benchmarks were running on it), so absolute numbers are noisy; full and bare ran interleaved under the same conditions.`,
+    '',
+  );
+  lines.push('| connections | full req/s | full p50 | full p99 | bare req/s | bare p50 | bare p99 | full / bare | load (1 min) |');
+  lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const pair of pairs) {
+    const { c, full, bare } = pair;
+    lines.push(
+      `| ${c} | ${rate(full)} | ${ms(full.p50)} | ${ms(full.p99)} | ${rate(bare)} | ${ms(bare.p50)} | ${ms(bare.p99)} | ${spread(pair)} | ${full.load.toFixed(1)} / ${bare.load.toFixed(1)} |`,
+    );
+  }
+  const failures = o.runs.reduce((n, r) => n + r.failures, 0);
+  lines.push('', failures === 0 ? 'Every request answered 200 (no non-2xx, errors or time-outs).' : `**${failures} requests were not answered 200** (non-2xx, errors or time-outs).`, '');
+  lines.push('### Targets', '');
+  lines.push(
+    `- full ≥ ${pct(TARGET_RATIO)} of bare throughput: **${ratioMet ? 'met' : 'not met'}** (${pairs.map((p) => `${spread(p)} at ${p.c}`).join(', ')}).`,
+  );
+  if (at64) lines.push(`- full p99 < ${TARGET_P99_MS} ms at 64 connections: **${p99Met ? 'met' : 'not met'}** (${at64.full.p99} ms; bare ${at64.bare.p99} ms).`);
+  lines.push('');
+  lines.push('### Where the time goes', '');
+  lines.push(
+    'Per request, from /proc (the server process net of its idle background, and this database\'s PostgreSQL backends) and `pg_stat_activity` sampled every 100 ms during each cell.',
+    '',
+  );
+  lines.push('| connections | side | Node CPU / request | PostgreSQL CPU / request | sessions in a query (mean) | of which waiting on a lock | waiting on WAL |');
+  lines.push('|---:|---|---:|---:|---:|---:|---:|');
+  for (const { c, full, bare } of pairs) {
+    for (const r of [full, bare]) {
+      lines.push(`| ${c} | ${r.side} | ${r.nodeCpuMs.toFixed(3)} ms | ${r.pgCpuMs.toFixed(3)} ms | ${r.activeSessions.toFixed(1)} | ${pct(r.lockWaitShare)} | ${pct(r.walWaitShare)} |`);
+    }
+  }
+  lines.push('');
+  const d = o.diagnostics;
+  if (d) {
+    lines.push('One internal hop, called sequentially from the bench process against the running system (500 calls each):', '');
+    lines.push('| protocol | RPC | latency (mean) | service-side CPU / call | client-side CPU / call |');
+    lines.push('|---|---|---:|---:|---:|');
+    for (const h of d.hops) lines.push(`| ${h.protocol} | ${h.rpc} | ${h.meanMs.toFixed(2)} ms | ${h.serverCpuMs.toFixed(3)} ms | ${h.clientCpuMs.toFixed(3)} ms |`);
+    lines.push('');
+    lines.push('Authorize\'s SQL statement alone (`authorizeRequest`), one key, 4 s per cell, pool of ' + POOL_SIZE + ':', '');
+    lines.push('| in flight | `synchronous_commit` | statements/s | p50 | p99 |');
+    lines.push('|---:|---|---:|---:|---:|');
+    for (const r of d.statement) lines.push(`| ${r.concurrency} | ${r.syncCommit} | ${fmt(r.rps)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`);
+    lines.push('');
+  }
+  for (const side of ['full', 'bare'] as const) {
+    const p = o.profiles[side];
+    if (!p) continue;
+    lines.push(
+      `CPU profile of **${side}** at 64 connections (\`node --cpu-prof\`, a separate run; self time by origin, the ${SECONDS} s under load only): ` +
+        p.shares
+          .slice(0, 10)
+          .map((s) => `${s.origin} ${pct(s.share)}`)
+          .join(', ') +
+        '.',
+      '',
+    );
+  }
+  lines.push(...analysis(pairs, d, o.profiles, ratioMet, p99Met));
+  return lines.join('\n');
+}
+
+/** What the numbers say, with the numbers of this run, and the proposed fixes. */
+function analysis(
+  pairs: { c: number; full: Run; bare: Run; ratio: number }[],
+  d: Diagnostics | undefined,
+  profiles: Partial<Record<Side, { shares: ProfileShare[] }>>,
+  ratioMet: boolean,
+  p99Met: boolean | undefined,
+): string[] {
+  const out: string[] = ['### Why, and proposed fixes', ''];
+  const gcOf = (side: Side) => profiles[side]?.shares.find((x) => x.origin === 'V8 garbage collector')?.share;
+  const gcFull = gcOf('full');
+  const gcBare = gcOf('bare');
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const fullCpu = mean(pairs.map((p) => p.full.nodeCpuMs));
+  const bareCpu = mean(pairs.map((p) => p.bare.nodeCpuMs));
+  const hop = (protocol: HopResult['protocol'], rpc: HopResult['rpc']) => d?.hops.find((h) => h.protocol === protocol && h.rpc === rpc);
+  const hopCost = (protocol: HopResult['protocol']) => {
+    const a = hop(protocol, 'Authorize');
+    const l = hop(protocol, 'ListBlocks');
+    return a && l ? a.serverCpuMs + a.clientCpuMs + l.serverCpuMs + l.clientCpuMs : undefined;
+  };
+  const grpcHops = hopCost('gRPC');
+  const connectHops = hopCost('Connect');
+  const stmt = (c: number, mode: 'on' | 'off') => d?.statement.find((r) => r.concurrency === c && r.syncCommit === mode);
+  const at64 = pairs.find((p) => p.c === 64);
+
+  const ratios = pairs.map((p) => p.ratio);
+  const cpuRatio = bareCpu / fullCpu;
+  out.push(
+    `1. **The full path is CPU-bound in Node, not in PostgreSQL.** It spends ${fullCpu.toFixed(2)} ms of Node CPU per request against ${bareCpu.toFixed(2)} ms for the bare handler (${(fullCpu / bareCpu).toFixed(1)}×, mean over the rows), while PostgreSQL's CPU per request is about the same on both sides. ` +
+      `Were CPU the only limit, full/bare would be about ${pct(cpuRatio)}; ` +
+      (Math.min(...ratios) > cpuRatio * 1.2
+        ? `it is ${pct(Math.min(...ratios))}–${pct(Math.max(...ratios))} because the bare handler is itself held back by the database${d ? ' (item 3)' : ''}. `
+        : `it is ${pct(Math.min(...ratios))}–${pct(Math.max(...ratios))}. `) +
+      (at64 ? `The full path does not wait for the database: ${at64.full.activeSessions.toFixed(1)} of its ${2 * Number(POOL_SIZE)} pooled sessions were in a query on average at 64 connections, so the pool size is not its limit either.` : ''),
+  );
+  const ga = hop('gRPC', 'Authorize');
+  const gl = hop('gRPC', 'ListBlocks');
+  const bare1 = pairs.find((p) => p.c === 1)?.bare ?? pairs[0]!.bare;
+  if (ga && gl && grpcHops !== undefined) {
+    out.push(
+      `2. **The two internal hops are most of it.** Each request makes two sequential Connect/gRPC calls over h2c (Authorize, then ListBlocks), both sides inside the one \`all\` process. Called one at a time, Authorize costs ${ga.serverCpuMs.toFixed(2)} ms of CPU on the service side and ListBlocks ${gl.serverCpuMs.toFixed(2)} ms — each more than the bare handler's whole request at ${bare1.connections} connection${bare1.connections === 1 ? '' : 's'} (${bare1.nodeCpuMs.toFixed(2)} ms), with the same SQL inside — and the client side adds ${(ga.clientCpuMs + gl.clientCpuMs).toFixed(2)} ms more. ` +
+        `The full profile shows what that is: Connect's async-iterable pipeline run for every unary call, HTTP/2 framing and socket writes, an AbortController and its DOMException per call (\`node:per_context\`), protobuf encode/decode on both sides, and the garbage collection all that allocation causes${gcFull !== undefined && gcBare !== undefined ? ` (GC ${pct(gcFull)} of the full profile, ${pct(gcBare)} of the bare one)` : ''}.` +
+        (connectHops !== undefined ? ` The Connect protocol (no gRPC trailers) cost ${connectHops.toFixed(2)} ms for the same two calls against ${grpcHops.toFixed(2)} ms (${connectHops < grpcHops ? `${pct(1 - connectHops / grpcHops)} less` : `${pct(connectHops / grpcHops - 1)} more`}).` : ''),
+    );
+  }
+  const s64on = stmt(64, 'on');
+  const s64off = stmt(64, 'off');
+  const s1on = stmt(1, 'on');
+  if (s64on && s64off && s1on) {
+    out.push(
+      `3. **One key's requests serialise on its rate counter row.** Authorize increments one row per key and window (\`insert … on conflict do update\`); the row lock is held until commit, and commit waits for the WAL flush. Alone, the statement does ${fmt(s1on.rps)}/s from one caller and only ${fmt(s64on.rps)}/s with 64 in flight (p99 ${s64on.p99.toFixed(1)} ms) — ` +
+        `${at64 ? `at 64 connections ${pct(at64.bare.lockWaitShare)} of the bare handler's busy sessions were waiting on that lock. ` : ''}This caps the bare baseline${at64 && at64.bare.p99 >= TARGET_P99_MS ? ' and is why even it misses the p99 target at 64 connections on one key' : ''}; with \`synchronous_commit = off\` for that statement the same load does ${fmt(s64off.rps)}/s, p99 ${s64off.p99.toFixed(1)} ms.`,
+    );
+  }
+  out.push(
+    '4. **This machine**: 2 vCPUs shared by the servers, PostgreSQL, autocannon itself and other suites (see the load average). Absolute numbers, and p99 above all, would be better on a quiet machine; the ratio and the CPU per request are the robust findings.',
+    '',
+  );
+  const connectSaving = grpcHops !== undefined && connectHops !== undefined ? 1 - connectHops / grpcHops : undefined;
+  if (!ratioMet || p99Met === false) {
+    out.push(
+      'Proposed fixes (not implemented here; owners in brackets), largest effect first:',
+      '',
+      '- **Call co-located services in process** (services/kit/internal-client.ts, run-process.ts): when the gateway and a service share a process — the default `all` role — give the gateway a Connect in-memory transport (`createRouterTransport` over the same `ServiceImpl`s) or the implementations themselves, instead of h2c to its own port. That removes HTTP/2 framing, sockets and most allocation from both hops; in Kubernetes, where the hop is real, the next item applies.',
+      '- **Use the Connect protocol for internal unary calls** (internal-client.ts: `createConnectTransport({ httpVersion: "2" })`; the server already speaks it, and grpc.health and stock gRPC clients keep working): ' +
+        (connectSaving === undefined
+          ? 'measure it with the diagnostics of this benchmark first.'
+          : connectSaving > 0.05
+            ? `${pct(connectSaving)} less CPU for the two hops in this run, with no change to the contracts — a smaller win than the item above.`
+            : 'in this run it saved no CPU worth having, so it is not worth doing on its own.'),
+      '- **Take the WAL flush out of the counter\'s lock hold time** (services/identity/queries.ts `authorizeRequest`): run it in a transaction with `set local synchronous_commit = off`. A crash can then lose the last few hundred milliseconds of counts — harmless for a rate limit (it errs in the partner\'s favour) and nothing else is written by that statement. If one key must go faster still, shard the counter (N rows per key and window, summed when reading).',
+      '- **Overlap the two hops for reads** (gateway/contract-route.ts): for GET routes, start the service call together with Authorize and discard its answer unless the decision is ALLOWED. This halves latency at low load but not CPU, so it comes after the items above.',
+      `- Re-measure on a machine with at least 4 quiet cores. The pool size (\`DATABASE_POOL_SIZE\`) is not the lever: the full path had at most ${Math.max(...pairs.map((p) => p.full.activeSessions)).toFixed(1)} of its ${2 * Number(POOL_SIZE)} connections in a query on average, and a bigger pool for the bare handler would only queue more sessions on the counter row's lock.`,
+      '',
+    );
+  }
+  return out;
+}
+
+/** Replaces (or appends) this benchmark's section of docs/performance.md, leaving every other section as it is. */
+function writeSection(section: string): void {
+  const file = join(ROOT, 'docs/performance.md');
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : '# Performance\n';
+  const lines = current.split('\n');
+  const start = lines.findIndex((l) => l.trim() === SECTION);
+  let next: string;
+  if (start < 0) {
+    next = `${current.replace(/\s*$/, '')}\n\n${section.trimEnd()}\n`;
+  } else {
+    let end = lines.findIndex((l, i) => i > start && /^## /.test(l));
+    if (end < 0) end = lines.length;
+    const before = lines.slice(0, start).join('\n');
+    const after = lines.slice(end).join('\n');
+    next = `${before ? `${before}\n` : ''}${section.trimEnd()}\n${after ? `\n${after}` : ''}`;
+    if (!next.endsWith('\n')) next += '\n';
+  }
+  writeFileSync(file, next);
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<void> {
+  const adminUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+  const admin = createSql(adminUrl, { max: 1, applicationName: 'bench-admin' });
+  let pgVersion: string;
+  try {
+    pgVersion = (await admin<{ v: string }[]>`select current_setting('server_version') as v`)[0]!.v;
+  } catch (err) {
+    await admin.end({ timeout: 1 });
+    throw new Error(`cannot reach PostgreSQL at DATABASE_URL (${new URL(adminUrl).host}): ${(err as Error).message}`);
+  }
+  const dbName = `psync_bench_auth_${randomBytes(4).toString('hex')}`;
+  await admin.unsafe(`create database ${dbName}`);
+  const u = new URL(adminUrl);
+  u.pathname = `/${dbName}`;
+  const dbUrl = u.toString();
+  const signingKey = randomBytes(32).toString('base64');
+  const fullEnv: Record<string, string> = {
+    DATABASE_URL: dbUrl,
+    DATABASE_POOL_SIZE: POOL_SIZE,
+    LOG_LEVEL,
+    RATE_LIMIT_PER_HOUR: '1000000',
+    TOKEN_RATE_LIMIT_PER_HOUR: '1000',
+    TOKEN_TTL_SECONDS: '3600',
+    TOKEN_SIGNING_KEY: signingKey,
+    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    BUS_PREFIX: `benchauth${randomBytes(3).toString('hex')}`,
+  };
+  const bareEnv: Record<string, string> = { DATABASE_URL: dbUrl, DATABASE_POOL_SIZE: POOL_SIZE, TOKEN_SIGNING_KEY: signingKey, RATE_LIMIT_PER_HOUR: '1000000' };
+  const sql = createSql(dbUrl, { max: 2, applicationName: 'bench-observer' });
+  const servers: Server[] = [];
+  let sessions: Http2SessionManager | undefined;
+  try {
+    const loadBefore = loadavg();
+    process.stdout.write(`load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}; database ${dbName}\n`);
+    let full = await startFull(fullEnv);
+    servers.push(full);
+
+    sessions = new Http2SessionManager(full.internal);
+    const identity = createClient(IdentityService, createGrpcTransport({ baseUrl: full.internal, sessionManager: sessions, defaultTimeoutMs: 30000 }));
+    const ws = (await identity.createWorkspace({ name: 'bench-auth', environment: Environment.SANDBOX })).workspace!.workspaceId;
+    const tokenFor = async () => {
+      const key = await identity.issueKey({ workspaceId: ws });
+      const res = await fetch(`${full.url}/v1/token`, { method: 'POST', headers: { authorization: `Bearer ${key.apiKey}` } });
+      if (res.status !== 200) throw new Error(`POST /v1/token answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    const tokens: Record<Side, string> = { full: await tokenFor(), bare: await tokenFor() };
+    const statementKey = (await identity.issueKey({ workspaceId: ws })).keyId;
+    sessions.abort();
+    sessions = undefined;
+
+    let bare = await startBare(bareEnv);
+    servers.push(bare);
+    // Both answer the same thing.
+    for (const [side, server] of [['full', full], ['bare', bare]] as const) {
+      const res = await fetch(`${server.url}/v1/blocks`, { headers: { authorization: `Bearer ${tokens[side]}` } });
+      const body = await res.text();
+      if (res.status !== 200 || body !== '{"items":[],"has_more":false}') throw new Error(`${side}: GET /v1/blocks answered ${res.status} ${body}`);
+    }
+
+    const target: Record<Side, Server> = { full, bare };
+    for (const side of ['full', 'bare'] as const) await cannon(target[side].url, tokens[side], 16, WARMUP_SECONDS);
+    for (const side of ['full', 'bare'] as const) {
+      target[side].idleCpuPerSecond = await idleCpu(target[side]);
+      process.stdout.write(`${side}: ${target[side].idleCpuPerSecond!.toFixed(1)} ms of CPU per second when idle (subtracted below)\n`);
+    }
+    const runs: Run[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, c] of CONNECTIONS.entries()) {
+        const order: Side[] = (i + round) % 2 === 0 ? ['full', 'bare'] : ['bare', 'full'];
+        for (const side of order) runs.push({ ...(await measure(side, target[side], tokens[side], c, sql)), round });
+      }
+    }
+    const loadAfter = loadavg();
+
+    // The server's connections are limited (max_connections): the bare pools go before the diagnostics open more.
+    await bare.stop();
+    let diagnostics: Diagnostics | undefined;
+    if (DIAGNOSTICS) {
+      const hops = await internalHops(full, tokens.full, ws);
+      const statement: StatementResult[] = [];
+      for (const c of [1, 64]) for (const mode of ['on', 'off'] as const) statement.push(await statementAlone(dbUrl, { keyId: statementKey, workspaceId: ws }, mode, c));
+      diagnostics = { hops, statement };
+    }
+
+    const profiles: Partial<Record<Side, { shares: ProfileShare[]; busyMs: number }>> = {};
+    if (PROFILE) {
+      await full.stop();
+      const profConnections = CONNECTIONS.includes(64) ? 64 : CONNECTIONS[CONNECTIONS.length - 1]!;
+      profiles.full = await profileSide('full', async (args) => (full = await startFull(fullEnv, args)), tokens.full, profConnections);
+      profiles.bare = await profileSide('bare', async (args) => (bare = await startBare(bareEnv, args)), tokens.bare, profConnections);
+      servers.push(full, bare);
+      for (const side of ['full', 'bare'] as const) {
+        const p = profiles[side];
+        if (p) process.stdout.write(`profile ${side}: ${p.shares.slice(0, 10).map((s) => `${s.origin} ${pct(s.share)}`).join(', ')}\n`);
+      }
+    }
+
+    const section = report({
+      runs,
+      machine: `${availableParallelism()} CPUs (nproc), ${cpuModel()}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, PostgreSQL ${pgVersion} (same machine, loopback)`,
+      command: commandLine(),
+      loadBefore,
+      loadAfter,
+      profiles,
+      diagnostics,
+      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    });
+    process.stdout.write(`\n${section}\n`);
+    if (WRITE_DOCS) {
+      writeSection(section);
+      process.stdout.write('written to docs/performance.md\n');
+    }
+  } finally {
+    sessions?.abort();
+    await Promise.allSettled(servers.map((s) => s.stop()));
+    await sql.end({ timeout: 5 });
+    try {
+      await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+    } finally {
+      await admin.end({ timeout: 5 });
+    }
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
