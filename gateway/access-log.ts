@@ -1,10 +1,11 @@
 /**
  * One structured log line per request: method, route template (never the raw URL,
  * whose query string could carry anything a client put there), status, duration, the
- * `instance` id the partner sees, and the key id once known. Never a token or a body.
+ * `instance` id the partner sees, the key id once known, and the trace id. Never a token or a body.
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../services/kit/logger';
+import { activeTraceId } from '../services/kit/telemetry';
 import { instanceUrn } from './problems';
 import type { GatewayContext } from './request-context';
 
@@ -18,6 +19,7 @@ export function logAccess(log: Logger, ctx: GatewayContext): void {
     instance: instanceUrn(s.requestId),
     request_id: s.requestId,
     key_id: s.keyId ?? null,
+    trace_id: activeTraceId() ?? null,
   };
   if (s.operational) log.debug(line, 'request');
   else log.info(line, 'request');

@@ -2,6 +2,11 @@
  * The gateway's first middleware: every request gets an id, every failure below
  * becomes a problem document, every response under /v1 gets its rate-limit headers,
  * and every request gets one access log line (architecture.md "Errors outside").
+ * It also opens the request's SERVER span (a new trace: a partner's `traceparent` is
+ * not trusted) — every internal call below joins it — and records
+ * psync_http_requests_total{route,code}, psync_http_request_duration_seconds{route}
+ * and, on a 429, psync_rate_limit_refusals_total. /healthz and /readyz are neither
+ * traced nor counted.
  *
  * - A ProblemError (thrown on purpose) keeps its message and extras.
  * - A ConnectError from an internal service is mapped by its ErrorDetail reason and
@@ -15,6 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Middleware, Next } from 'koa';
 import { ConnectError } from '@connectrpc/connect';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { recordHttpRequest, recordRateLimitRefusal } from '../services/kit/metrics';
+import { inSpan } from '../services/kit/telemetry';
 import type { Logger } from '../services/kit/logger';
 import { isNetworkError, problemFromConnectError } from './connect-errors';
 import { logAccess } from './access-log';
@@ -63,8 +71,26 @@ export function sendProblem(ctx: GatewayContext, problem: ProblemError, docsUrl:
   ctx.body = JSON.stringify(problemDocument(problem, docsUrl, ctx.state.requestId));
 }
 
+const OPERATIONAL_PATHS = new Set(['/healthz', '/readyz']);
+
 export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> {
+  const handle = answer(opts);
   return async function errorMapperMiddleware(ctx: GatewayContext, next: Next) {
+    if (OPERATIONAL_PATHS.has(ctx.path)) return handle(ctx, next);
+    await inSpan(ctx.method, { kind: SpanKind.SERVER, parent: ROOT_CONTEXT, attributes: { 'http.request.method': ctx.method } }, async (span) => {
+      await handle(ctx, next);
+      const route = ctx.state.route;
+      span.updateName(route ?? `${ctx.method} unmatched`);
+      if (route) span.setAttribute('http.route', route);
+      span.setAttribute('http.response.status_code', ctx.status);
+      span.setAttribute('psync.request_id', ctx.state.requestId);
+      if (ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    });
+  };
+}
+
+function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => Promise<void> {
+  return async (ctx: GatewayContext, next: Next) => {
     ctx.state.requestId = randomUUID();
     ctx.state.startedAt = performance.now();
     ctx.set('X-Request-Id', ctx.state.requestId);
@@ -87,6 +113,10 @@ export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> 
         ctx.set(rateLimitHeaders(view));
       }
       logAccess(opts.log, ctx);
+      if (!ctx.state.operational) {
+        recordHttpRequest(ctx.state.route ?? 'unmatched', ctx.status, (performance.now() - ctx.state.startedAt) / 1000);
+        if (ctx.status === 429) recordRateLimitRefusal();
+      }
     }
   };
 }

@@ -11,6 +11,7 @@
  * the message in protobuf binary.
  */
 import { randomUUID } from 'node:crypto';
+import { currentTraceHeaders } from '../kit/telemetry';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
@@ -144,7 +145,7 @@ const bytes = (d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLengt
  */
 export function eventWrites(tx: Tx, events: PendingEvent[]) {
   if (events.length === 0) return tx``;
-  const outbox = events.map((e) => ({ id: e.id, subject: e.subject, data: bytes(e.data), headers: JSON.stringify({ workspace_id: e.workspaceId }) }));
+  const outbox = events.map((e) => ({ id: e.id, subject: e.subject, data: bytes(e.data), headers: JSON.stringify({ ...currentTraceHeaders(), workspace_id: e.workspaceId }) }));
   const stream = events
     .filter((e) => e.stream !== null)
     .map((e) => ({

@@ -26,6 +26,7 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { fetchAndProcessPhoto, type PhotoOutcome } from './photo-processor';
 import { republishById } from './publication';
+import { recordPhotoProcessed } from '../kit/metrics';
 
 /** Claims of one photo before it is given up as unreachable. */
 export const MAX_ATTEMPTS = 5;
@@ -185,6 +186,7 @@ export class PhotoPipeline {
       return;
     }
     if (!outcome.ok) this.log.info({ property_id: c.property_id, reason: outcome.reason, detail: outcome.detail }, 'photo rejected');
+    recordPhotoProcessed(outcome.ok ? 'ready' : outcome.reason);
     const events = await this.settle(c, outcome);
     if (events > 0) this.opts.onEvents();
   }

@@ -26,6 +26,7 @@ import { isKeyId, mintApiKey, parseApiKey, secretMatches } from './api-keys';
 import { fail, invalidApiKey, invalidArgument, rateLimited, toConnectError } from './errors';
 import * as q from './queries';
 import { RateLimitState, rateLimitState } from './rate-limit';
+import { recordTokenIssued } from '../kit/metrics';
 
 export interface IdentityDeps {
   sql: Sql;
@@ -166,6 +167,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
         );
       }
       const issued = tokens.issue({ kid: key.key_id, ws: key.workspace_id, env: key.environment, ttlSeconds: config.tokenTtlSeconds });
+      recordTokenIssued();
       return {
         accessToken: issued.token,
         tokenType: 'Bearer',

@@ -11,6 +11,7 @@
  */
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import type { Logger } from './logger';
+import { inConsumerSpan } from './telemetry';
 
 /** NATS subject matching: `*` matches one token, `>` one or more trailing tokens. */
 export function subjectMatches(pattern: string, subject: string): boolean {
@@ -111,7 +112,7 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
           deliveryCount: next.count,
         };
         try {
-          await this.handler(received);
+          await inConsumerSpan(received, this.d.name, () => this.handler(received));
         } catch (err) {
           const delay = retryDelayMs(next.count);
           log.warn({ err, durable: this.d.name, subject: e.subject, event_id: e.id, delivery: next.count, retry_in_ms: delay }, 'bus: handler failed; event will be redelivered');

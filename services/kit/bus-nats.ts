@@ -30,6 +30,7 @@ import {
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
 import type { Logger } from './logger';
+import { inConsumerSpan } from './telemetry';
 
 /** JetStream API error codes we react to (nats-server `server/errors.json`). */
 const JS_STREAM_NOT_FOUND = 10059;
@@ -299,7 +300,7 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
       const event: ReceivedEvent = { id, subject, data: m.data, headers: hdrs, deliveryCount: m.info.deliveryCount };
       const working = setInterval(() => m.working(), WORKING_INTERVAL_MS);
       try {
-        await this.sub.handler(event);
+        await inConsumerSpan(event, this.sub.durable, () => this.sub.handler(event));
       } catch (err) {
         clearInterval(working);
         const delay = redeliveryDelayMs(event.deliveryCount);

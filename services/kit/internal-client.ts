@@ -8,6 +8,24 @@
 import { createClient, type Client, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import type { DescService } from '@bufbuild/protobuf';
+import { SpanKind } from '@opentelemetry/api';
+import { currentTraceHeaders, inSpan } from './telemetry';
+
+/** A CLIENT span per call; its trace context travels in the request headers (`traceparent`). */
+export const clientTracingInterceptor: Interceptor = (next) => async (req) => {
+  if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
+  return inSpan(
+    `${req.service.typeName}/${req.method.name}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { 'rpc.system': 'connect_rpc', 'rpc.service': req.service.typeName, 'rpc.method': req.method.name },
+    },
+    async () => {
+      for (const [k, v] of Object.entries(currentTraceHeaders())) req.header.set(k, v);
+      return next(req);
+    },
+  );
+};
 
 export class InternalClients {
   private readonly sessions = new Map<string, Http2SessionManager>();
@@ -24,7 +42,7 @@ export class InternalClients {
     const transport = createGrpcTransport({
       baseUrl,
       sessionManager: sm,
-      interceptors: this.interceptors,
+      interceptors: [clientTracingInterceptor, ...this.interceptors],
       defaultTimeoutMs: this.timeoutMs,
     });
     return createClient(service, transport);

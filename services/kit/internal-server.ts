@@ -9,6 +9,28 @@ import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Logger } from './logger';
 import { HealthState, registerHealth } from './health';
+import { SpanKind } from '@opentelemetry/api';
+import { contextFromHeaders, inSpan } from './telemetry';
+
+/**
+ * A SERVER span per RPC, continuing the caller's `traceparent` (the kit's client
+ * interceptor sends it); the handler runs inside it, so its outbox appends and
+ * outgoing calls join the trace. Health checks are not traced (probes every few seconds).
+ */
+export const serverTracingInterceptor: Interceptor = (next) => async (req) => {
+  if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
+  const headers: Record<string, string> = {};
+  req.header.forEach((v, k) => (headers[k] = v));
+  return inSpan(
+    `${req.service.typeName}/${req.method.name}`,
+    {
+      kind: SpanKind.SERVER,
+      parent: contextFromHeaders(headers),
+      attributes: { 'rpc.system': 'connect_rpc', 'rpc.service': req.service.typeName, 'rpc.method': req.method.name },
+    },
+    () => next(req),
+  );
+};
 
 export interface InternalServer {
   /** The bound port (useful when configured as 0). */
@@ -32,7 +54,7 @@ export interface InternalServerOptions {
 /** Starts the h2c server and resolves once it listens. */
 export async function startInternalServer(opts: InternalServerOptions): Promise<InternalServer> {
   const handler = connectNodeAdapter({
-    interceptors: opts.interceptors,
+    interceptors: [serverTracingInterceptor, ...(opts.interceptors ?? [])],
     routes(router) {
       registerHealth(router, opts.health);
       opts.routes(router);

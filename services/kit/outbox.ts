@@ -17,6 +17,8 @@ import { randomUUID } from 'node:crypto';
 import type { EventBus } from './bus';
 import type { Sql, Tx } from './database';
 import type { Logger } from './logger';
+import { registerOutboxLag } from './metrics';
+import { currentTraceHeaders } from './telemetry';
 
 const SCHEMA_PATTERN = /^[a-z][a-z0-9_]*$/;
 /** Published rows are kept this long (for investigations), then deleted. */
@@ -47,9 +49,11 @@ export async function appendToOutbox(tx: Tx | Sql, schema: string, event: Outbox
   const q = tx as Sql;
   const id = event.id ?? randomUUID();
   const data = Buffer.from(event.data.buffer, event.data.byteOffset, event.data.byteLength);
+  // The active trace context (`traceparent`) travels with the event, so its consumers continue the trace.
+  const headers = { ...currentTraceHeaders(), ...(event.headers ?? {}) };
   await q`
     insert into ${q(`${schema}.outbox`)} (id, subject, data, headers)
-    values (${id}, ${event.subject}, ${data}, ${q.json(event.headers ?? {})})
+    values (${id}, ${event.subject}, ${data}, ${q.json(headers)})
   `;
   return id;
 }
@@ -92,6 +96,7 @@ export class OutboxRelay {
   private wakeUp: (() => void) | null = null;
   private nudged = false;
   private lastHousekeeping = 0;
+  private unregisterLag: (() => void) | null = null;
 
   constructor(opts: OutboxRelayOptions) {
     assertSchemaName(opts.schema);
@@ -108,6 +113,8 @@ export class OutboxRelay {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // psync_outbox_lag_seconds / psync_outbox_pending{schema}, read at scrape time.
+    this.unregisterLag = registerOutboxLag(this.schema, () => this.lag());
     // The first clean-up runs a minute after start, not during start-up.
     this.lastHousekeeping = Date.now() - HOUSEKEEPING_EVERY_MS + 60_000;
     this.loop = this.run();
@@ -122,6 +129,8 @@ export class OutboxRelay {
   /** Finishes the batch in progress and stops. */
   async stop(): Promise<void> {
     this.running = false;
+    this.unregisterLag?.();
+    this.unregisterLag = null;
     this.wakeUp?.();
     await this.loop;
     this.loop = null;

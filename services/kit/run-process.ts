@@ -3,11 +3,11 @@
  * gateway) in one Node.js process.
  *
  * Start-up order, chosen so probes tell the truth at every moment:
- *   config → logger → database + bus (logged: which backends) → internal server
+ *   config → logger → telemetry (tracing, /metrics on METRICS_PORT) → database + bus (logged: which backends) → internal server
  *   (health NOT_SERVING) → migrations (advisory-locked) → outbox relays and workers →
  *   health SERVING → gateway → the `listening` line.
  * SIGTERM reverses it: health NOT_SERVING, gateway and internal server drain,
- * workers stop, bus and database close, exit 0.
+ * workers stop, bus and database close, telemetry flushes last, exit 0.
  */
 import type { ConnectRouter } from '@connectrpc/connect';
 import { loadConfig, exitOnConfigError, Config } from './config';
@@ -23,6 +23,7 @@ import { InternalClients } from './internal-client';
 import { KIT_MIGRATIONS, runMigrations } from './migrate';
 import { OutboxRelay } from './outbox';
 import { Shutdown } from './shutdown';
+import { startTelemetry } from './telemetry';
 import type { ServiceContext, ServiceModule, ServiceUrls } from './service-module';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 
@@ -119,6 +120,9 @@ export async function runMigrationsOnly(services: ServiceModule[]): Promise<void
 async function start(opts: RunOptions, config: Config, log: Logger): Promise<void> {
   const shutdown = new Shutdown(log, config.shutdownGraceMs);
   shutdown.installSignalHandlers();
+  // First up, registered first so it shuts down last: spans of the drain still export.
+  const telemetry = await startTelemetry({ name: opts.name, host: config.host, metricsPort: config.metricsPort, log });
+  shutdown.add('telemetry', () => telemetry.shutdown());
   if (config.egressAllowCidrs.length > 0) {
     log.warn({ cidrs: config.egressAllowCidrs }, 'EGRESS_ALLOW_CIDRS is set: outbound requests may reach these non-public ranges (test/development only)');
   }

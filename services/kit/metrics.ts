@@ -1,0 +1,138 @@
+/**
+ * Every metric instrument of Partner Sync, in one place. The names are a contract:
+ * the chart's PrometheusRule and Grafana dashboard (helm/psync/) query them as they
+ * are written here.
+ *
+ * Instruments live on the meter provider telemetry.ts starts (bindMeterProvider);
+ * before that, and in processes without telemetry (tests, the migrate Job), every
+ * recording function is a no-op. Observable gauges read their values at scrape time
+ * from callbacks the owning components register (registerOutboxLag).
+ */
+import type { Attributes, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
+import { notificationsMetrics, type MetricName } from '../notifications/metrics';
+
+/** Latency buckets of the HTTP histogram, in seconds. */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+interface Instruments {
+  httpRequests: Counter;
+  httpDuration: Histogram;
+  rateLimitRefusals: Counter;
+  tokensIssued: Counter;
+  photosProcessed: Counter;
+  webhookDeliveries: Counter;
+  webhookAbandoned: Counter;
+}
+
+let current: Instruments | undefined;
+
+type OutboxLag = () => Promise<{ pending: number; oldestAgeSeconds: number }>;
+const outboxSources = new Map<string, OutboxLag>();
+
+/** Deliveries by outcome, from the notifications service's own counters. */
+const DELIVERY_OUTCOMES: Partial<Record<MetricName, string>> = {
+  delivered: 'delivered',
+  failed_attempts: 'failed',
+  abandoned: 'abandoned',
+};
+
+/** Creates the instruments on `provider`; returns the function that detaches them. */
+export function bindMeterProvider(provider: MeterProvider): () => void {
+  const meter: Meter = provider.getMeter('psync');
+  const inst: Instruments = {
+    httpRequests: meter.createCounter('psync_http_requests_total', {
+      description: 'Public gateway requests by route template and HTTP status code',
+    }),
+    httpDuration: meter.createHistogram('psync_http_request_duration_seconds', {
+      description: 'Public gateway request latency by route template',
+      unit: 's',
+      advice: { explicitBucketBoundaries: HTTP_BUCKETS },
+    }),
+    rateLimitRefusals: meter.createCounter('psync_rate_limit_refusals_total', {
+      description: 'Requests refused with 429 (contract quota or token endpoint ceiling)',
+    }),
+    tokensIssued: meter.createCounter('psync_tokens_issued_total', { description: 'Access tokens issued' }),
+    photosProcessed: meter.createCounter('psync_photos_processed_total', {
+      description: 'Photos processed by outcome (ready, or the rejection reason)',
+    }),
+    webhookDeliveries: meter.createCounter('psync_webhook_deliveries_total', {
+      description: 'Webhook delivery attempts by outcome (delivered, failed, abandoned)',
+    }),
+    webhookAbandoned: meter.createCounter('psync_webhook_deliveries_abandoned_total', {
+      description: 'Webhook deliveries abandoned after the last retry',
+    }),
+  };
+  // Series that alerts use with rate()/increase() exist from the start, at 0.
+  inst.rateLimitRefusals.add(0);
+  inst.tokensIssued.add(0);
+  inst.webhookAbandoned.add(0);
+
+  const lag = meter.createObservableGauge('psync_outbox_lag_seconds', {
+    description: 'Age of the oldest unpublished outbox event, per schema',
+    unit: 's',
+  });
+  const pending = meter.createObservableGauge('psync_outbox_pending', {
+    description: 'Unpublished outbox events, per schema',
+  });
+  const observeOutbox = async (r: ObservableResult, which: 'lag' | 'pending') => {
+    await Promise.all(
+      [...outboxSources].map(async ([schema, read]) => {
+        try {
+          const v = await read();
+          r.observe(which === 'lag' ? v.oldestAgeSeconds : v.pending, { schema });
+        } catch {
+          // Database unavailable (or closing): no sample rather than a failed scrape.
+        }
+      }),
+    );
+  };
+  const lagCb = (r: ObservableResult) => observeOutbox(r, 'lag');
+  const pendingCb = (r: ObservableResult) => observeOutbox(r, 'pending');
+  lag.addCallback(lagCb);
+  pending.addCallback(pendingCb);
+
+  const unsubscribe = notificationsMetrics.onEvent((name) => {
+    const outcome = DELIVERY_OUTCOMES[name];
+    if (outcome) inst.webhookDeliveries.add(1, { outcome });
+    if (name === 'abandoned') inst.webhookAbandoned.add(1);
+  });
+
+  current = inst;
+  return () => {
+    unsubscribe();
+    lag.removeCallback(lagCb);
+    pending.removeCallback(pendingCb);
+    if (current === inst) current = undefined;
+  };
+}
+
+/** One answered gateway request: `route` is the template (or "unmatched"), `code` the status. */
+export function recordHttpRequest(route: string, code: number, seconds: number): void {
+  if (!current) return;
+  const attrs: Attributes = { route, code: String(code) };
+  current.httpRequests.add(1, attrs);
+  current.httpDuration.record(seconds, { route });
+}
+
+/** A request refused with 429. */
+export function recordRateLimitRefusal(): void {
+  current?.rateLimitRefusals.add(1);
+}
+
+/** An access token issued. */
+export function recordTokenIssued(): void {
+  current?.tokensIssued.add(1);
+}
+
+/** A photo finished: `outcome` is `ready` or the rejection reason. */
+export function recordPhotoProcessed(outcome: string): void {
+  current?.photosProcessed.add(1, { outcome });
+}
+
+/** Reports `schema`'s outbox lag at every scrape; returns the unregister function. */
+export function registerOutboxLag(schema: string, read: OutboxLag): () => void {
+  outboxSources.set(schema, read);
+  return () => {
+    if (outboxSources.get(schema) === read) outboxSources.delete(schema);
+  };
+}

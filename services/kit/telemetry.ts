@@ -1,0 +1,224 @@
+/**
+ * OpenTelemetry for one process: a tracer provider (always, so W3C trace context
+ * propagates and trace ids reach the logs), span export only where configured, and a
+ * meter provider whose Prometheus reader is served on METRICS_PORT at `/metrics`.
+ *
+ * Span export:
+ * - OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+ *   is set (the exporter reads the standard OTEL_* variables itself); nothing otherwise.
+ * - `PSYNC_TRACE_EXPORT_FILE=<path>`: every finished span as one JSON line appended to
+ *   that file — a debugging aid (and what test/telemetry uses), not for production.
+ *
+ * Nothing here is auto-instrumentation: connect-node and postgres.js are not covered by
+ * it (stack-notes.md), so spans come from the kit's own Connect interceptors
+ * (internal-server.ts, internal-client.ts), the gateway's error mapper, the bus
+ * consumers and egress.ts, all through the helpers below.
+ */
+import { appendFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+import { metrics as sdkMetrics, node as sdkNode, resources, tracing } from '@opentelemetry/sdk-node';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { Logger } from './logger';
+import { bindMeterProvider } from './metrics';
+
+const TRACER_NAME = 'psync';
+
+/** The tracer every kit helper uses (a proxy: valid before and after start). */
+export function tracer(): Tracer {
+  return trace.getTracer(TRACER_NAME);
+}
+
+/** The trace id of the active span, for log lines; undefined outside any span. */
+export function activeTraceId(): string | undefined {
+  const sc = trace.getActiveSpan()?.spanContext();
+  return sc && trace.isSpanContextValid(sc) ? sc.traceId : undefined;
+}
+
+/** Marks `span` failed with `err` (message only: no payloads). */
+export function recordError(span: Span, err: unknown): void {
+  span.recordException(err instanceof Error ? err : String(err));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+}
+
+/** Runs `fn` in a new active span (ended when `fn` settles; a rejection marks it failed). */
+export async function inSpan<T>(
+  name: string,
+  opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = opts.parent ?? context.active();
+  return tracer().startActiveSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent, async (span) => {
+    try {
+      return await fn(span);
+    } catch (err) {
+      recordError(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The W3C trace-context headers (`traceparent`, `tracestate`) of the active context. */
+export function currentTraceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+/** A context whose parent is the trace context carried by `headers` (case-insensitive keys). */
+export function contextFromHeaders(headers: Record<string, string> | undefined): Context {
+  if (!headers) return ROOT_CONTEXT;
+  const lower: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
+  return propagation.extract(ROOT_CONTEXT, lower);
+}
+
+/**
+ * Runs a bus consumer's handler for one event in a CONSUMER span continuing the trace
+ * of the `traceparent` header the outbox captured when the event was appended.
+ */
+export function inConsumerSpan<T>(
+  event: { id: string; subject: string; headers?: Record<string, string>; deliveryCount: number },
+  durable: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  return inSpan(
+    `consume ${event.subject}`,
+    {
+      kind: SpanKind.CONSUMER,
+      parent: contextFromHeaders(event.headers),
+      attributes: {
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': event.subject,
+        'messaging.consumer.group.name': durable,
+        'messaging.message.id': event.id,
+        'psync.delivery_count': event.deliveryCount,
+      },
+    },
+    () => fn(),
+  );
+}
+
+/** Writes finished spans as JSON lines (PSYNC_TRACE_EXPORT_FILE; debugging aid). */
+class FileSpanExporter implements tracing.SpanExporter {
+  constructor(private readonly path: string, private readonly service: string) {}
+
+  export(spans: tracing.ReadableSpan[], done: (result: { code: number; error?: Error }) => void): void {
+    try {
+      const lines = spans.map((s) =>
+        JSON.stringify({
+          service: this.service,
+          name: s.name,
+          kind: SpanKind[s.kind],
+          traceId: s.spanContext().traceId,
+          spanId: s.spanContext().spanId,
+          parentSpanId: s.parentSpanContext?.spanId ?? null,
+          startTime: s.startTime,
+          endTime: s.endTime,
+          status: s.status,
+          attributes: s.attributes,
+        }),
+      );
+      appendFileSync(this.path, lines.map((l) => `${l}\n`).join(''));
+      done({ code: 0 });
+    } catch (err) {
+      done({ code: 1, error: err as Error });
+    }
+  }
+
+  async shutdown(): Promise<void> {}
+}
+
+export interface Telemetry {
+  /** Port the metrics server listens on; undefined when it could not bind. */
+  readonly metricsPort: number | undefined;
+  /** Flushes and stops exporters and the metrics server; never rejects. */
+  shutdown(): Promise<void>;
+}
+
+export interface TelemetryOptions {
+  /** Process name: service.name is `psync-<name>` (`psync` for the all-in-one process). */
+  name: string;
+  host: string;
+  /** METRICS_PORT; 0 picks a free port. */
+  metricsPort: number;
+  log: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** More span processors (tests: an in-memory exporter). */
+  spanProcessors?: tracing.SpanProcessor[];
+}
+
+/**
+ * Starts tracing and metrics for this process. A metrics port that cannot be bound
+ * is logged as an error and the process carries on without `/metrics` (telemetry
+ * never takes a service down).
+ */
+export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry> {
+  const env = opts.env ?? process.env;
+  const serviceName = opts.name === 'psync' ? 'psync' : `psync-${opts.name}`;
+  const resource = resources.resourceFromAttributes({ 'service.name': serviceName });
+
+  const spanProcessors: tracing.SpanProcessor[] = [...(opts.spanProcessors ?? [])];
+  const otlp = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (otlp) spanProcessors.push(new tracing.BatchSpanProcessor(new OTLPTraceExporter()));
+  const file = env.PSYNC_TRACE_EXPORT_FILE;
+  if (file) spanProcessors.push(new tracing.SimpleSpanProcessor(new FileSpanExporter(file, serviceName)));
+
+  const tracerProvider = new sdkNode.NodeTracerProvider({ resource, spanProcessors });
+  tracerProvider.register(); // AsyncLocalStorage context manager + W3C trace-context/baggage propagators
+
+  const prometheus = new PrometheusExporter({ preventServerStart: true });
+  const meterProvider = new sdkMetrics.MeterProvider({ resource, readers: [prometheus] });
+  const unbind = bindMeterProvider(meterProvider);
+
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') return prometheus.getMetricsRequestHandler(req, res);
+    res.statusCode = 404;
+    res.end('not found\n');
+  });
+  let metricsPort: number | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.metricsPort, opts.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    metricsPort = (server.address() as AddressInfo).port;
+    opts.log.info({ port: metricsPort, otlp, trace_file: file || undefined }, 'metrics listening on /metrics');
+  } catch (err) {
+    opts.log.error({ err, port: opts.metricsPort }, 'metrics server could not start; continuing without /metrics');
+  }
+
+  return {
+    metricsPort,
+    async shutdown() {
+      unbind();
+      if (metricsPort !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Without a reachable collector the OTLP exporter rejects after its time-out (stack-notes.md).
+      const settle = (what: string, p: Promise<unknown>) =>
+        p.catch((err: unknown) => opts.log.warn({ err }, `telemetry: ${what} shutdown failed`));
+      await Promise.all([settle('tracer provider', tracerProvider.shutdown()), settle('meter provider', meterProvider.shutdown())]);
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    },
+  };
+}
