@@ -619,6 +619,7 @@ function analysis(
   const gcOf = (side: Side) => profiles[side]?.shares.find((x) => x.origin === 'V8 garbage collector')?.share;
   const gcFull = gcOf('full');
   const gcBare = gcOf('bare');
+  const asyncShare = profiles.full?.shares.find((x) => x.origin === 'node:async')?.share;
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const fullCpu = mean(pairs.map((p) => p.full.nodeCpuMs));
   const bareCpu = mean(pairs.map((p) => p.bare.nodeCpuMs));
@@ -648,9 +649,11 @@ function analysis(
   const bare1 = pairs.find((p) => p.c === 1)?.bare ?? pairs[0]!.bare;
   if (ga && gl && grpcHops !== undefined) {
     out.push(
-      `2. **The two internal hops are most of it.** Each request makes two sequential Connect/gRPC calls over h2c (Authorize, then ListBlocks), both sides inside the one \`all\` process. Called one at a time, Authorize costs ${ga.serverCpuMs.toFixed(2)} ms of CPU on the service side and ListBlocks ${gl.serverCpuMs.toFixed(2)} ms — each more than the bare handler's whole request at ${bare1.connections} connection${bare1.connections === 1 ? '' : 's'} (${bare1.nodeCpuMs.toFixed(2)} ms), with the same SQL inside — and the client side adds ${(ga.clientCpuMs + gl.clientCpuMs).toFixed(2)} ms more. ` +
+      `2. **The two internal hops are most of it.** Each request makes two sequential Connect/gRPC calls over h2c (Authorize, then ListBlocks), both sides inside the one \`all\` process. Called one at a time, Authorize costs ${ga.serverCpuMs.toFixed(2)} ms of CPU on the service side and ListBlocks ${gl.serverCpuMs.toFixed(2)} ms — ${Math.min(ga.serverCpuMs, gl.serverCpuMs) > bare1.nodeCpuMs ? 'each more than' : 'against'} the bare handler's whole request at ${bare1.connections} connection${bare1.connections === 1 ? '' : 's'} (${bare1.nodeCpuMs.toFixed(2)} ms), with the same SQL inside — and the client side adds ${(ga.clientCpuMs + gl.clientCpuMs).toFixed(2)} ms more. ` +
         `The full profile shows what that is: Connect's async-iterable pipeline run for every unary call, HTTP/2 framing and socket writes, an AbortController and its DOMException per call (\`node:per_context\`), protobuf encode/decode on both sides, and the garbage collection all that allocation causes${gcFull !== undefined && gcBare !== undefined ? ` (GC ${pct(gcFull)} of the full profile, ${pct(gcBare)} of the bare one)` : ''}.` +
-        (connectHops !== undefined ? ` The Connect protocol (no gRPC trailers) cost ${connectHops.toFixed(2)} ms for the same two calls against ${grpcHops.toFixed(2)} ms (${connectHops < grpcHops ? `${pct(1 - connectHops / grpcHops)} less` : `${pct(connectHops / grpcHops - 1)} more`}).` : ''),
+        (connectHops !== undefined ? ` The Connect protocol (no gRPC trailers) cost ${connectHops.toFixed(2)} ms for the same two calls against ${grpcHops.toFixed(2)} ms (${connectHops < grpcHops ? `${pct(1 - connectHops / grpcHops)} less` : `${pct(connectHops / grpcHops - 1)} more`}).` : '') +
+        ' The full path also opens five OpenTelemetry spans per request (the gateway\'s, and a client and a server span per hop; not exported unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and records its Prometheus metrics' +
+        (asyncShare !== undefined ? `; the AsyncLocalStorage that carries the span context is the \`node:async\` ${pct(asyncShare)} of its profile.` : '.'),
     );
   }
   const s64on = stmt(64, 'on');
@@ -735,6 +738,8 @@ async function main(): Promise<void> {
     TOKEN_SIGNING_KEY: signingKey,
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     BUS_PREFIX: `benchauth${randomBytes(3).toString('hex')}`,
+    // A free port: the default 9464 may be taken by another system on this machine.
+    METRICS_PORT: '0',
   };
   const bareEnv: Record<string, string> = { DATABASE_URL: dbUrl, DATABASE_POOL_SIZE: POOL_SIZE, TOKEN_SIGNING_KEY: signingKey, RATE_LIMIT_PER_HOUR: '1000000' };
   const sql = createSql(dbUrl, { max: 2, applicationName: 'bench-observer' });
