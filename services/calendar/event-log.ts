@@ -145,7 +145,14 @@ const bytes = (d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLengt
  */
 export function eventWrites(tx: Tx, events: PendingEvent[]) {
   if (events.length === 0) return tx``;
-  const outbox = events.map((e) => ({ id: e.id, subject: e.subject, data: bytes(e.data), headers: JSON.stringify({ ...currentTraceHeaders(), workspace_id: e.workspaceId }) }));
+  // Headers as an object through tx.json: a JSON.stringify'd string would be stored as
+  // a jsonb string scalar, and its trace context would never reach the consumers.
+  const outbox = events.map((e) => ({
+    id: e.id,
+    subject: e.subject,
+    data: bytes(e.data),
+    headers: tx.json({ ...currentTraceHeaders(), workspace_id: e.workspaceId }),
+  }));
   const stream = events
     .filter((e) => e.stream !== null)
     .map((e) => ({

@@ -6,10 +6,11 @@
  * Instruments live on the meter provider telemetry.ts starts (bindMeterProvider);
  * before that, and in processes without telemetry (tests, the migrate Job), every
  * recording function is a no-op. Observable gauges read their values at scrape time
- * from callbacks the owning components register (registerOutboxLag).
+ * from callbacks the owning components register (registerOutboxLag,
+ * registerWebhookGauges). The kit depends on no service: services call the record
+ * and register functions below.
  */
-import type { Attributes, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
-import { notificationsMetrics, type MetricName } from '../notifications/metrics';
+import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
 
 /** Latency buckets of the HTTP histogram, in seconds. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -29,12 +30,17 @@ let current: Instruments | undefined;
 type OutboxLag = () => Promise<{ pending: number; oldestAgeSeconds: number }>;
 const outboxSources = new Map<string, OutboxLag>();
 
-/** Deliveries by outcome, from the notifications service's own counters. */
-const DELIVERY_OUTCOMES: Partial<Record<MetricName, string>> = {
-  delivered: 'delivered',
-  failed_attempts: 'failed',
-  abandoned: 'abandoned',
-};
+/** The notifications service's backlog, read at scrape time (registerWebhookGauges). */
+export interface WebhookGaugeSources {
+  /** Pending deliveries and the age of the oldest (0 when none); one query for both. */
+  deliveryBacklog: () => Promise<{ pending: number; oldestAgeSeconds: number }>;
+  /** Deletion requests escalated (past DELETION_ESCALATION_SECONDS) and not acknowledged. */
+  erasuresUnacknowledged: () => Promise<number>;
+}
+let webhookSources: WebhookGaugeSources | undefined;
+
+/** Outcome of one webhook delivery attempt (psync_webhook_deliveries_total). */
+export type WebhookDeliveryOutcome = 'delivered' | 'failed' | 'abandoned';
 
 /** Creates the instruments on `provider`; returns the function that detaches them. */
 export function bindMeterProvider(provider: MeterProvider): () => void {
@@ -91,15 +97,38 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   lag.addCallback(lagCb);
   pending.addCallback(pendingCb);
 
-  const unsubscribe = notificationsMetrics.onEvent((name) => {
-    const outcome = DELIVERY_OUTCOMES[name];
-    if (outcome) inst.webhookDeliveries.add(1, { outcome });
-    if (name === 'abandoned') inst.webhookAbandoned.add(1);
+  const queueDepth = meter.createObservableGauge('psync_webhook_delivery_queue_depth', {
+    description: 'Webhook deliveries pending (waiting for their first attempt or a retry)',
   });
+  const oldestAge = meter.createObservableGauge('psync_webhook_delivery_oldest_age_seconds', {
+    description: 'Age of the oldest pending webhook delivery (0 when none)',
+    unit: 's',
+  });
+  const erasures = meter.createObservableGauge('psync_erasures_unacknowledged', {
+    description: 'user.erased deletion requests escalated (unacknowledged past DELETION_ESCALATION_SECONDS)',
+  });
+  const webhookCb = async (r: BatchObservableResult) => {
+    const src = webhookSources;
+    if (!src) return; // not the notifications process: no series
+    await Promise.all([
+      src.deliveryBacklog().then(
+        (v) => {
+          r.observe(queueDepth, v.pending);
+          r.observe(oldestAge, v.oldestAgeSeconds);
+        },
+        () => undefined, // database unavailable: no sample rather than a failed scrape
+      ),
+      src.erasuresUnacknowledged().then(
+        (n) => r.observe(erasures, n),
+        () => undefined,
+      ),
+    ]);
+  };
+  meter.addBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures]);
 
   current = inst;
   return () => {
-    unsubscribe();
+    meter.removeBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures]);
     lag.removeCallback(lagCb);
     pending.removeCallback(pendingCb);
     if (current === inst) current = undefined;
@@ -127,6 +156,25 @@ export function recordTokenIssued(): void {
 /** A photo finished: `outcome` is `ready` or the rejection reason. */
 export function recordPhotoProcessed(outcome: string): void {
   current?.photosProcessed.add(1, { outcome });
+}
+
+/** One webhook delivery attempt's outcome; `abandoned` also counts in the abandoned total. */
+export function recordWebhookDelivery(outcome: WebhookDeliveryOutcome): void {
+  if (!current) return;
+  current.webhookDeliveries.add(1, { outcome });
+  if (outcome === 'abandoned') current.webhookAbandoned.add(1);
+}
+
+/**
+ * Reports the notifications backlog (psync_webhook_delivery_queue_depth,
+ * psync_webhook_delivery_oldest_age_seconds, psync_erasures_unacknowledged) at every
+ * scrape; returns the unregister function.
+ */
+export function registerWebhookGauges(sources: WebhookGaugeSources): () => void {
+  webhookSources = sources;
+  return () => {
+    if (webhookSources === sources) webhookSources = undefined;
+  };
 }
 
 /** Reports `schema`'s outbox lag at every scrape; returns the unregister function. */

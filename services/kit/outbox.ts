@@ -168,7 +168,7 @@ export class OutboxRelay {
       const done: string[] = [];
       for (const row of rows) {
         try {
-          await this.bus.publish({ id: row.id, subject: row.subject, data: row.data, headers: row.headers ?? {} });
+          await this.bus.publish({ id: row.id, subject: row.subject, data: row.data, headers: outboxHeaders(row.headers) });
         } catch (err) {
           // Keep what went out; stop at the first failure so nothing overtakes it.
           failure = err;
@@ -248,4 +248,24 @@ export class OutboxRelay {
       this.wakeUp = wakeOnNudge ? done : () => (this.running ? undefined : done());
     });
   }
+}
+
+/**
+ * The headers of an outbox row as a flat string map. Rows written with a JSON text
+ * instead of an object hold a jsonb string scalar: parsed here, so their trace context
+ * still travels (anything else unusable is dropped, never spread character by character).
+ */
+function outboxHeaders(h: unknown): Record<string, string> {
+  let v = h;
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return {};
+    }
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return {};
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v)) if (typeof x === 'string') out[k] = x;
+  return out;
 }

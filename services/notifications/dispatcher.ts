@@ -24,6 +24,8 @@
  * `psync deliveries list --state abandoned`.
  */
 import { randomUUID } from 'node:crypto';
+import { context } from '@opentelemetry/api';
+import { contextFromHeaders } from '../kit/telemetry';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { EventKind } from './envelope';
@@ -74,6 +76,7 @@ interface ClaimedRow {
   secret_ciphertext: Buffer | null;
   previous_secret_ciphertext: Buffer | null;
   previous_valid: boolean | null;
+  traceparent: string | null;
 }
 
 /** The result of one attempt, as recorded. */
@@ -220,9 +223,9 @@ export class DeliveryDispatcher {
         update notifications.deliveries d
         set lease_owner = ${token}, lease_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second'
         from chosen where d.id = chosen.id
-        returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts
+        returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts, d.traceparent
       )
-      select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts,
+      select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts, l.traceparent,
              e.url, e.status, e.events, e.secret_ciphertext, e.previous_secret_ciphertext,
              (e.previous_valid_until > now()) as previous_valid
       from leased l left join notifications.endpoints e on e.workspace_id = l.workspace_id
@@ -234,7 +237,10 @@ export class DeliveryDispatcher {
   private launch(row: ClaimedRow, token: string): void {
     const abort = new AbortController();
     this.perEndpoint.set(row.workspace_id, (this.perEndpoint.get(row.workspace_id) ?? 0) + 1);
-    const done = this.attempt(row, token, abort.signal)
+    // Each attempt continues the trace of the event that created the delivery (its
+    // egress span is a child of the intake's consumer span); none: a trace of its own.
+    const parent = contextFromHeaders(row.traceparent ? { traceparent: row.traceparent } : undefined);
+    const done = context.with(parent, () => this.attempt(row, token, abort.signal))
       .catch((err) => this.log.error({ err, event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: delivery attempt failed unexpectedly'))
       .finally(() => {
         this.inFlight.delete(row.id);

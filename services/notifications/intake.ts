@@ -28,6 +28,7 @@ import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { BookingCancelledSchema, BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName, type DeliverySource } from './envelope';
 import { isUuid } from './errors';
+import { currentTraceHeaders } from '../kit/telemetry';
 
 /**
  * Subjects (below BUS_PREFIX) the calendar publishes these events on through its
@@ -47,6 +48,8 @@ interface Decoded {
   environment: Environment;
   /** user.erased only. */
   erased?: { bookingReferences: string[]; providerIds: string[] };
+  /** The handler's (consumer span's) traceparent, stored with the delivery. */
+  traceparent?: string;
 }
 
 function decode(event: ReceivedEvent): Decoded | null {
@@ -123,6 +126,8 @@ export class DeliveryIntake {
       log.debug({ event_id: src.eventId, workspace_id: src.workspaceId, event_type: src.kind }, 'webhooks: not a sandbox workspace; delivery is not enabled');
       return;
     }
+    // Batches are written outside this event's span: keep its trace for the delivery row.
+    decoded.traceparent = currentTraceHeaders().traceparent;
     await new Promise<void>((resolve, reject) => {
       this.queue.push({ decoded: decoded!, resolve, reject });
       void this.drain();
@@ -185,13 +190,13 @@ export class DeliveryIntake {
       // The endpoints' status and subscriptions are read under a share lock (a
       // concurrent registration commits before or after, never half-way).
       const inserted = await tx<{ workspace_id: string; event_id: string; event_type: string }[]>`
-        insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at)
+        insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, traceparent)
         select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference,
                case when x.scrubbed is not null and exists (
                  select 1 from notifications.erased_bookings b
                  where b.workspace_id = e.workspace_id and b.booking_reference = x.booking_reference
                ) then x.scrubbed else x.body end,
-               'pending', now()
+               'pending', now(), x.traceparent
         from unnest(
           ${tx.array(srcs.map((x) => x.workspaceId))}::uuid[],
           ${tx.array(srcs.map((x) => x.eventId))}::uuid[],
@@ -199,12 +204,13 @@ export class DeliveryIntake {
           ${tx.array(srcs.map((x) => x.occurredAt))}::timestamptz[],
           ${tx.array(srcs.map((x) => x.bookingReference ?? ''))}::text[],
           ${tx.array(srcs.map((x) => x.body))}::text[],
-          ${tx.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[]
-        ) as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed)
+          ${tx.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[],
+          ${tx.array(todo.map((d) => d.traceparent ?? ''))}::text[]
+        ) as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed, traceparent)
         cross join lateral (
           select u.workspace_id, u.event_id, u.kind, u.occurred_at,
                  nullif(u.booking_reference, '') as booking_reference, u.body,
-                 nullif(u.scrubbed, '') as scrubbed
+                 nullif(u.scrubbed, '') as scrubbed, nullif(u.traceparent, '') as traceparent
         ) x
         join notifications.endpoints e
           on e.workspace_id = x.workspace_id and e.status = 'active' and x.kind = any(e.events)

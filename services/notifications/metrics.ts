@@ -1,8 +1,8 @@
 /**
- * Counters of the notifications service, kept in process until the operations issue
- * wires OpenTelemetry metrics (issue 7): that work registers observable counters
- * reading `notificationsMetrics.snapshot()`, or subscribes with `onEvent`. The log
- * lines stay the operators' first signal (docs/notifications.md, "Operations").
+ * Counters of the notifications service, kept in process. The module (module.ts)
+ * subscribes with `onEvent` and forwards delivery outcomes to the kit's Prometheus
+ * instruments (recordWebhookDelivery in services/kit/metrics.ts). The log lines stay
+ * the operators' first signal (docs/notifications.md, "Operations").
  */
 
 export type MetricName =

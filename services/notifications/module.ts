@@ -8,10 +8,13 @@ import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
 import { resolveSecretKey } from '../kit/local-keys';
+import type { Sql } from '../kit/database';
+import { recordWebhookDelivery, registerWebhookGauges, type WebhookDeliveryOutcome } from '../kit/metrics';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { DeletionRequests } from './deletion-requests';
 import { DeliveryDispatcher } from './dispatcher';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from './intake';
+import { notificationsMetrics, type MetricName } from './metrics';
 import { EndpointRegistry } from './registration';
 import { SecretBox } from './secret-box';
 import { notificationsService } from './service';
@@ -62,6 +65,37 @@ function runtimeFor(ctx: ServiceContext): Runtime {
   return rt;
 }
 
+/** The service's counters that feed psync_webhook_deliveries_total{outcome}. */
+const DELIVERY_OUTCOMES: Partial<Record<MetricName, WebhookDeliveryOutcome>> = {
+  delivered: 'delivered',
+  failed_attempts: 'failed',
+  abandoned: 'abandoned',
+};
+
+/**
+ * Scrape-time gauges (docs/operations.md, "Observability"): the delivery backlog in one
+ * query, and the erasures the PsyncErasuresUnacknowledged alert is about — deletion
+ * requests that escalated (unacknowledged DELETION_ESCALATION_SECONDS after creation)
+ * and are still not acknowledged, as `psync deletion-requests list --state escalated`.
+ */
+function registerGauges(sql: Sql): () => void {
+  return registerWebhookGauges({
+    async deliveryBacklog() {
+      const [r] = await sql<{ pending: number; oldest_age_seconds: number }[]>`
+        select count(*)::int as pending,
+               coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_age_seconds
+        from notifications.deliveries where state = 'pending'`;
+      return { pending: Number(r?.pending ?? 0), oldestAgeSeconds: Math.max(0, Number(r?.oldest_age_seconds ?? 0)) };
+    },
+    async erasuresUnacknowledged() {
+      const [r] = await sql<{ n: number }[]>`
+        select count(*)::int as n from notifications.deletion_requests
+        where acknowledged_at is null and escalated_at is not null`;
+      return Number(r?.n ?? 0);
+    },
+  });
+}
+
 export const notificationsModule: ServiceModule = {
   name: 'notifications',
   protoServices: [NotificationsService.typeName],
@@ -81,6 +115,15 @@ export const notificationsModule: ServiceModule = {
     if (!rt.hasKey) {
       log.warn('SECRETS_ENCRYPTION_KEY is not set: webhook registration and rotation answer service_unavailable (503)');
     }
+    const unsubscribeCounters = notificationsMetrics.onEvent((name) => {
+      const outcome = DELIVERY_OUTCOMES[name];
+      if (outcome) recordWebhookDelivery(outcome);
+    });
+    const unregisterGauges = registerGauges(ctx.sql);
+    shutdown.add('notifications metrics', () => {
+      unregisterGauges();
+      unsubscribeCounters();
+    });
     await rt.dispatcher.start();
     rt.deletionRequests.start();
     // Several pullers on the one durable consumer: each event still goes to one of
