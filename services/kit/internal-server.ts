@@ -75,7 +75,7 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
   });
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
-  opts.log.info({ port }, 'internal Connect/gRPC server listening (h2c)');
+  opts.log.info({ port }, 'internal Connect/gRPC server bound (h2c)');
   return {
     port,
     url,

@@ -202,7 +202,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
       });
     });
     metricsPort = (server.address() as AddressInfo).port;
-    opts.log.info({ port: metricsPort, otlp, trace_file: file || undefined }, 'metrics listening on /metrics');
+    opts.log.info({ port: metricsPort, otlp, trace_file: file || undefined }, 'metrics served at /metrics');
   } catch (err) {
     opts.log.error({ err, port: opts.metricsPort }, 'metrics server could not start; continuing without /metrics');
   }

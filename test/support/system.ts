@@ -308,7 +308,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
 
   let line: string;
   try {
-    // The `listening` line with a URL (not the internal server's earlier "listening (h2c)" line).
+    // The `listening` line with a URL (the only line containing "listening").
     // The default wait ends before Jest's 60 s hook time-out, so the output is reported.
     line = await waitForLine(child, /listening.*https?:\/\//, opts.timeoutMs ?? 50000);
   } catch (err) {
@@ -317,7 +317,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
     throw new Error(`${role}: ${(err as Error).message}${stderr}`);
   }
   const url = (parseLine(line)?.url as string | undefined) ?? /https?:\/\/[^\s"]+/.exec(line)?.[0] ?? '';
-  const internalPort = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server listening')))?.port;
+  const internalPort = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.port;
   system.internalUrl = typeof internalPort === 'number' ? `http://127.0.0.1:${internalPort}` : '';
   system.gatewayUrl = line.includes('internal services only') ? '' : url;
   return system;
