@@ -24,7 +24,7 @@ import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
 import { PropertySchema, UpsertPropertyRequestSchema } from '../gen/psync/catalog/v1/catalog_pb';
 import { clientsFor, completeProperty, missingNames, newWorkspace, type Clients } from '../test/catalog/support/catalog';
 import { startPhotoServer } from '../test/catalog/support/photo-server';
-import { makeTestPki } from '../test/catalog/support/tls';
+import { createCertificates } from '../test/support/tls';
 import { startSystem, stopAllSystems } from '../test/support/system';
 import sharp from 'sharp';
 
@@ -110,8 +110,8 @@ async function photoLike(i: number): Promise<Buffer> {
 
 async function main(): Promise<void> {
   const out: string[] = [];
-  const pki = await makeTestPki();
-  const host = await startPhotoServer(pki.server);
+  const pki = await createCertificates();
+  const host = await startPhotoServer(pki);
   // Photo-like images: 1600 x 1067 JPEG, a landscape drawn in SVG with film-grain noise
   // (a few hundred KB each; pure noise would make every encoder look slow).
   const images: Buffer[] = [];

@@ -3,18 +3,12 @@
  * running system's internal port, workspace and listing factories, dates, error
  * details, and a reader of the WatchEvents stream.
  */
-import { createClient, type Client, ConnectError } from '@connectrpc/connect';
+import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { CalendarService, type WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService, PropertyStatus } from '../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import {
-  ConflictDetailSchema,
-  ErrorDetailSchema,
-  ErrorReason,
-  ValidationDetailSchema,
-} from '../../gen/psync/common/v1/errors_pb';
 
 export type CalendarClient = Client<typeof CalendarService>;
 
@@ -65,23 +59,7 @@ export function nights(a: string, b: string): string[] {
   return out;
 }
 
-/** The error `p` rejects with (fails the test if it resolves or throws something else). */
-export async function connectErrorOf(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ConnectError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
-
-export const reasonOf = (err: ConnectError): ErrorReason | undefined => err.findDetails(ErrorDetailSchema)[0]?.reason;
-
-export const violationsOf = (err: ConnectError): { field: string; code: string }[] =>
-  (err.findDetails(ValidationDetailSchema)[0]?.violations ?? []).map((v) => ({ field: v.field, code: v.code }));
-
-export const conflictDatesOf = (err: ConnectError): string[] | undefined => err.findDetails(ConflictDetailSchema)[0]?.dates;
+export { connectErrorOf, reasonOf, violationsOf, conflictDatesOf } from '../support/connect-errors';
 
 let counter = 0;
 /** A fresh identifier with a readable label. */

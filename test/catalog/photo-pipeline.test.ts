@@ -24,7 +24,7 @@ import {
 } from '../support/system';
 import { CATALOG_TEST_ENV, clientsFor, completeProperty, missingNames, newWorkspace, pid, rejections, waitForPhotos, type Clients } from './support/catalog';
 import { makeImage, startPhotoServer, type PhotoServer } from './support/photo-server';
-import { makeTestPki } from './support/tls';
+import { createCertificates } from '../support/tls';
 
 jest.setTimeout(180000);
 
@@ -68,11 +68,11 @@ describe(`photo pipeline (database: ${backends.database}, bus: ${backends.bus})`
     dataDir = mkdtempSync(join(tmpdir(), 'psync-catalog-photos-'));
     db = process.env.DATABASE_URL ? await createScratchDatabase() : undefined;
     busPrefix = uniqueBusPrefix();
-    const pki = await makeTestPki();
+    const pki = await createCertificates();
     caFile = pki.caFile;
     http = await startPhotoServer();
-    https = await startPhotoServer(pki.server);
-    untrusted = await startPhotoServer((await makeTestPki()).server); // signed by a CA the system does not know
+    https = await startPhotoServer(pki);
+    untrusted = await startPhotoServer(await createCertificates()); // signed by a CA the system does not know
     for (const [i, path] of ['/a.jpg', '/b.jpg', '/c.jpg', '/d.jpg', '/e.jpg'].entries()) await http.image(path, 800, 600, 'jpeg', 40 + i);
     await https.image('/secure.jpg', 1024, 768, 'jpeg', 50);
     await untrusted.image('/secure.jpg', 1024, 768, 'jpeg', 51);

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createClient, type Client, ConnectError } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { ErrorDetailSchema, ErrorReason, RetryDetailSchema, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
+import { ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { localKeyPath } from '../../services/kit/local-keys';
 
 export type IdentityClient = Client<typeof IdentityService>;
@@ -19,25 +19,8 @@ export function identityClient(baseUrl: string): { client: IdentityClient; close
   return { client, close: () => sessionManager.abort() };
 }
 
-/** The error `p` rejects with (fails the test if it resolves or throws something else). */
-export async function connectErrorOf(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ConnectError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
-
-/** The ErrorDetail reason of an error (undefined if none). */
-export function reasonOf(err: ConnectError): ErrorReason | undefined {
-  return err.findDetails(ErrorDetailSchema)[0]?.reason;
-}
-
-export function retryAfterOf(err: ConnectError): number | undefined {
-  return err.findDetails(RetryDetailSchema)[0]?.retryAfterSeconds;
-}
+import { reasonOf } from '../support/connect-errors';
+export { connectErrorOf, reasonOf, retryAfterOf } from '../support/connect-errors';
 
 export function violationsOf(err: ConnectError): { field: string; code: string }[] {
   return (err.findDetails(ValidationDetailSchema)[0]?.violations ?? []).map((v) => ({ field: v.field, code: v.code }));

@@ -25,7 +25,8 @@ import {
   startWebhookSystem,
   type EventDriver,
 } from './support/harness';
-import { createCertificates, dedupe, echoAndAccept, echoThen, Receiver, verifyDelivery, type Certificates, type Received } from './support/receiver';
+import { dedupe, echoAndAccept, echoThen, Receiver, verifyDelivery, type Received } from './support/receiver';
+import { createCertificates, type Certificates } from '../support/tls';
 
 const ALL = [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.BOOKING_CANCELLED, WebhookEventType.USER_ERASED];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

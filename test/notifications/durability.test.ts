@@ -26,7 +26,8 @@ import {
   type ScratchDatabase,
 } from '../support/system';
 import { SystemClients, eventDriver, eventually, sleep, startWebhookSystem, type EventDriver } from './support/harness';
-import { createCertificates, echoAndAccept, Receiver, type Certificates, type Received } from './support/receiver';
+import { echoAndAccept, Receiver, type Received } from './support/receiver';
+import { createCertificates, type Certificates } from '../support/tls';
 import { LEASE_MS } from '../../services/notifications/dispatcher';
 
 const ALL = [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.BOOKING_CANCELLED, WebhookEventType.USER_ERASED];

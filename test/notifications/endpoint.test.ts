@@ -20,7 +20,8 @@ import {
   startWebhookSystem,
   webhookEnv,
 } from './support/harness';
-import { createCertificates, echoAndAccept, Receiver, verifyDelivery, type Certificates, type Handler } from './support/receiver';
+import { echoAndAccept, Receiver, verifyDelivery, type Handler } from './support/receiver';
+import { createCertificates, type Certificates } from '../support/tls';
 
 const ALL = [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.BOOKING_CANCELLED, WebhookEventType.USER_ERASED];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -23,7 +23,8 @@ import { EndpointStatus, WebhookEventType } from '../../gen/psync/notifications/
 import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { freePort, stopAllSystems, type RunningSystem } from '../support/system';
 import { SystemClients, eventDriver, eventually, startWebhookSystem, type EventDriver } from '../notifications/support/harness';
-import { createCertificates, echoAndAccept, Receiver, type Certificates } from '../notifications/support/receiver';
+import { echoAndAccept, Receiver } from '../notifications/support/receiver';
+import { createCertificates, type Certificates } from '../support/tls';
 
 jest.setTimeout(120_000);
 

@@ -4,7 +4,7 @@
  * pipeline, error details.
  */
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { createClient, type Client, ConnectError } from '@connectrpc/connect';
+import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import {
   CatalogService,
@@ -18,7 +18,6 @@ import {
 } from '../../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../../gen/psync/common/v1/environment_pb';
-import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';
 
 /**
  * Environment of the systems the catalog tests start: photo hosts on loopback are
@@ -95,21 +94,7 @@ export async function waitForPhotos(catalog: CatalogClient, workspaceId: string,
   }
 }
 
-/** The error `p` rejects with. */
-export async function connectErrorOf(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ConnectError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
-
-export const reasonOf = (err: ConnectError): ErrorReason | undefined => err.findDetails(ErrorDetailSchema)[0]?.reason;
-
-export const violationsOf = (err: ConnectError): { field: string; code: string }[] =>
-  (err.findDetails(ValidationDetailSchema)[0]?.violations ?? []).map((v) => ({ field: v.field, code: v.code }));
+export { connectErrorOf, reasonOf, violationsOf } from '../../support/connect-errors';
 
 let counter = 0;
 /** A fresh provider id. */

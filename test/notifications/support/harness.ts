@@ -26,7 +26,7 @@ import { IdentityService } from '../../../gen/psync/identity/v1/identity_pb';
 import { testLogger } from '../../support/bus';
 import { runCommand, startSystem, type RunningSystem, type StartOptions } from '../../support/system';
 import { ROOT } from '../../support/process';
-import type { Certificates } from './receiver';
+import type { Certificates } from '../../support/tls';
 
 /** A fixed key for real-PostgreSQL runs (the embedded default generates its own). */
 export const TEST_SECRETS_KEY = randomBytes(32).toString('base64');

@@ -10,53 +10,14 @@
  * other behaviour (`on(path, handler)`).
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { generate } from 'selfsigned';
+import type { Certificates } from '../../support/tls';
 
 /** Port the receiver listens on (spec "Limits": 443 or 8443). */
 export const RECEIVER_PORT = 8443;
 /** How long a test file waits for another file to release the port. */
 const PORT_WAIT_MS = 8 * 60_000;
-
-export interface Certificates {
-  /** File with the CA certificate, for NODE_EXTRA_CA_CERTS. */
-  caFile: string;
-  key: string;
-  cert: string;
-  /** Removes the temporary directory. */
-  remove(): void;
-}
-
-/** A CA and a server certificate for `localhost` signed by it. */
-export async function createCertificates(): Promise<Certificates> {
-  const ca = await generate([{ name: 'commonName', value: 'Partner Sync test CA' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    ],
-  });
-  const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    ca: { key: ca.private, cert: ca.cert },
-    extensions: [
-      { name: 'basicConstraints', cA: false },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }] },
-    ],
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'psync-ca-'));
-  const caFile = join(dir, 'ca.pem');
-  writeFileSync(caFile, ca.cert);
-  return { caFile, key: leaf.private, cert: leaf.cert, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 /** One request as the receiver saw it. */
 export interface Received {

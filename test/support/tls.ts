@@ -1,31 +1,36 @@
 /**
  * A throwaway certificate authority and a `localhost` server certificate it signed,
- * for HTTPS photo hosts in tests. The CA file goes to the system under test as
- * NODE_EXTRA_CA_CERTS (the catalog trusts what Node trusts; README "Configuration").
+ * for HTTPS servers in tests (photo hosts, webhook receivers). The CA file goes to
+ * the system under test as NODE_EXTRA_CA_CERTS: outbound TLS trusts what Node trusts
+ * (README "Configuration").
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
 
-export interface TestPki {
-  /** PEM of the CA certificate. */
-  caCert: string;
-  /** A file holding caCert (for NODE_EXTRA_CA_CERTS). */
+export interface Certificates {
+  /** File with the CA certificate, for NODE_EXTRA_CA_CERTS. */
   caFile: string;
   /** Server key and certificate for the name `localhost`. */
-  server: { key: string; cert: string };
+  key: string;
+  cert: string;
+  /** Removes the temporary directory. */
+  remove(): void;
 }
 
-export async function makeTestPki(): Promise<TestPki> {
+/** A CA and a server certificate for `localhost` signed by it. */
+export async function createCertificates(): Promise<Certificates> {
   const ca = await generate([{ name: 'commonName', value: 'Partner Sync test CA' }], {
+    keySize: 2048,
     algorithm: 'sha256',
     extensions: [
       { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     ],
   });
   const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keySize: 2048,
     algorithm: 'sha256',
     ca: { key: ca.private, cert: ca.cert },
     extensions: [
@@ -35,8 +40,8 @@ export async function makeTestPki(): Promise<TestPki> {
       { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }] },
     ],
   });
-  const dir = mkdtempSync(join(tmpdir(), 'psync-pki-'));
+  const dir = mkdtempSync(join(tmpdir(), 'psync-ca-'));
   const caFile = join(dir, 'ca.pem');
   writeFileSync(caFile, ca.cert);
-  return { caCert: ca.cert, caFile, server: { key: leaf.private, cert: leaf.cert } };
+  return { caFile, key: leaf.private, cert: leaf.cert, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
