@@ -35,14 +35,14 @@
  * (BENCH_WRITE_DOCS=0 only prints it). Targets: full ≥ 50 % of bare throughput; full
  * p99 < 20 ms at 64 connections.
  *
- * Other knobs: BENCH_ROUNDS (default 1: each cell measured that many times, rounds
+ * Other knobs: BENCH_PROFILE_DIR (keep the raw .cpuprofile files there), BENCH_ROUNDS (default 1: each cell measured that many times, rounds
  * interleaved, medians reported), BENCH_CONNECTIONS (default 1,16,64), BENCH_LOG_LEVEL
  * (the system's LOG_LEVEL, default info), DATABASE_POOL_SIZE (default 10, both sides),
  * BENCH_DIAGNOSTICS=0 (skip the internal-hop and SQL-statement measurements).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -85,6 +85,8 @@ const PROFILE = process.env.BENCH_PROFILE !== '0';
 const DIAGNOSTICS = process.env.BENCH_DIAGNOSTICS !== '0';
 const WRITE_DOCS = process.env.BENCH_WRITE_DOCS !== '0';
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+/** A directory to keep the raw `.cpuprofile` files in (for a profiler UI); unset: deleted. */
+const KEEP_PROFILES = process.env.BENCH_PROFILE_DIR;
 const POOL_SIZE = process.env.DATABASE_POOL_SIZE ?? '10';
 const TARGET_RATIO = 0.5;
 const TARGET_P99_MS = 20;
@@ -434,6 +436,7 @@ async function profileSide(side: Side, start: (nodeArgs: string[]) => Promise<Se
     const end = server.exitedAt ?? performance.now();
     const file = profileIn(dir);
     if (!file) return undefined;
+    if (KEEP_PROFILES) copyFileSync(file, join(KEEP_PROFILES, `gateway-auth-${side}.cpuprofile`));
     return summariseProfile(file, ROOT, { startBeforeEndMs: end - t0, endBeforeEndMs: end - t1 });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -44,7 +44,8 @@ async function main(): Promise<void> {
   const tokens = new AccessTokens(Buffer.from(required('TOKEN_SIGNING_KEY'), 'base64'));
   const limit = Number(process.env.RATE_LIMIT_PER_HOUR ?? '1000000');
   const pool = Number(process.env.DATABASE_POOL_SIZE ?? '10');
-  const identitySql = createSql(url, { max: pool, applicationName: 'bench-bare-identity' });
+  // As identity's counter instance (database.ts asyncCommitSqlFor): synchronous_commit = off.
+  const identitySql = createSql(url, { max: pool, applicationName: 'bench-bare-identity', asyncCommit: true });
   const calendarSql = createSql(url, { max: pool, applicationName: 'bench-bare-calendar' });
   // listBlocks reads only `sql` of its dependencies.
   const calendar = { sql: calendarSql } as unknown as CalendarDeps;

@@ -41,7 +41,7 @@ export const identityModule: ServiceModule = {
   migrations: { prefix: 'identity', dir: join(__dirname, 'migrations') },
 
   routes(router, ctx) {
-    router.service(IdentityService, identityService({ sql: ctx.sql, config: ctx.config, log: ctx.log, tokens: tokensFor(ctx) }));
+    router.service(IdentityService, identityService({ sql: ctx.sql, counterSql: ctx.asyncCommitSql, config: ctx.config, log: ctx.log, tokens: tokensFor(ctx) }));
   },
 
   async start(ctx) {

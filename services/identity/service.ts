@@ -30,6 +30,14 @@ import { recordTokenIssued } from '../kit/metrics';
 
 export interface IdentityDeps {
   sql: Sql;
+  /**
+   * For the rate-limit counters (Authorize's statement, the token ceiling): commits
+   * without waiting for the WAL flush, so one key's concurrent requests hold its
+   * counter row's lock for microseconds, not a disk flush. A crash can forget the
+   * last moments' counts — erring in the partner's favour; nothing else is written
+   * through it. Key revocation and every other write stay synchronous (`sql`).
+   */
+  counterSql: Sql;
   config: Pick<Config, 'rateLimitPerHour' | 'tokenRateLimitPerHour' | 'tokenTtlSeconds'>;
   log: Logger;
   /** Undefined when no token-signing key is configured: tokens can be neither issued nor verified. */
@@ -73,7 +81,7 @@ function workspaceIdArg(value: string, field = 'workspace_id'): string {
 
 /** The RPC implementations, each wrapped so unexpected failures become clean Connect errors. */
 export function identityService(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
-  const { sql, config, log, tokens } = deps;
+  const { sql, counterSql, config, log, tokens } = deps;
 
   const impl: ServiceImpl<typeof IdentityService> = {
     async createWorkspace(req) {
@@ -151,7 +159,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
         throw invalidApiKey();
       }
       // Only authenticated exchanges count toward the endpoint's ceiling.
-      const count = await q.countRequest(sql, { keyId: key.key_id, bucket: 'token', limit: config.tokenRateLimitPerHour });
+      const count = await q.countRequest(counterSql, { keyId: key.key_id, bucket: 'token', limit: config.tokenRateLimitPerHour });
       const ceiling = rateLimitState({
         limit: config.tokenRateLimitPerHour,
         counting: true,
@@ -190,7 +198,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
       if (!verified.ok) return { decision: AuthorizeDecision.UNAUTHENTICATED };
       const claims = verified.claims;
       const addressed = req.workspaceId === undefined ? claims.ws : req.workspaceId.toLowerCase();
-      const row = await q.authorizeRequest(sql, {
+      const row = await q.authorizeRequest(counterSql, {
         keyId: claims.kid,
         tokenWorkspaceId: claims.ws,
         // Not a UUID: cannot resolve, which is a scope mismatch (still counted).

@@ -20,13 +20,16 @@ export type Sql = postgres.Sql<Record<string, never>>;
 export type Tx = postgres.TransactionSql<Record<string, never>>;
 
 /** Creates a postgres.js instance with the project's defaults. */
-export function createSql(url: string, opts: { max?: number; applicationName?: string } = {}): Sql {
+export function createSql(url: string, opts: { max?: number; applicationName?: string; asyncCommit?: boolean } = {}): Sql {
   return postgres(url, {
     max: opts.max ?? 10,
     onnotice: () => {},
     idle_timeout: 60,
     connect_timeout: 10,
-    connection: { application_name: opts.applicationName ?? 'psync' },
+    connection: {
+      application_name: opts.applicationName ?? 'psync',
+      ...(opts.asyncCommit ? { synchronous_commit: 'off' } : {}),
+    },
     // bigint columns come back as strings (postgres.js default): convert where a number is meant.
   }) as unknown as Sql;
 }
@@ -37,6 +40,15 @@ export interface Database {
   readonly kind: 'postgresql' | 'embedded';
   /** The postgres.js instance for `service` (the shared one in embedded mode). */
   sqlFor(service: string): Sql;
+  /**
+   * A second instance for `service` whose sessions run with `synchronous_commit = off`:
+   * a commit returns before its WAL record is flushed, so row locks are released
+   * ~1–2 ms sooner, and a database crash can lose the last few hundred milliseconds
+   * of its commits (never corrupt them). Only for writes whose loss is harmless —
+   * the rate-limit counters (docs/decisions.md "Rate-limit counters"). The shared
+   * instance in embedded mode.
+   */
+  asyncCommitSqlFor(service: string): Sql;
   /** Cheap liveness probe (`select 1`). */
   ping(): Promise<void>;
   /** Ends every instance and stops the embedded server, if any. */
@@ -51,19 +63,23 @@ export async function openDatabase(
   if (cfg.databaseUrl) {
     const url = cfg.databaseUrl;
     const instances = new Map<string, Sql>();
-    const sqlFor = (service: string): Sql => {
-      let s = instances.get(service);
+    // postgres.js connects lazily: an instance nobody queries opens no connection.
+    const instance = (service: string, asyncCommit: boolean): Sql => {
+      const name = asyncCommit ? `psync-${service}-async-commit` : `psync-${service}`;
+      let s = instances.get(name);
       if (!s) {
-        s = createSql(url, { max: cfg.databasePoolSize, applicationName: `psync-${service}` });
-        instances.set(service, s);
+        s = createSql(url, { max: cfg.databasePoolSize, applicationName: name, asyncCommit });
+        instances.set(name, s);
       }
       return s;
     };
+    const sqlFor = (service: string): Sql => instance(service, false);
     const u = new URL(url);
     log.info({ backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1) }, 'database: PostgreSQL server');
     return {
       kind: 'postgresql',
       sqlFor,
+      asyncCommitSqlFor: (service) => instance(service, true),
       async ping() {
         await sqlFor('health')`select 1`;
       },
@@ -79,6 +95,7 @@ export async function openDatabase(
   return {
     kind: 'embedded',
     sqlFor: () => shared,
+    asyncCommitSqlFor: () => shared,
     async ping() {
       await shared`select 1`;
     },

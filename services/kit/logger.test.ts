@@ -81,6 +81,17 @@ describe('createLogger', () => {
     expect(JSON.stringify(lines)).not.toContain(SECRET);
   });
 
+  test("redacts a grandchild's bindings at any depth, and secret shapes in them", () => {
+    const { log, lines } = capture();
+    log
+      .child({ component: 'gateway' })
+      .child({ req: { headers: { authorization: `Bearer ${TOKEN}` } }, note: `key ${KEY}` })
+      .info('grandchild');
+    expect(lines[0]).toMatchObject({ component: 'gateway', req: { headers: { authorization: '[redacted]' } } });
+    expect(JSON.stringify(lines)).not.toContain(TOKEN);
+    expect(JSON.stringify(lines)).not.toContain(KEY);
+  });
+
   test('scrubs key, token and secret shapes from error messages and stacks', () => {
     const { log, lines } = capture();
     const err = new Error(`key ${KEY} refused; token ${TOKEN}; secret ${SECRET}`);

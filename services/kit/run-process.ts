@@ -18,7 +18,8 @@ import type { EventBus } from './bus';
 import { connectNatsBus } from './bus-nats';
 import { createMemoryBus } from './bus-memory';
 import { HealthState } from './health';
-import { startInternalServer } from './internal-server';
+import { serverTracingInterceptor, startInternalServer } from './internal-server';
+import { InProcessServices } from './in-process-transport';
 import { InternalClients } from './internal-client';
 import { KIT_MIGRATIONS, runMigrations } from './migrate';
 import { OutboxRelay } from './outbox';
@@ -156,6 +157,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
           config,
           log: log.child({ component: m.name }),
           sql,
+          asyncCommitSql: database.asyncCommitSqlFor(m.name),
           schema: m.name,
           embedded: database.kind === 'embedded',
           bus,
@@ -166,12 +168,16 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
         },
       });
     }
+    // Every registration is also recorded, so co-located callers (the gateway, a
+    // service calling another) skip the network: in-process-transport.ts.
+    const inProcess = new InProcessServices();
     const server = await startInternalServer({
       host: config.host,
       port: config.internalPort,
       log,
       health,
-      routes(router: ConnectRouter) {
+      routes(networkRouter: ConnectRouter) {
+        const router = inProcess.recording(networkRouter);
         router.service(AdminService, {
           async migrate() {
             const schemas = await migrateAll(database, opts.services, log);
@@ -182,6 +188,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
       },
     });
     localUrl = server.url;
+    clients.useInProcess(server.url, inProcess, [serverTracingInterceptor]);
     Object.assign(urls, serviceUrls(config, localUrl));
     shutdown.add('internal server', () => server.close(config.shutdownGraceMs));
 

@@ -25,6 +25,11 @@ export interface ServiceContext {
   log: Logger;
   /** postgres.js instance of this service (the shared one in embedded mode). */
   sql: Sql;
+  /**
+   * The same database with `synchronous_commit = off` (database.ts
+   * `asyncCommitSqlFor`): only for writes whose loss in a crash is harmless.
+   */
+  asyncCommitSql: Sql;
   /** The service's PostgreSQL schema (= its name). */
   schema: ServiceName;
   /**

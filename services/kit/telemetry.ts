@@ -1,6 +1,7 @@
 /**
  * OpenTelemetry for one process: a tracer provider (always, so W3C trace context
- * propagates and trace ids reach the logs), span export only where configured, and a
+ * propagates and trace ids reach the logs; spans are recorded only when something
+ * exports them), span export only where configured, and a
  * meter provider whose Prometheus reader is served on METRICS_PORT at `/metrics`.
  *
  * Span export:
@@ -179,7 +180,11 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   const file = env.PSYNC_TRACE_EXPORT_FILE;
   if (file) spanProcessors.push(new tracing.SimpleSpanProcessor(new FileSpanExporter(file, serviceName)));
 
-  const tracerProvider = new sdkNode.NodeTracerProvider({ resource, spanProcessors });
+  // Nothing to export to: spans are not recorded (AlwaysOff), which spares every call
+  // the span objects, attributes and clocks; their ids are still minted, so trace
+  // context still propagates (flag 00) and trace ids still reach the logs.
+  const sampler = spanProcessors.length === 0 ? new tracing.AlwaysOffSampler() : undefined;
+  const tracerProvider = new sdkNode.NodeTracerProvider({ resource, spanProcessors, sampler });
   tracerProvider.register(); // AsyncLocalStorage context manager + W3C trace-context/baggage propagators
 
   const prometheus = new PrometheusExporter({ preventServerStart: true });
