@@ -9,15 +9,18 @@
  * side by side in one run, the same cheap authenticated call — `GET /v1/blocks` on an
  * empty sandbox workspace with a valid access token — against
  *
- *   full: the real system, `node --import tsx services/main.ts all` (gateway + the
- *         internal services in one process, each service with its own pool of
- *         DATABASE_POOL_SIZE connections): the gateway's frame, Authorize over h2c to
- *         identity (token HMAC + one SQL statement), ListBlocks over h2c to the calendar
- *         (one SQL query), the presenter, the access log line (LOG_LEVEL=info to
- *         /dev/null, as deployed);
- *   bare: one Koa handler in one process (bench/support/bare-auth-server.ts) doing the
- *         same token check, the same Authorize statement (services/identity/queries.ts)
- *         and the same ListBlocks query (services/calendar/blocks.ts), nothing else;
+ *   full:  the real system, `node --import tsx services/main.ts all` (gateway + the
+ *          internal services in one process, each service with its own pool of
+ *          DATABASE_POOL_SIZE connections): the gateway's frame, Authorize to identity
+ *          (token HMAC + one SQL statement) and ListBlocks to the calendar (one SQL
+ *          query) through the in-process transport, the presenter, the access log line
+ *          (LOG_LEVEL=info to /dev/null, as deployed);
+ *   bare:  one Koa handler in one process (bench/support/bare-auth-server.ts) doing the
+ *          same token check, the same Authorize statement (services/identity/queries.ts)
+ *          and the same ListBlocks query (services/calendar/blocks.ts), nothing else;
+ *   split: the same system as five processes (gateway, identity, calendar, catalog,
+ *          notifications), every internal call gRPC over h2c — the Kubernetes shape
+ *          (BENCH_SPLIT=0 skips it);
  *
  * with autocannon at 1, 16 and 64 connections for BENCH_SECONDS (default 10) each,
  * alternating which side goes first. Reported: req/s, p50, p99, the full/bare ratio,
@@ -84,6 +87,8 @@ const WARMUP_SECONDS = 3;
 const PROFILE = process.env.BENCH_PROFILE !== '0';
 const DIAGNOSTICS = process.env.BENCH_DIAGNOSTICS !== '0';
 const WRITE_DOCS = process.env.BENCH_WRITE_DOCS !== '0';
+/** Also measure the split system (each service its own process, as in Kubernetes); BENCH_SPLIT=0 skips it. */
+const SPLIT = process.env.BENCH_SPLIT !== '0';
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 /** A directory to keep the raw `.cpuprofile` files in (for a profiler UI); unset: deleted. */
 const KEEP_PROFILES = process.env.BENCH_PROFILE_DIR;
@@ -92,7 +97,7 @@ const TARGET_RATIO = 0.5;
 const TARGET_P99_MS = 20;
 const SECTION = '## Authenticated gateway path';
 
-type Side = 'full' | 'bare';
+type Side = 'full' | 'bare' | 'split';
 
 interface Run {
   side: Side;
@@ -132,6 +137,8 @@ async function freePort(): Promise<number> {
 
 interface Server {
   child: ChildProcess;
+  /** Every process of this side (the split side has five); `child` is the one serving HTTP. */
+  processes: ChildProcess[];
   url: string;
   /** Milliseconds since the process exited (performance.now()), once it has. */
   exitedAt?: number;
@@ -140,17 +147,22 @@ interface Server {
   stop(): Promise<void>;
 }
 
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20000);
+  await exited;
+  clearTimeout(timer);
+}
+
 function tracked(child: ChildProcess, url: string, stderr: string[]): Server {
   const server: Server = {
     child,
+    processes: [child],
     url,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20000);
-      await exited;
-      clearTimeout(timer);
+      await Promise.all(server.processes.map(stopProcess));
     },
   };
   child.once('exit', (code, signal) => {
@@ -191,6 +203,53 @@ async function startFull(env: Record<string, string>, nodeArgs: string[] = []): 
   throw new Error('the system did not become ready');
 }
 
+/**
+ * The Kubernetes shape on one machine: each internal service in its own process
+ * (`services/main.ts identity|calendar|catalog|notifications`) and the gateway in a
+ * fifth (`services/main.ts gateway`, *_URL pointing at them): every internal call
+ * crosses h2c. Resolves once the gateway's /readyz answers 200.
+ */
+async function startSplit(env: Record<string, string>): Promise<Server> {
+  const roles = ['identity', 'calendar', 'catalog', 'notifications'] as const;
+  const stderr: string[] = [];
+  const spawnRole = (role: string, extra: Record<string, string>) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), role], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, ...extra, HOST: '127.0.0.1' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    collect(child, stderr);
+    return child;
+  };
+  const urls: Record<string, string> = {};
+  const services: ChildProcess[] = [];
+  for (const role of roles) {
+    const port = await freePort();
+    urls[`${role.toUpperCase()}_URL`] = `http://127.0.0.1:${port}`;
+    services.push(spawnRole(role, { INTERNAL_PORT: String(port) }));
+  }
+  const port = await freePort();
+  const gateway = spawnRole('gateway', { ...urls, PORT: String(port), INTERNAL_PORT: '0' });
+  const url = `http://127.0.0.1:${port}`;
+  const server = tracked(gateway, url, stderr);
+  server.processes.push(...services);
+  for (let i = 0; i < 240; i++) {
+    const dead = server.processes.find((p) => p.exitCode !== null);
+    if (dead) {
+      await server.stop();
+      throw new Error(`a process of the split system exited during start-up:\n${stderr.slice(-20).join('\n')}`);
+    }
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return server;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await server.stop();
+  throw new Error('the split system did not become ready');
+}
+
 /** bench/support/bare-auth-server.ts; resolves with its URL once it listens. */
 async function startBare(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server> {
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench/support/bare-auth-server.ts')], {
@@ -223,6 +282,11 @@ function cannon(url: string, token: string, connections: number, duration: numbe
   return new Promise((res, rej) => {
     autocannon({ url: `${url}/v1/blocks`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => (err ? rej(err) : res(r)));
   });
+}
+
+/** CPU time (ms) all of a side's processes have used so far. */
+function serverCpuMs(server: Server): number {
+  return server.processes.reduce((sum, p) => sum + cpuMsOf(p.pid), 0);
 }
 
 /** CPU time (ms, user + system) a process has used so far (Linux /proc; 0 when unreadable). */
@@ -277,10 +341,10 @@ function sampleActivity(sql: Sql): () => Promise<Activity> {
 
 /** The CPU a server uses with no load, in ms per second (sampled for `seconds`). */
 async function idleCpu(server: Server, seconds = 3): Promise<number> {
-  const c0 = cpuMsOf(server.child.pid);
+  const c0 = serverCpuMs(server);
   const t0 = performance.now();
   await new Promise((r) => setTimeout(r, seconds * 1000));
-  return ((cpuMsOf(server.child.pid) - c0) * 1000) / (performance.now() - t0);
+  return ((serverCpuMs(server) - c0) * 1000) / (performance.now() - t0);
 }
 
 /** CPU `server` used during [t0, t1] beyond its idle background, in ms. */
@@ -292,13 +356,13 @@ async function measure(side: Side, server: Server, token: string, connections: n
   const load = loadavg()[0]!;
   const pids = await backendPids(sql);
   const pg0 = new Map(pids.map((p) => [p, cpuMsOf(p)]));
-  const node0 = cpuMsOf(server.child.pid);
+  const node0 = serverCpuMs(server);
   const stopSampling = sampleActivity(sql);
   const t0 = performance.now();
   const r = await cannon(server.url, token, connections, SECONDS);
   const t1 = performance.now();
   const activity = await stopSampling();
-  const node = loadCpu(server, cpuMsOf(server.child.pid) - node0, t0, t1);
+  const node = loadCpu(server, serverCpuMs(server) - node0, t0, t1);
   let pg = 0;
   for (const p of await backendPids(sql)) pg += cpuMsOf(p) - (pg0.get(p) ?? 0);
   const total = Math.max(1, r.requests.total);
@@ -394,7 +458,7 @@ async function internalHops(server: Server & { internal: string }, token: string
       };
       for (const [rpc, call] of Object.entries(rpcs) as ['Authorize' | 'ListBlocks', () => Promise<unknown>][]) {
         for (let i = 0; i < 50; i++) await call();
-        const s0 = cpuMsOf(server.child.pid);
+        const s0 = serverCpuMs(server);
         const c0 = process.cpuUsage();
         const t0 = performance.now();
         for (let i = 0; i < calls; i++) await call();
@@ -404,7 +468,7 @@ async function internalHops(server: Server & { internal: string }, token: string
           protocol,
           rpc,
           meanMs: (t1 - t0) / calls,
-          serverCpuMs: loadCpu(server, cpuMsOf(server.child.pid) - s0, t0, t1) / calls,
+          serverCpuMs: loadCpu(server, serverCpuMs(server) - s0, t0, t1) / calls,
           clientCpuMs: (c.user + c.system) / 1000 / calls,
         };
         process.stdout.write(`${protocol} ${rpc}: ${hop.meanMs.toFixed(2)} ms per call, service CPU ${hop.serverCpuMs.toFixed(3)} ms, client CPU ${hop.clientCpuMs.toFixed(3)} ms\n`);
@@ -527,9 +591,21 @@ function report(o: {
     const of = (side: Side) => o.runs.filter((r) => r.side === side && r.connections === c);
     const full = of('full');
     const bare = of('bare');
+    const split = of('split');
     // The ratio of each round (same round = same conditions), then their median and spread.
-    const ratios = full.map((f) => f.rps / (bare.find((b) => b.round === f.round)?.rps ?? NaN)).filter((x) => !Number.isNaN(x));
-    return { c, full: summaryRun(full), bare: summaryRun(bare), ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios) };
+    const ratiosOf = (xs: Run[]) => xs.map((f) => f.rps / (bare.find((b) => b.round === f.round)?.rps ?? NaN)).filter((x) => !Number.isNaN(x));
+    const ratios = ratiosOf(full);
+    const splitRatios = ratiosOf(split);
+    return {
+      c,
+      full: summaryRun(full),
+      bare: summaryRun(bare),
+      split: split.length ? summaryRun(split) : undefined,
+      ratio: median(ratios),
+      ratioMin: Math.min(...ratios),
+      ratioMax: Math.max(...ratios),
+      splitRatio: splitRatios.length ? { ratio: median(splitRatios), ratioMin: Math.min(...splitRatios), ratioMax: Math.max(...splitRatios) } : undefined,
+    };
   });
   const ratioMet = pairs.every((p) => p.ratio >= TARGET_RATIO);
   const at64 = pairs.find((p) => p.c === 64);
@@ -538,9 +614,10 @@ function report(o: {
   lines.push(SECTION, '');
   lines.push(
     '`GET /v1/blocks` on an empty sandbox workspace with a valid access token (issue 3 item 8), measured by `bench/gateway-auth.ts`.',
-    '**full**: the real system, `services/main.ts all` on PostgreSQL — the gateway\'s contract frame, `Authorize` over h2c to identity (token HMAC + one SQL statement that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` over h2c to the calendar (one SQL query), the presenter, rate-limit headers and one access log line (`LOG_LEVEL=' +
+    '**full**: the real system as `npm start` runs it, `services/main.ts all` on PostgreSQL — the gateway\'s contract frame, `Authorize` to identity (token HMAC + one SQL statement that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=' +
       LOG_LEVEL +
-      '`, to /dev/null).',
+      '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
+    '**split**: the same code in the Kubernetes shape — `services/main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
     '**bare**: one Koa handler in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement (`services/identity/queries.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
     `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; autocannon in the bench process, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,
     '',
@@ -558,6 +635,15 @@ function report(o: {
     lines.push(
       `| ${c} | ${rate(full)} | ${ms(full.p50)} | ${ms(full.p99)} | ${rate(bare)} | ${ms(bare.p50)} | ${ms(bare.p99)} | ${spread(pair)} | ${full.load.toFixed(1)} / ${bare.load.toFixed(1)} |`,
     );
+  }
+  if (pairs.some((p) => p.split)) {
+    lines.push('', 'The split system (five processes, gRPC over h2c between them), measured in the same rounds:', '');
+    lines.push('| connections | split req/s | split p50 | split p99 | split / bare | Node CPU / request (5 processes) | PostgreSQL CPU / request |');
+    lines.push('|---:|---:|---:|---:|---:|---:|---:|');
+    for (const p of pairs) {
+      if (!p.split || !p.splitRatio) continue;
+      lines.push(`| ${p.c} | ${rate(p.split)} | ${ms(p.split.p50)} | ${ms(p.split.p99)} | ${spread(p.splitRatio)} | ${p.split.nodeCpuMs.toFixed(3)} ms | ${p.split.pgCpuMs.toFixed(3)} ms |`);
+    }
   }
   const failures = o.runs.reduce((n, r) => n + r.failures, 0);
   lines.push('', failures === 0 ? 'Every request answered 200 (no non-2xx, errors or time-outs).' : `**${failures} requests were not answered 200** (non-2xx, errors or time-outs).`, '');
@@ -610,22 +696,21 @@ function report(o: {
   return lines.join('\n');
 }
 
-/** What the numbers say, with the numbers of this run, and the proposed fixes. */
+/** What the numbers say, with the numbers of this run, and what is left. */
 function analysis(
-  pairs: { c: number; full: Run; bare: Run; ratio: number }[],
+  pairs: { c: number; full: Run; bare: Run; split?: Run; ratio: number }[],
   d: Diagnostics | undefined,
   profiles: Partial<Record<Side, { shares: ProfileShare[] }>>,
   ratioMet: boolean,
   p99Met: boolean | undefined,
 ): string[] {
-  const out: string[] = ['### Why, and proposed fixes', ''];
-  const gcOf = (side: Side) => profiles[side]?.shares.find((x) => x.origin === 'V8 garbage collector')?.share;
-  const gcFull = gcOf('full');
-  const gcBare = gcOf('bare');
-  const asyncShare = profiles.full?.shares.find((x) => x.origin === 'node:async')?.share;
+  const out: string[] = ['### Why', ''];
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const fullCpu = mean(pairs.map((p) => p.full.nodeCpuMs));
   const bareCpu = mean(pairs.map((p) => p.bare.nodeCpuMs));
+  const fullPg = mean(pairs.map((p) => p.full.pgCpuMs));
+  const splits = pairs.filter((p) => p.split).map((p) => p.split!);
+  const splitCpu = splits.length ? mean(splits.map((r) => r.nodeCpuMs)) : undefined;
   const hop = (protocol: HopResult['protocol'], rpc: HopResult['rpc']) => d?.hops.find((h) => h.protocol === protocol && h.rpc === rpc);
   const hopCost = (protocol: HopResult['protocol']) => {
     const a = hop(protocol, 'Authorize');
@@ -636,59 +721,58 @@ function analysis(
   const connectHops = hopCost('Connect');
   const stmt = (c: number, mode: 'on' | 'off') => d?.statement.find((r) => r.concurrency === c && r.syncCommit === mode);
   const at64 = pairs.find((p) => p.c === 64);
+  const top = (side: Side) =>
+    profiles[side]?.shares
+      .slice(0, 5)
+      .map((x) => `${x.origin} ${pct(x.share)}`)
+      .join(', ');
 
-  const ratios = pairs.map((p) => p.ratio);
-  const cpuRatio = bareCpu / fullCpu;
   out.push(
-    `1. **The full path is CPU-bound in Node, not in PostgreSQL.** It spends ${fullCpu.toFixed(2)} ms of Node CPU per request against ${bareCpu.toFixed(2)} ms for the bare handler (${(fullCpu / bareCpu).toFixed(1)}×, mean over the rows), while PostgreSQL's CPU per request is about the same on both sides. ` +
-      `Were CPU the only limit, full/bare would be about ${pct(cpuRatio)}; ` +
-      (Math.min(...ratios) > cpuRatio * 1.2
-        ? `it is ${pct(Math.min(...ratios))}–${pct(Math.max(...ratios))} because the bare handler is itself held back by the database${d ? ' (item 3)' : ''}. `
-        : `it is ${pct(Math.min(...ratios))}–${pct(Math.max(...ratios))}. `) +
-      (at64 ? `The full path does not wait for the database: ${at64.full.activeSessions.toFixed(1)} of its ${2 * Number(POOL_SIZE)} pooled sessions were in a query on average at 64 connections, so the pool size is not its limit either.` : ''),
+    `1. **Node CPU per request is the difference.** The full path spends ${fullCpu.toFixed(2)} ms of Node CPU per request against ${bareCpu.toFixed(2)} ms for the bare handler (${(fullCpu / bareCpu).toFixed(1)}×, mean over the rows); PostgreSQL's share is about the same on both sides (${fullPg.toFixed(2)} ms for full). ` +
+      'What the full path adds is the product, not transport: Koa routing and the contract frame, query validation, problem-document and rate-limit-header handling, metrics, the spans and the access log line' +
+      (top('full') ? ` (profile of full, top origins: ${top('full')})` : '') +
+      '.',
   );
-  const ga = hop('gRPC', 'Authorize');
-  const gl = hop('gRPC', 'ListBlocks');
-  const bare1 = pairs.find((p) => p.c === 1)?.bare ?? pairs[0]!.bare;
-  if (ga && gl && grpcHops !== undefined) {
-    out.push(
-      `2. **The two internal hops are most of it.** Each request makes two sequential Connect/gRPC calls over h2c (Authorize, then ListBlocks), both sides inside the one \`all\` process. Called one at a time, Authorize costs ${ga.serverCpuMs.toFixed(2)} ms of CPU on the service side and ListBlocks ${gl.serverCpuMs.toFixed(2)} ms — ${Math.min(ga.serverCpuMs, gl.serverCpuMs) > bare1.nodeCpuMs ? 'each more than' : 'against'} the bare handler's whole request at ${bare1.connections} connection${bare1.connections === 1 ? '' : 's'} (${bare1.nodeCpuMs.toFixed(2)} ms), with the same SQL inside — and the client side adds ${(ga.clientCpuMs + gl.clientCpuMs).toFixed(2)} ms more. ` +
-        `The full profile shows what that is: Connect's async-iterable pipeline run for every unary call, HTTP/2 framing and socket writes, an AbortController and its DOMException per call (\`node:per_context\`), protobuf encode/decode on both sides, and the garbage collection all that allocation causes${gcFull !== undefined && gcBare !== undefined ? ` (GC ${pct(gcFull)} of the full profile, ${pct(gcBare)} of the bare one)` : ''}.` +
-        (connectHops !== undefined ? ` The Connect protocol (no gRPC trailers) cost ${connectHops.toFixed(2)} ms for the same two calls against ${grpcHops.toFixed(2)} ms (${connectHops < grpcHops ? `${pct(1 - connectHops / grpcHops)} less` : `${pct(connectHops / grpcHops - 1)} more`}).` : '') +
-        ' The full path also opens five OpenTelemetry spans per request (the gateway\'s, and a client and a server span per hop; not exported unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and records its Prometheus metrics' +
-        (asyncShare !== undefined ? `; the AsyncLocalStorage that carries the span context is the \`node:async\` ${pct(asyncShare)} of its profile.` : '.'),
-    );
-  }
+  out.push(
+    '2. **In one process the internal calls cost almost nothing.** `services/main.ts all` hosts the gateway and the services together, and the runner records every service registration (`InProcessServices`): a client whose base URL is the process\'s own internal server calls the implementation directly — client and server interceptors (the CLIENT and SERVER spans, `traceparent`), request headers, deadline, cancellation and error mapping exactly as over the wire (test/kit/in-process-transport.test.ts checks each against the h2c call) — instead of HTTP/2 framing and protobuf on both sides. ' +
+      (grpcHops !== undefined
+        ? `Over h2c the same two calls cost ${grpcHops.toFixed(2)} ms of CPU (client + service side, one at a time, gRPC)${connectHops !== undefined ? `, ${connectHops.toFixed(2)} ms with the Connect protocol` : ''} — ${grpcHops > fullCpu ? 'more than the whole full request now' : `against ${fullCpu.toFixed(2)} ms for the whole full request now`}. `
+        : '') +
+      (splitCpu !== undefined
+        ? `The split system pays that on every request: ${splitCpu.toFixed(2)} ms of Node CPU per request over its five processes (${(splitCpu / fullCpu).toFixed(1)}× the all-in-one process); in Kubernetes that cost buys independent scaling and failure isolation, and gateway replicas scale it out (the rate counter lives in PostgreSQL).`
+        : ''),
+  );
   const s64on = stmt(64, 'on');
   const s64off = stmt(64, 'off');
-  const s1on = stmt(1, 'on');
-  if (s64on && s64off && s1on) {
+  if (s64on && s64off) {
     out.push(
-      `3. **One key's requests serialise on its rate counter row.** Authorize increments one row per key and window (\`insert … on conflict do update\`); the row lock is held until commit, and commit waits for the WAL flush. Alone, the statement does ${fmt(s1on.rps)}/s from one caller and only ${fmt(s64on.rps)}/s with 64 in flight (p99 ${s64on.p99.toFixed(1)} ms) — ` +
-        `${at64 ? `at 64 connections ${pct(at64.bare.lockWaitShare)} of the bare handler's busy sessions were waiting on that lock. ` : ''}This caps the bare baseline${at64 && at64.bare.p99 >= TARGET_P99_MS ? ' and is why even it misses the p99 target at 64 connections on one key' : ''}; with \`synchronous_commit = off\` for that statement the same load does ${fmt(s64off.rps)}/s, p99 ${s64off.p99.toFixed(1)} ms.`,
+      `3. **One key's requests serialise on its rate counter row** (\`insert … on conflict do update\` of one row per key and window, locked until commit). With \`synchronous_commit = on\` the lock is held through the WAL flush: alone, the statement does ${fmt(s64on.rps)}/s with 64 in flight (p99 ${s64on.p99.toFixed(1)} ms); with it off, ${fmt(s64off.rps)}/s (p99 ${s64off.p99.toFixed(1)} ms). ` +
+        'Identity therefore writes the counters through its own pool whose sessions have `synchronous_commit = off` (`Database.asyncCommitSqlFor`; key issue/revoke and every other write stay synchronous): a database crash can forget the last moments\' counts, which errs in the partner\'s favour (docs/decisions.md "Rate-limit counters"). Both sides use it.' +
+        (at64 ? ` Still, at 64 connections ${pct(at64.full.lockWaitShare)} (full) and ${pct(at64.bare.lockWaitShare)} (bare) of the busy sessions were waiting on that row — one key at 64 concurrent requests is the worst case; a real partner has at most 600 requests an hour.` : ''),
+    );
+  }
+  if (at64) {
+    const ceiling = 1000 / at64.full.nodeCpuMs;
+    const floor = (64 / ceiling) * 1000;
+    out.push(
+      `4. **p99 at 64 connections.** With 64 requests always in flight, the mean latency is 64 ÷ throughput (Little's law), so p99 < ${TARGET_P99_MS} ms needs well over ${fmt((64 / TARGET_P99_MS) * 1000)} req/s. ` +
+        `The full process handles requests on one Node thread at ${at64.full.nodeCpuMs.toFixed(2)} ms of CPU each: at most ~${fmt(ceiling)} req/s even with a core to itself, a mean latency of at least ${fmt(floor, 1)} ms at 64 connections — and on this machine it shares two cores with PostgreSQL (${at64.full.pgCpuMs.toFixed(2)} ms per request) and autocannon. ` +
+        `The bare handler (${at64.bare.nodeCpuMs.toFixed(2)} ms) ${at64.bare.p99 < TARGET_P99_MS ? 'meets it' : `misses it too (p99 ${at64.bare.p99} ms)`}. ` +
+        'The latency target at this concurrency is a matter of replicas (or cores), not of the request path: gateway replicas share nothing but PostgreSQL.',
     );
   }
   out.push(
-    '4. **This machine**: 2 vCPUs shared by the servers, PostgreSQL, autocannon itself and other suites (see the load average). Absolute numbers, and p99 above all, would be better on a quiet machine; the ratio and the CPU per request are the robust findings.',
+    `5. **This machine**: 2 vCPUs shared by the servers, PostgreSQL, autocannon itself and whatever else runs (see the load average). The ratio and the CPU per request are the robust findings; absolute rates and p99 move with the load.`,
     '',
   );
-  const connectSaving = grpcHops !== undefined && connectHops !== undefined ? 1 - connectHops / grpcHops : undefined;
   if (!ratioMet || p99Met === false) {
-    out.push(
-      'Proposed fixes (not implemented here; owners in brackets), largest effect first:',
-      '',
-      '- **Call co-located services in process** (services/kit/internal-client.ts, run-process.ts): when the gateway and a service share a process — the default `all` role — give the gateway a Connect in-memory transport (`createRouterTransport` over the same `ServiceImpl`s) or the implementations themselves, instead of h2c to its own port. That removes HTTP/2 framing, sockets and most allocation from both hops; in Kubernetes, where the hop is real, the next item applies.',
-      '- **Use the Connect protocol for internal unary calls** (internal-client.ts: `createConnectTransport({ httpVersion: "2" })`; the server already speaks it, and grpc.health and stock gRPC clients keep working): ' +
-        (connectSaving === undefined
-          ? 'measure it with the diagnostics of this benchmark first.'
-          : connectSaving > 0.05
-            ? `${pct(connectSaving)} less CPU for the two hops in this run, with no change to the contracts — a smaller win than the item above.`
-            : 'in this run it saved no CPU worth having, so it is not worth doing on its own.'),
-      '- **Take the WAL flush out of the counter\'s lock hold time** (services/identity/queries.ts `authorizeRequest`): run it in a transaction with `set local synchronous_commit = off`. A crash can then lose the last few hundred milliseconds of counts — harmless for a rate limit (it errs in the partner\'s favour) and nothing else is written by that statement. If one key must go faster still, shard the counter (N rows per key and window, summed when reading).',
-      '- **Overlap the two hops for reads** (gateway/contract-route.ts): for GET routes, start the service call together with Authorize and discard its answer unless the decision is ALLOWED. This halves latency at low load but not CPU, so it comes after the items above.',
-      `- Re-measure on a machine with at least 4 quiet cores. The pool size (\`DATABASE_POOL_SIZE\`) is not the lever: the full path had at most ${Math.max(...pairs.map((p) => p.full.activeSessions)).toFixed(1)} of its ${2 * Number(POOL_SIZE)} connections in a query on average, and a bigger pool for the bare handler would only queue more sessions on the counter row's lock.`,
-      '',
-    );
+    out.push('What is left:', '');
+    if (!ratioMet) out.push('- **The ratio**: the next cuts are in the gateway frame itself (fewer allocations per request in the contract router and the access log), measured with this benchmark\'s CPU profile.');
+    if (p99Met === false) out.push('- **p99 at 64 connections on 2 cores**: not reachable by one Node process at this CPU per request (item 4); more gateway replicas or cores.');
+    if (grpcHops !== undefined && connectHops !== undefined && connectHops < grpcHops * 0.9) {
+      out.push(`- **The split system's hops**: the Connect protocol for internal unary calls costs ${pct(1 - connectHops / grpcHops)} less CPU than gRPC here (the server already speaks it; stock gRPC clients keep working). Not switched: the internal API is specified as gRPC for marketplace services, and the in-process path made it matter only across processes.`);
+    }
+    out.push('');
   }
   return out;
 }
@@ -745,7 +829,9 @@ async function main(): Promise<void> {
     METRICS_PORT: '0',
   };
   const bareEnv: Record<string, string> = { DATABASE_URL: dbUrl, DATABASE_POOL_SIZE: POOL_SIZE, TOKEN_SIGNING_KEY: signingKey, RATE_LIMIT_PER_HOUR: '1000000' };
-  const sql = createSql(dbUrl, { max: 2, applicationName: 'bench-observer' });
+  // One connection, opened first: the systems' pools may use up max_connections later.
+  const sql = createSql(dbUrl, { max: 1, applicationName: 'bench-observer' });
+  await sql`select 1`;
   const servers: Server[] = [];
   let sessions: Http2SessionManager | undefined;
   try {
@@ -763,37 +849,44 @@ async function main(): Promise<void> {
       if (res.status !== 200) throw new Error(`POST /v1/token answered ${res.status}: ${await res.text()}`);
       return ((await res.json()) as { access_token: string }).access_token;
     };
-    const tokens: Record<Side, string> = { full: await tokenFor(), bare: await tokenFor() };
+    const tokens: Record<Side, string> = { full: await tokenFor(), bare: await tokenFor(), split: await tokenFor() };
     const statementKey = (await identity.issueKey({ workspaceId: ws })).keyId;
     sessions.abort();
     sessions = undefined;
 
     let bare = await startBare(bareEnv);
     servers.push(bare);
-    // Both answer the same thing.
-    for (const [side, server] of [['full', full], ['bare', bare]] as const) {
+    const split = SPLIT ? await startSplit(fullEnv) : undefined;
+    if (split) servers.push(split);
+    const sides: Side[] = split ? ['full', 'bare', 'split'] : ['full', 'bare'];
+    // All answer the same thing.
+    for (const [side, server] of [['full', full], ['bare', bare], ['split', split]] as const) {
+      if (!server) continue;
       const res = await fetch(`${server.url}/v1/blocks`, { headers: { authorization: `Bearer ${tokens[side]}` } });
       const body = await res.text();
       if (res.status !== 200 || body !== '{"items":[],"has_more":false}') throw new Error(`${side}: GET /v1/blocks answered ${res.status} ${body}`);
     }
 
-    const target: Record<Side, Server> = { full, bare };
-    for (const side of ['full', 'bare'] as const) await cannon(target[side].url, tokens[side], 16, WARMUP_SECONDS);
-    for (const side of ['full', 'bare'] as const) {
+    const target = { full, bare, split } as Record<Side, Server>;
+    for (const side of sides) await cannon(target[side].url, tokens[side], 16, WARMUP_SECONDS);
+    for (const side of sides) {
       target[side].idleCpuPerSecond = await idleCpu(target[side]);
       process.stdout.write(`${side}: ${target[side].idleCpuPerSecond!.toFixed(1)} ms of CPU per second when idle (subtracted below)\n`);
     }
     const runs: Run[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       for (const [i, c] of CONNECTIONS.entries()) {
-        const order: Side[] = (i + round) % 2 === 0 ? ['full', 'bare'] : ['bare', 'full'];
+        // Which side goes first rotates per row and round.
+        const shift = (i + round) % sides.length;
+        const order = [...sides.slice(shift), ...sides.slice(0, shift)];
         for (const side of order) runs.push({ ...(await measure(side, target[side], tokens[side], c, sql)), round });
       }
     }
     const loadAfter = loadavg();
 
-    // The server's connections are limited (max_connections): the bare pools go before the diagnostics open more.
+    // The server's connections are limited (max_connections): the bare and split pools go before the diagnostics open more.
     await bare.stop();
+    await split?.stop();
     let diagnostics: Diagnostics | undefined;
     if (DIAGNOSTICS) {
       const hops = await internalHops(full, tokens.full, ws);
