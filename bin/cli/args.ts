@@ -1,6 +1,7 @@
 /**
  * Argument parsing for psync: `psync <words…> --flag value …`. Every flag takes a
- * value; unknown or missing flags are usage errors naming the flag.
+ * value, except the switches listed in SWITCHES (present or absent, never a value);
+ * unknown or missing flags are usage errors naming the flag.
  */
 
 /** A usage error: printed as one line, exit code 2. */
@@ -14,6 +15,9 @@ export interface ParsedArgs {
   flags: Map<string, string>;
 }
 
+/** Flags that take no value; a given switch reads as "true". */
+export const SWITCHES: ReadonlySet<string> = new Set(['all-abandoned']);
+
 export function parseArgs(argv: string[]): ParsedArgs {
   const words: string[] = [];
   const flags = new Map<string, string>();
@@ -22,7 +26,8 @@ export function parseArgs(argv: string[]): ParsedArgs {
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
       const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-      const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (SWITCHES.has(name) && eq > 0) throw new UsageError(`--${name} takes no value`);
+      const value = SWITCHES.has(name) ? 'true' : eq > 0 ? a.slice(eq + 1) : argv[++i];
       if (!name) throw new UsageError(`empty flag "${a}"`);
       if (value === undefined) throw new UsageError(`--${name} needs a value`);
       if (flags.has(name)) throw new UsageError(`--${name} given twice`);

@@ -15,8 +15,10 @@ import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import {
   DeletionRequestState,
   DeliveryState,
+  EndpointStatus,
   NotificationsService,
   WebhookEventType,
+  type Delivery,
 } from '../../gen/psync/notifications/v1/notifications_pb';
 
 export interface CommandContext {
@@ -146,19 +148,36 @@ export const commands: Record<string, Command> = {
   async 'deliveries list'({ flags, clients, baseUrl }) {
     const f = takeFlags(flags, ['workspace'], ['state']);
     if (!UUID.test(f.workspace)) throw new UsageError('--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)');
-    const states = { pending: DeliveryState.PENDING, delivered: DeliveryState.DELIVERED, abandoned: DeliveryState.ABANDONED };
-    const state = f.state === undefined ? undefined : states[f.state as keyof typeof states];
+    const state = f.state === undefined ? undefined : DELIVERY_STATES[f.state as keyof typeof DELIVERY_STATES];
     if (f.state !== undefined && state === undefined) throw new UsageError('--state must be pending, delivered or abandoned');
     const res = await clients.client(NotificationsService, baseUrl).listDeliveries({ workspaceId: f.workspace, state });
+    return { items: res.items.map(deliveryItem) };
+  },
+
+  /**
+   * Re-queues abandoned deliveries of a workspace (one, or all): pending again with a
+   * fresh retry schedule, the same event_id and body. Delivered and pending ones are left
+   * alone; an event_id the workspace has no delivery for fails (NotFound).
+   */
+  async 'deliveries replay'({ flags, clients, baseUrl }) {
+    const f = takeFlags(flags, ['workspace'], ['event', 'all-abandoned']);
+    if (!UUID.test(f.workspace)) throw new UsageError('--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)');
+    if ((f.event === undefined) === (f['all-abandoned'] === undefined)) throw new UsageError('give exactly one of --event EVENT_ID or --all-abandoned');
+    if (f.event !== undefined && !UUID.test(f.event)) throw new UsageError('--event must be an event_id (a UUID, as printed by `psync deliveries list`)');
+    const res = await clients.client(NotificationsService, baseUrl).replayDeliveries({
+      workspaceId: f.workspace,
+      selection: f.event !== undefined ? { case: 'eventId', value: f.event } : { case: 'allAbandoned', value: true },
+    });
+    const statuses: Partial<Record<EndpointStatus, string>> = {
+      [EndpointStatus.PENDING_VERIFICATION]: 'pending_verification',
+      [EndpointStatus.ACTIVE]: 'active',
+      [EndpointStatus.SUSPENDED]: 'suspended',
+    };
     return {
-      items: res.items.map((d) => ({
-        event_id: d.eventId,
-        event_type: webhookEventTypeName(d.eventType),
-        state: (Object.keys(states) as (keyof typeof states)[]).find((k) => states[k] === d.state) ?? 'pending',
-        attempts: d.attempts,
-        last_status: d.lastStatus ?? null,
-        next_attempt_at: isoOrNull(d.nextAttemptAt),
-      })),
+      replayed: res.items.length,
+      items: res.items.map(deliveryItem),
+      not_replayable: res.notReplayable,
+      endpoint_status: statuses[res.endpointStatus] ?? null,
     };
   },
 
@@ -197,6 +216,20 @@ function environmentName(env: Environment): string {
 /** A protobuf Timestamp as ISO 8601, or null when absent. */
 function isoOrNull(t: Timestamp | undefined): string | null {
   return t ? timestampDate(t).toISOString() : null;
+}
+
+const DELIVERY_STATES = { pending: DeliveryState.PENDING, delivered: DeliveryState.DELIVERED, abandoned: DeliveryState.ABANDONED } as const;
+
+/** A delivery as the operator sees it (operator-interface.md, "deliveries list item"). */
+function deliveryItem(d: Delivery): Record<string, unknown> {
+  return {
+    event_id: d.eventId,
+    event_type: webhookEventTypeName(d.eventType),
+    state: (Object.keys(DELIVERY_STATES) as (keyof typeof DELIVERY_STATES)[]).find((k) => DELIVERY_STATES[k] === d.state) ?? 'pending',
+    attempts: d.attempts,
+    last_status: d.lastStatus ?? null,
+    next_attempt_at: isoOrNull(d.nextAttemptAt),
+  };
 }
 
 /** The public name of a webhook event kind ("booking.confirmed" …). */

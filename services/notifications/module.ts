@@ -105,7 +105,7 @@ export const notificationsModule: ServiceModule = {
     const rt = runtimeFor(ctx);
     router.service(
       NotificationsService,
-      notificationsService({ sql: ctx.sql, registry: () => rt.registry, deletionRequests: () => rt.deletionRequests }),
+      notificationsService({ sql: ctx.sql, log: ctx.log, registry: () => rt.registry, deletionRequests: () => rt.deletionRequests }),
     );
   },
 

@@ -1,6 +1,7 @@
 /**
  * NotificationsService: the RPCs, thin — validation and presentation here, the
- * behaviour in registration.ts, delivery-list.ts and deletion-requests.ts.
+ * behaviour in registration.ts, delivery-list.ts, delivery-replay.ts and
+ * deletion-requests.ts.
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -15,8 +16,10 @@ import {
   NotificationsService,
 } from '../../gen/psync/notifications/v1/notifications_pb';
 import type { Sql } from '../kit/database';
+import type { Logger } from '../kit/logger';
 import { DeletionRequests, stateOf } from './deletion-requests';
-import { listDeliveries, type DeliveryStateName } from './delivery-list';
+import { listDeliveries, type DeliveryListRow, type DeliveryStateName } from './delivery-list';
+import { replayDeliveries, replaySelection } from './delivery-replay';
 import { kindEnum } from './envelope';
 import type { EndpointRegistry, EndpointStatus as StatusName } from './registration';
 
@@ -42,8 +45,26 @@ const DELETION_STATE = {
   escalated: DeletionRequestState.ESCALATED,
 } as const;
 
+/** A delivery row as the Delivery message (ListDeliveries, ReplayDeliveries). */
+function deliveryMessage(d: DeliveryListRow) {
+  return create(DeliverySchema, {
+    eventId: d.event_id,
+    workspaceId: d.workspace_id,
+    eventType: kindEnum(d.event_type),
+    state: DELIVERY_STATE[d.state],
+    attempts: d.attempts,
+    lastStatus: d.last_status ?? undefined,
+    lastError: d.last_error ?? undefined,
+    nextAttemptAt: d.next_attempt_at ? timestampFromDate(d.next_attempt_at) : undefined,
+    occurredAt: timestampFromDate(d.occurred_at),
+    createdAt: timestampFromDate(d.created_at),
+  });
+}
+
 export interface ServiceDeps {
   sql: Sql;
+  /** The service's logger (replays log one line per delivery). */
+  log: Logger;
   /** Undefined until the module has started (the RPCs then answer UNAVAILABLE). */
   registry: () => EndpointRegistry;
   deletionRequests: () => DeletionRequests;
@@ -78,21 +99,15 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
 
     async listDeliveries(req) {
       const rows = await listDeliveries(deps.sql, req.workspaceId, req.state === undefined ? undefined : deliveryStateName(req.state));
+      return { items: rows.map(deliveryMessage) };
+    },
+
+    async replayDeliveries(req) {
+      const r = await replayDeliveries(deps.sql, deps.log, req.workspaceId, replaySelection(req.selection));
       return {
-        items: rows.map((d) =>
-          create(DeliverySchema, {
-            eventId: d.event_id,
-            workspaceId: d.workspace_id,
-            eventType: kindEnum(d.event_type),
-            state: DELIVERY_STATE[d.state],
-            attempts: d.attempts,
-            lastStatus: d.last_status ?? undefined,
-            lastError: d.last_error ?? undefined,
-            nextAttemptAt: d.next_attempt_at ? timestampFromDate(d.next_attempt_at) : undefined,
-            occurredAt: timestampFromDate(d.occurred_at),
-            createdAt: timestampFromDate(d.created_at),
-          }),
-        ),
+        items: r.items.map(deliveryMessage),
+        notReplayable: r.notReplayable,
+        endpointStatus: r.endpointStatus ? STATUS[r.endpointStatus] : EndpointStatus.UNSPECIFIED,
       };
     },
 

@@ -57,6 +57,7 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
     const line = expectOneLineFailure(await psync([]), 2);
     expect(line).toMatch(/usage/i);
     expect(line).toContain('migrate');
+    expect(line).toContain('deliveries replay');
   });
 
   test('an unknown command: one line naming it, exit 2', async () => {
