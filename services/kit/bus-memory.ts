@@ -8,6 +8,9 @@
  *   event again after a short, growing delay with `deliveryCount` incremented, while
  *   later events keep flowing (as with a JetStream `nak(delay)`).
  * Nothing survives a restart: the outbox (PostgreSQL) stays the source of truth.
+ * `drained()` says whether anything handed to the bus is still unhandled; when a run
+ * ends without that (a crash), the next start re-publishes the retained outbox rows
+ * and consumers skip what they had already handled (run-process.ts, inbox.ts).
  */
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import type { Logger } from './logger';
@@ -83,6 +86,9 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
     return { waitMs: next === null ? null : Math.max(1, next - now) };
   }
 
+  /** Deliveries being handled right now, across every subscription. */
+  let inFlight = 0;
+
   class MemorySubscription implements Subscription {
     private stopping = false;
     private readonly loop: Promise<void>;
@@ -111,12 +117,15 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
           headers: { ...(e.headers ?? {}) },
           deliveryCount: next.count,
         };
+        inFlight++;
         try {
           await inConsumerSpan(received, this.d.name, () => this.handler(received));
         } catch (err) {
           const delay = retryDelayMs(next.count);
           log.warn({ err, durable: this.d.name, subject: e.subject, event_id: e.id, delivery: next.count, retry_in_ms: delay }, 'bus: handler failed; event will be redelivered');
           this.d.retries.push({ index: next.index, count: next.count, dueAt: Date.now() + delay });
+        } finally {
+          inFlight--;
         }
       }
     }
@@ -180,6 +189,15 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
     async close(): Promise<void> {
       closed = true;
       await Promise.all([...active].map((s) => s.stop()));
+    },
+
+    drained(): boolean {
+      if (inFlight > 0) return false;
+      for (const d of durables.values()) {
+        if (d.retries.length > 0) return false;
+        for (let i = d.cursor; i < events.length; i++) if (d.subjects.some((p) => subjectMatches(p, events[i]!.subject))) return false;
+      }
+      return true;
     },
   };
 }

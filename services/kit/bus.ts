@@ -57,4 +57,10 @@ export interface EventBus {
   ping(): Promise<void>;
   /** Drains subscriptions and closes the connection. */
   close(): Promise<void>;
+  /**
+   * In-process bus only (its log lives in memory): true when every durable consumer
+   * has handled every event published to it so far — nothing would be lost if the
+   * process ended now. The runner records it at shutdown (run-process.ts).
+   */
+  drained?(): boolean;
 }

@@ -210,6 +210,18 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * Marks every retained published row unpublished again, so the relay publishes it
+   * once more; returns how many. For the in-process bus after a run that ended with
+   * events still unhandled (its log was in memory): consumers dedupe on the event id
+   * (inbox.ts), so what they had handled is skipped. Never used with NATS, whose
+   * stream keeps what it acknowledged.
+   */
+  async requeuePublished(): Promise<number> {
+    const result = await this.sql`update ${this.sql(this.table)} set published_at = null where published_at is not null`;
+    return result.count;
+  }
+
   /** Deletes up to 10,000 rows published more than RETENTION_DAYS ago; returns how many. */
   async prune(): Promise<number> {
     const deleted = await this.sql`

@@ -16,6 +16,7 @@ import { createLogger, Logger } from './logger';
 import { openDatabase, Database } from './database';
 import type { EventBus } from './bus';
 import { connectNatsBus } from './bus-nats';
+import { takeDrainedMarker, writeDrainedMarker } from './bus-continuity';
 import { createMemoryBus } from './bus-memory';
 import { HealthState } from './health';
 import { serverTracingInterceptor, startInternalServer } from './internal-server';
@@ -140,7 +141,11 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     const database = db;
     shutdown.add('database', () => database.close());
     const bus = await openBus(config, log);
-    shutdown.add('bus', () => bus.close());
+    shutdown.add('bus', async () => {
+      await bus.close();
+      // Read after close: consumers have stopped, relays too (their hooks ran first).
+      if (bus.drained?.()) writeDrainedMarker(config.dataDir, log);
+    });
     health.addCheck(() => database.ping());
     health.addCheck(() => bus.ping());
     for (const m of opts.services) for (const s of m.protoServices) health.declare(s);
@@ -193,6 +198,13 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     shutdown.add('internal server', () => server.close(config.shutdownGraceMs));
 
     await migrateAll(database, opts.services, log);
+    if (bus.drained && !takeDrainedMarker(config.dataDir)) {
+      // The in-process bus lost whatever the last run left unhandled: bus-continuity.ts.
+      for (const { module, ctx } of contexts) {
+        const requeued = await ctx.outbox.requeuePublished();
+        if (requeued > 0) log.warn({ schema: module.name, events: requeued }, 'in-process bus: the previous run did not end drained; retained events are published again (consumers skip those already handled)');
+      }
+    }
     for (const { module, ctx } of contexts) {
       ctx.outbox.start();
       shutdown.add(`${module.name} outbox relay`, () => ctx.outbox.stop());

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ReceivedEvent, Subscription } from '../../services/kit/bus';
-import { subjectMatches } from '../../services/kit/bus-memory';
+import { createMemoryBus, subjectMatches } from '../../services/kit/bus-memory';
+import { createLogger } from '../../services/kit/logger';
 import { startTestBus, TestBus } from '../support/bus';
 
 let t: TestBus;
@@ -156,4 +157,45 @@ test('subjectMatches', () => {
   expect(subjectMatches('*.b', 'a.b')).toBe(true);
   expect(subjectMatches('a.b', 'a.c')).toBe(false);
   expect(subjectMatches('a.b.c', 'a.b')).toBe(false);
+});
+
+test('in-process bus: drained() is true only when every durable has handled every event it matches', async () => {
+  const bus = createMemoryBus({ log: createLogger({ level: 'silent', name: 'test' }) });
+  try {
+    expect(bus.drained!()).toBe(true);
+    // No consumer matches: nothing is owed to anyone.
+    await bus.publish({ id: randomUUID(), subject: 'other.thing', data: enc('x') });
+    expect(bus.drained!()).toBe(true);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let failOnce = true;
+    const handled: string[] = [];
+    const sub = await bus.subscribe({
+      durable: 'drain-test',
+      subjects: ['drain.>'],
+      handler: async (e) => {
+        await gate;
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('first delivery fails');
+        }
+        handled.push(e.id);
+      },
+    });
+    const id = randomUUID();
+    await bus.publish({ id, subject: 'drain.item', data: enc('y') });
+    // Handed over, being handled (blocked): not drained.
+    await sleep(20);
+    expect(bus.drained!()).toBe(false);
+    release();
+    // Failed once: a retry is pending, still not drained; then handled.
+    await waitFor('the retry to be handled', () => handled.length === 1);
+    expect(bus.drained!()).toBe(true);
+    await sub.stop();
+    // Published while its durable is stopped: owed, so not drained.
+    await bus.publish({ id: randomUUID(), subject: 'drain.later', data: enc('z') });
+    expect(bus.drained!()).toBe(false);
+  } finally {
+    await bus.close();
+  }
 });

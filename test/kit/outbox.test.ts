@@ -202,6 +202,24 @@ test('prune deletes only rows published more than 7 days ago', async () => {
   await db.sql`delete from ${table} where subject = 'prune.x'`;
 });
 
+test('requeuePublished marks every published row unpublished again, and the relay publishes them once more', async () => {
+  const table = db.sql(`${SCHEMA}.outbox`);
+  const a = randomUUID();
+  const b = randomUUID();
+  await db.sql`insert into ${table} (id, subject, data, published_at) values
+    (${a}, 'requeue.x', '\\x01', now() - interval '2 days'),
+    (${b}, 'requeue.x', '\\x02', now())`;
+  const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus: t.bus, log: testLogger() });
+  expect(await r.requeuePublished()).toBeGreaterThanOrEqual(2);
+  const rows = await db.sql<{ id: string; published_at: Date | null }[]>`select id, published_at from ${table} where subject = 'requeue.x' order by seq`;
+  expect(rows.map((x) => x.published_at)).toEqual([null, null]);
+  // Published again by the next batch (the bus, or JetStream within its window, drops copies by id).
+  while ((await r.relayOnce()) > 0);
+  const after = await db.sql<{ n: number }[]>`select count(*)::int as n from ${table} where published_at is null`;
+  expect(after[0]!.n).toBe(0);
+  await db.sql`delete from ${table} where subject = 'requeue.x'`;
+});
+
 test('processOnce runs a handler once per consumer and event, together with its writes', async () => {
   const eventId = randomUUID();
   const effects = db.sql(`${SCHEMA}.effects`);
