@@ -8,51 +8,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../support/helm';
+import { dockerignoreMatcher, execForm, parseCopy, readDockerfile, readDockerignore } from '../support/dockerfile';
 
-interface Instruction {
-  keyword: string;
-  args: string;
-  /** Comment lines directly above the instruction. */
-  comment: string;
-  line: number;
-}
-
-/** Splits a Dockerfile into instructions, joining `\` continuations and keeping the comments above each. */
-function parseDockerfile(text: string): Instruction[] {
-  const out: Instruction[] = [];
-  const lines = text.split('\n');
-  let comment: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!;
-    const trimmed = raw.trim();
-    if (trimmed === '') {
-      comment = [];
-      continue;
-    }
-    if (trimmed.startsWith('#')) {
-      comment.push(trimmed.replace(/^#\s?/, ''));
-      continue;
-    }
-    const start = i + 1;
-    let body = trimmed;
-    while (body.endsWith('\\') && i + 1 < lines.length) {
-      body = `${body.slice(0, -1)} ${lines[++i]!.trim()}`;
-    }
-    const m = /^(\S+)\s*(.*)$/.exec(body)!;
-    out.push({ keyword: m[1]!.toUpperCase(), args: m[2]!.trim(), comment: comment.join('\n'), line: start });
-    comment = [];
-  }
-  return out;
-}
-
-const dockerfile = readFileSync(join(REPO_ROOT, 'deploy', 'Dockerfile'), 'utf8');
-const instructions = parseDockerfile(dockerfile);
-const stages: Instruction[][] = [];
-for (const ins of instructions) {
-  if (ins.keyword === 'FROM') stages.push([]);
-  stages[stages.length - 1]?.push(ins);
-}
-const runtime = stages[stages.length - 1]!;
+const { text: dockerfile, instructions, stages, runtime: runtimeStage } = readDockerfile();
+const runtime = runtimeStage.instructions;
 const inRuntime = (kw: string) => runtime.filter((i) => i.keyword === kw);
 
 describe('deploy/Dockerfile', () => {
@@ -60,9 +19,8 @@ describe('deploy/Dockerfile', () => {
     const froms = instructions.filter((i) => i.keyword === 'FROM');
     expect(froms.length).toBeGreaterThanOrEqual(2);
     for (const f of froms.slice(0, -1)) expect(f.args).toMatch(/\s+AS\s+[a-z][a-z0-9-]*$/i);
-    const args = new Map(instructions.filter((i) => i.keyword === 'ARG').map((i) => i.args.split('=') as [string, string]));
-    const base = froms[froms.length - 1]!.args.split(/\s+/)[0]!.replace(/^\$\{(\w+)\}$/, (_m, name: string) => args.get(name) ?? name);
-    expect(base).toMatch(/^(node:20[\w.-]*-(bookworm-)?slim|gcr\.io\/distroless\/nodejs20)/);
+    expect(stages).toHaveLength(froms.length);
+    expect(runtimeStage.base).toMatch(/^(node:20[\w.-]*-(bookworm-)?slim|gcr\.io\/distroless\/nodejs20)/);
   });
 
   test('installs with npm ci, builds with npm run build and prunes to production dependencies', () => {
@@ -101,8 +59,8 @@ describe('deploy/Dockerfile', () => {
     const entry = inRuntime('ENTRYPOINT');
     const cmd = inRuntime('CMD');
     expect(entry).toHaveLength(1);
-    expect(JSON.parse(entry[0]!.args)).toEqual(['node', 'dist/services/main.js']);
-    expect(JSON.parse(cmd[0]!.args)).toEqual(['all']);
+    expect(execForm(entry[0]!.args)).toEqual(['node', 'dist/services/main.js']);
+    expect(execForm(cmd[0]!.args)).toEqual(['all']);
     // tsc -p tsconfig.build.json (rootDir ".") puts services/main.ts at dist/services/main.js.
     const build = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.build.json'), 'utf8'));
     const base = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.json'), 'utf8'));
@@ -133,24 +91,34 @@ describe('deploy/Dockerfile', () => {
   });
 
   test('every COPY source exists and is not excluded by .dockerignore', () => {
-    const ignore = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8')
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l && !l.startsWith('#'));
+    const ignore = dockerignoreMatcher();
     const sources = instructions
-      .filter((i) => i.keyword === 'COPY' && !/--from=/.test(i.args))
-      .flatMap((i) => i.args.split(/\s+/).filter((a) => !a.startsWith('--')).slice(0, -1));
+      .filter((i) => i.keyword === 'COPY')
+      .map((i) => parseCopy(i.args))
+      .filter((c) => c.from === undefined)
+      .flatMap((c) => c.sources);
     expect(sources.length).toBeGreaterThan(0);
     for (const s of sources) {
       expect({ s, exists: existsSync(join(REPO_ROOT, s)) }).toEqual({ s, exists: true });
-      expect({ s, ignored: ignore.includes(s) || ignore.includes(`${s}/`) }).toEqual({ s, ignored: false });
+      expect({ s, ignored: ignore.ignored(s) }).toEqual({ s, ignored: false });
     }
   });
 });
 
 describe('.dockerignore', () => {
   test('keeps local state, dependencies, build output and secrets out of the build context', () => {
-    const ignore = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignore = readDockerignore();
     for (const entry of ['node_modules', 'dist', 'gen', '.git', '.data', '.tmp', '.env', '.env.*']) expect(ignore).toContain(entry);
+  });
+
+  test('is matched as Docker does: from the context root, `**` across directories, a matched directory takes its contents', () => {
+    const { ignored } = dockerignoreMatcher();
+    const out = ['node_modules/pino/package.json', 'services/kit/config.test.ts', 'bin/cli/args.test.ts', '.env.local', 'test/support/system.ts', 'dist'];
+    const kept = ['services/kit/config.ts', 'services/kit/migrations/0001_outbox.sql', 'bin/psync', 'package-lock.json', 'proto/psync/admin/v1/admin.proto'];
+    expect(out.filter((p) => !ignored(p))).toEqual([]);
+    expect(kept.filter((p) => ignored(p))).toEqual([]);
+    // Anchored at the root: only the top-level docs/ is listed, not every folder named docs.
+    expect(dockerignoreMatcher(['docs']).ignored('services/docs/x.ts')).toBe(false);
+    expect(dockerignoreMatcher(['**/*.test.ts', '!keep.test.ts']).ignored('keep.test.ts')).toBe(false);
   });
 });

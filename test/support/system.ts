@@ -346,12 +346,19 @@ export interface RunResult {
 }
 
 /**
- * Runs a short-lived command from the repository root to completion (stdio fully
- * read); SIGKILLed after `timeoutMs`.
+ * Runs a short-lived command to completion (stdio fully read), from the repository
+ * root unless `options.cwd` says otherwise (`uid`/`gid`: as another user, when root);
+ * SIGKILLed after `timeoutMs`.
  */
-export function runCommand(command: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 60000): Promise<RunResult> {
+export function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 60000,
+  options: { cwd?: string; uid?: number; gid?: number } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: ROOT, ...options, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
