@@ -23,6 +23,14 @@ import { currentTraceHeaders } from './telemetry';
 const SCHEMA_PATTERN = /^[a-z][a-z0-9_]*$/;
 /** Published rows are kept this long (for investigations), then deleted. */
 const RETENTION_DAYS = 7;
+/**
+ * Consumers' dedupe marks (inbox.ts processed_events) are kept this long. It must
+ * exceed RETENTION_DAYS: after an unclean run of the in-process bus every retained
+ * outbox row is published again (bus-continuity.ts) and its mark must still be there.
+ * On NATS a redelivery comes within minutes (ack wait); a consumer stuck for a month
+ * would handle an event twice.
+ */
+export const PROCESSED_RETENTION_DAYS = 30;
 const HOUSEKEEPING_EVERY_MS = 10 * 60 * 1000;
 const HOUSEKEEPING_DELETE_LIMIT = 10_000;
 const MAX_BACKOFF_MS = 10_000;
@@ -236,13 +244,30 @@ export class OutboxRelay {
     return deleted.count;
   }
 
-  /** Runs prune() now and then from the loop; a failure only costs a log line. */
+  /** Deletes up to 10,000 dedupe marks older than PROCESSED_RETENTION_DAYS from this schema's processed_events; returns how many. */
+  async pruneProcessed(): Promise<number> {
+    const table = this.sql(`${this.schema}.processed_events`);
+    const deleted = await this.sql`
+      delete from ${table}
+      where (consumer, event_id) in (
+        select consumer, event_id from ${table}
+        where processed_at < now() - make_interval(days => ${PROCESSED_RETENTION_DAYS})
+        order by processed_at
+        limit ${HOUSEKEEPING_DELETE_LIMIT}
+      )
+    `;
+    return deleted.count;
+  }
+
+  /** Runs prune() and pruneProcessed() now and then from the loop; a failure only costs a log line. */
   private async housekeeping(): Promise<void> {
     if (Date.now() - this.lastHousekeeping < HOUSEKEEPING_EVERY_MS) return;
     this.lastHousekeeping = Date.now();
     try {
       const deleted = await this.prune();
       if (deleted > 0) this.log.info({ schema: this.schema, deleted }, 'outbox: old published rows deleted');
+      const marks = await this.pruneProcessed();
+      if (marks > 0) this.log.info({ schema: this.schema, deleted: marks }, 'inbox: old dedupe marks deleted');
     } catch (err) {
       this.log.warn({ err, schema: this.schema }, 'outbox: housekeeping failed');
     }

@@ -50,10 +50,11 @@ describe('kit migrations', () => {
     const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
 
     const result = await runMigrations(sql, { schema: 'svc_kit', sources: [KIT_MIGRATIONS], log });
-    expect(result).toEqual({ schema: 'svc_kit', applied: ['kit/0001_outbox', 'kit/0002_processed_events'] });
+    expect(result).toEqual({ schema: 'svc_kit', applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age'] });
     expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
       [30, 'svc_kit', 'kit/0001_outbox'],
       [30, 'svc_kit', 'kit/0002_processed_events'],
+      [30, 'svc_kit', 'kit/0003_processed_events_age'],
     ]);
 
     expect(await tableExists('svc_kit', 'outbox')).toBe(true);
@@ -102,7 +103,7 @@ describe('runMigrations', () => {
       '0002_seed.sql': "insert into things (name) values ('a'), ('b');",
     });
     const first = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(first.applied).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'service/0001_things', 'service/0002_seed']);
+    expect(first.applied).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'service/0001_things', 'service/0002_seed']);
     const thingsBefore = await sql`select * from svc_twice.things order by id`;
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
@@ -111,7 +112,7 @@ describe('runMigrations', () => {
     expect(await sql`select * from svc_twice.things order by id`).toEqual(thingsBefore);
     expect(await sql`select * from svc_twice.schema_migrations order by id`).toEqual(recordBefore);
     expect(thingsBefore).toHaveLength(2);
-    expect(recordBefore).toHaveLength(4);
+    expect(recordBefore).toHaveLength(5);
   });
 
   test('concurrent runs on the same schema apply every migration exactly once, without error', async () => {
@@ -126,12 +127,12 @@ describe('runMigrations', () => {
         Array.from({ length: 5 }, (_, i) => runMigrations(clients[i % clients.length]!, { schema: 'svc_race', sources: [KIT_MIGRATIONS, src] })),
       );
       const all = runs.flatMap((r) => r.applied).sort();
-      expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'service/0001_counter', 'service/0002_bump']);
+      expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'service/0001_counter', 'service/0002_bump']);
       expect(runs.filter((r) => r.applied.length > 0)).toHaveLength(1);
     } finally {
       if (!db.embedded) await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
     }
-    expect(await appliedIds('svc_race')).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'service/0001_counter', 'service/0002_bump']);
+    expect(await appliedIds('svc_race')).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'service/0001_counter', 'service/0002_bump']);
     expect(await sql`select n from svc_race.counter`).toEqual([{ n: 1 }]);
   });
 

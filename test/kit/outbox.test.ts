@@ -202,6 +202,20 @@ test('prune deletes only rows published more than 7 days ago', async () => {
   await db.sql`delete from ${table} where subject = 'prune.x'`;
 });
 
+test('pruneProcessed deletes only dedupe marks older than 30 days', async () => {
+  const table = db.sql(`${SCHEMA}.processed_events`);
+  const old = randomUUID();
+  const recent = randomUUID();
+  await db.sql`insert into ${table} (consumer, event_id, processed_at) values
+    ('prune-c', ${old}, now() - interval '31 days'),
+    ('prune-c', ${recent}, now() - interval '29 days')`;
+  const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus: t.bus, log: testLogger() });
+  expect(await r.pruneProcessed()).toBe(1);
+  const left = await db.sql<{ event_id: string }[]>`select event_id from ${table} where consumer = 'prune-c'`;
+  expect(left.map((x) => x.event_id)).toEqual([recent]);
+  await db.sql`delete from ${table} where consumer = 'prune-c'`;
+});
+
 test('requeuePublished marks every published row unpublished again, and the relay publishes them once more', async () => {
   const table = db.sql(`${SCHEMA}.outbox`);
   const a = randomUUID();
