@@ -9,13 +9,21 @@
  * at every connection. Spec "Events": redirects are never followed.
  *
  * How the pinning works: the request is made with node:http/https (fetch cannot pin)
- * with a custom `lookup` function and no agent (`agent: false`), so every socket is a
- * new connection whose address comes from `lookup`, which resolves the name again,
- * vets every answer and hands Node only the addresses that passed. A name that
- * resolved to a public address a moment ago and now resolves to 127.0.0.1 (DNS
- * rebinding) is therefore refused at the connection, not just at a pre-check. The
- * URL's host name stays the TLS server name (SNI and certificate check) and the
- * `Host` header. TLS trust is Node's own (NODE_EXTRA_CA_CERTS adds a CA).
+ * with a custom `lookup` function, so every new socket's address comes from `lookup`,
+ * which resolves the name again, vets every answer and hands Node only the addresses
+ * that passed. A name that resolved to a public address a moment ago and now resolves
+ * to 127.0.0.1 (DNS rebinding) is therefore refused at the connection, not just at a
+ * pre-check. The URL's host name stays the TLS server name (SNI and certificate
+ * check) and the `Host` header. TLS trust is Node's own (NODE_EXTRA_CA_CERTS adds a CA).
+ *
+ * Connections: by default (photo fetches) no agent (`agent: false`): every request is
+ * a new connection, closed after it. A caller that sends many requests to the same
+ * partners (webhook deliveries) may opt in to an `EgressPool`: kept-alive HTTPS
+ * connections whose every NEW socket is made through the same vetting `lookup` (with
+ * the pool's rules), so a reused socket is always one that was vetted and pinned when
+ * it was opened. Idle sockets are bounded (per pool key and in all), close after an
+ * idle time-out, are not reused past a maximum age (a changed DNS answer is then
+ * picked up), and are all closed by `close()`; new sockets resume TLS sessions.
  *
  * Scheme and port rules differ per caller and are passed in (`UrlRules`); the
  * address rules are the same for everyone.
@@ -312,6 +320,18 @@ export interface GuardedRequestOptions {
   signal?: AbortSignal;
   /** Name resolution; default the system resolver. Injected by tests to play DNS rebinding. */
   resolver?: Resolver;
+  /**
+   * Kept-alive connections (opt-in; https URLs only, an http URL still gets a fresh
+   * connection). New connections are vetted with the POOL's allowCidrs and resolver,
+   * which replace `allowCidrs` and `resolver` above for this request.
+   */
+  pool?: EgressPool;
+  /**
+   * Which of the pool's connections the request may use, besides host and port (e.g.
+   * the endpoint): requests with different keys never share a connection, and the
+   * pool's per-key bound applies per key.
+   */
+  poolKey?: string;
 }
 
 export interface GuardedResponse {
@@ -352,18 +372,10 @@ export async function guardedRequest(rawUrl: string, opts: GuardedRequestOptions
   });
 }
 
-async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOptions): Promise<GuardedResponse> {
-  const url = checkUrl(rawUrl, opts.rules);
-  const maxBytes = opts.maxBytes ?? 1024 * 1024;
-  const connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
-  const readTimeoutMs = opts.readTimeoutMs ?? 10000;
-  const totalTimeoutMs = opts.totalTimeoutMs ?? 60000;
-  const https_ = url.protocol === 'https:';
-  if (opts.signal?.aborted) throw new EgressError('unreachable', 'aborted', 'request aborted');
-
-  // Every connection of this request resolves and vets again (see the file comment).
-  const lookup: net.LookupFunction = (hostname, options, callback) => {
-    resolveAllowed(hostname, { allowCidrs: opts.allowCidrs, resolver: opts.resolver }).then(
+/** A `lookup` for sockets: resolves the name again and hands Node only the addresses that pass. */
+function vettingLookup(rules: { allowCidrs?: readonly string[]; resolver?: Resolver }): net.LookupFunction {
+  return (hostname, options, callback) => {
+    resolveAllowed(hostname, { allowCidrs: rules.allowCidrs, resolver: rules.resolver }).then(
       (allowed) => {
         const family = options.family === 4 || options.family === 6 ? options.family : 0;
         const usable = family ? allowed.filter((a) => a.family === family) : allowed;
@@ -378,18 +390,71 @@ async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOption
       (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
     );
   };
+}
+
+async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOptions): Promise<GuardedResponse> {
+  const url = checkUrl(rawUrl, opts.rules);
+  if (opts.signal?.aborted) throw new EgressError('unreachable', 'aborted', 'request aborted');
+  const deadline = Date.now() + (opts.totalTimeoutMs ?? 60000);
+  const pool = opts.pool && url.protocol === 'https:' && !opts.pool.closed ? opts.pool : undefined;
+  // Without a pool: a fresh socket per request, so every connection goes through `lookup`.
+  if (!pool) return requestOnce(url, opts, { agent: false, lookup: vettingLookup(opts), deadline });
+  try {
+    return await requestOnce(url, opts, { agent: pool.agent, lookup: pool.lookup, poolKey: opts.poolKey ?? '', deadline });
+  } catch (err) {
+    if (!(err instanceof StaleConnectionError)) throw err;
+    // The server closed a kept-alive connection as the request went out on it, before
+    // answering: once more, on a new connection (vetted the same way), within the deadline.
+    return requestOnce(url, opts, { agent: false, lookup: pool.lookup, deadline });
+  }
+}
+
+/** A request on a reused connection that the server had closed (nothing was answered). */
+class StaleConnectionError extends EgressError {}
+
+/** How one request connects. */
+interface Via {
+  /** `false`: a socket of its own, closed after the request. */
+  agent: https.Agent | false;
+  lookup: net.LookupFunction;
+  poolKey?: string;
+  /** Date.now() by which everything must be done (shared by a retry). */
+  deadline: number;
+}
+
+function requestOnce(url: URL, opts: GuardedRequestOptions, via: Via): Promise<GuardedResponse> {
+  const maxBytes = opts.maxBytes ?? 1024 * 1024;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
+  const readTimeoutMs = opts.readTimeoutMs ?? 10000;
+  const totalTimeoutMs = opts.totalTimeoutMs ?? 60000;
+  const https_ = url.protocol === 'https:';
+  const pooled = via.agent !== false;
+  if (opts.signal?.aborted) return Promise.reject(new EgressError('unreachable', 'aborted', 'request aborted'));
+  const left = via.deadline - Date.now();
+  if (left <= 0) return Promise.reject(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`));
 
   return new Promise<GuardedResponse>((resolve, reject) => {
     let settled = false;
+    let watching = true;
+    let responded = false;
     let failure: EgressError | null = null;
     const timers: NodeJS.Timeout[] = [];
-    const finish = (err: EgressError | null, res?: GuardedResponse) => {
-      if (settled) return;
-      settled = true;
+    /** Stops the timers and the abort listener (the request is over, or its connection is back in the pool). */
+    const unwatch = () => {
+      if (!watching) return;
+      watching = false;
       for (const t of timers) clearTimeout(t);
       opts.signal?.removeEventListener('abort', onAbort);
+    };
+    const settle = (err: EgressError | null, res?: GuardedResponse) => {
+      if (settled) return;
+      settled = true;
       if (err) reject(err);
       else resolve(res!);
+    };
+    const finish = (err: EgressError | null, res?: GuardedResponse) => {
+      unwatch();
+      settle(err, res);
     };
     /** Ends the request with `err` (the first failure wins over the resulting socket error). */
     const fail = (err: EgressError) => {
@@ -402,49 +467,72 @@ async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOption
     const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
     const headers: Record<string, string> = { 'user-agent': 'PartnerSync/1', accept: '*/*', ...opts.headers };
     if (body) headers['content-length'] = String(body.length);
-    const requestOptions: https.RequestOptions = {
+    const requestOptions: https.RequestOptions & { poolKey?: string } = {
       protocol: url.protocol,
       hostname: bareHost(url),
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
       method: opts.method ?? 'GET',
       headers,
-      agent: false, // a fresh socket per request: every connection goes through `lookup`
-      lookup,
+      agent: via.agent,
+      lookup: via.lookup,
+      ...(pooled ? { poolKey: via.poolKey ?? '' } : {}),
     };
     const req = (https_ ? https : http).request(requestOptions);
 
-    timers.push(setTimeout(() => fail(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`)), totalTimeoutMs));
+    timers.push(setTimeout(() => fail(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`)), left));
     const connectTimer = setTimeout(
       () => fail(new EgressError('unreachable', 'connect_timeout', `no connection within ${connectTimeoutMs} ms`)),
-      connectTimeoutMs,
+      Math.min(connectTimeoutMs, left),
     );
     timers.push(connectTimer);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
+    req.once('close', unwatch);
 
     req.on('socket', (socket: Socket) => {
       const connected = () => {
         clearTimeout(connectTimer);
-        socket.setTimeout(readTimeoutMs, () => fail(new EgressError('unreachable', 'read_timeout', `no data for ${readTimeoutMs} ms`)));
+        // On the request, not the socket: Node drops it when a kept-alive socket goes back to the pool.
+        req.setTimeout(readTimeoutMs, () => fail(new EgressError('unreachable', 'read_timeout', `no data for ${readTimeoutMs} ms`)));
       };
-      socket.once(https_ ? 'secureConnect' : 'connect', connected);
+      // A reused socket is connected (and was vetted when it was opened).
+      if (req.reusedSocket) connected();
+      else socket.once(https_ ? 'secureConnect' : 'connect', connected);
     });
 
     req.on('error', (err: Error) => {
       if (err instanceof EgressError) return finish(failure ?? err);
       const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (!failure && !responded && req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')) {
+        return finish(new StaleConnectionError('unreachable', 'reset', `kept-alive connection closed by the server (${code})`));
+      }
       const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i.test(code) || /certificate|ssl|tls/i.test(err.message);
       finish(failure ?? new EgressError('unreachable', tls ? 'tls' : 'connect', `request failed: ${code || err.message}`));
     });
 
     req.on('response', (res: http.IncomingMessage) => {
+      responded = true;
+      const length = Number(res.headers['content-length']);
+      const declaredTooLarge = Number.isFinite(length) && length > maxBytes;
+      res.on('error', (err: Error) => fail(err instanceof EgressError ? err : new EgressError('unreachable', 'reset', `response failed: ${err.message}`)));
       if (opts.ignoreBody) {
-        finish(null, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0), remoteAddress: res.socket?.remoteAddress });
-        res.destroy();
+        settle(null, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0), remoteAddress: res.socket?.remoteAddress });
+        if (!pooled || declaredTooLarge) {
+          unwatch();
+          res.destroy();
+          if (pooled) req.destroy();
+          return;
+        }
+        // Read and discard the rest (bounded by maxBytes and the time-outs, which stay
+        // armed until the request closes), so the connection can serve the next request.
+        let drained = 0;
+        res.on('data', (chunk: Buffer) => {
+          drained += chunk.length;
+          if (drained > maxBytes) fail(new EgressError('too_large', 'body', `body exceeds ${maxBytes} bytes`));
+        });
         return;
       }
-      const length = Number(res.headers['content-length']);
-      if (Number.isFinite(length) && length > maxBytes) {
+      if (declaredTooLarge) {
         return fail(new EgressError('too_large', 'content_length', `Content-Length ${length} exceeds ${maxBytes} bytes`));
       }
       const chunks: Buffer[] = [];
@@ -457,12 +545,125 @@ async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOption
       res.on('end', () => {
         if (!res.complete) return fail(new EgressError('unreachable', 'reset', 'connection closed before the body was complete'));
         finish(null, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), remoteAddress: res.socket?.remoteAddress });
-        res.socket?.destroy();
+        if (!pooled) res.socket?.destroy(); // a pooled socket goes back to its pool
       });
       res.on('aborted', () => fail(new EgressError('unreachable', 'reset', 'connection closed before the body was complete')));
-      res.on('error', (err: Error) => fail(err instanceof EgressError ? err : new EgressError('unreachable', 'reset', `response failed: ${err.message}`)));
     });
 
     req.end(body);
   });
+}
+
+// ---------------------------------------------------------------------------
+// Kept-alive connections (opt-in)
+
+export interface EgressPoolOptions {
+  /** EGRESS_ALLOW_CIDRS: applied to every new connection of the pool. */
+  allowCidrs?: readonly string[];
+  /** Name resolution for new connections; default the system resolver. */
+  resolver?: Resolver;
+  /**
+   * Connections per pool key (with host and port) at most, busy and idle together;
+   * make it the caller's own concurrency bound per key, so a request never waits for one.
+   */
+  maxSocketsPerKey: number;
+  /** Idle connections kept in all; one falling idle beyond that is closed. Default 64. */
+  maxIdleSockets?: number;
+  /** An idle connection is closed after this long (sooner if the server announces a shorter Keep-Alive). Default 30000. */
+  idleTimeoutMs?: number;
+  /** A connection this old is closed instead of being reused (a changed DNS answer is then picked up). Default 300000. */
+  maxSocketAgeMs?: number;
+  /** TLS sessions remembered for resumption on new connections (one per key, host and port). Default 256. */
+  maxCachedSessions?: number;
+}
+
+/** The https.Agent methods the pool overrides (documented, missing from @types/node). */
+interface AgentMethods {
+  getName(options?: object): string;
+  keepSocketAlive(socket: Socket): boolean;
+  createConnection(...args: unknown[]): Socket;
+}
+const agentMethods = https.Agent.prototype as unknown as AgentMethods;
+const OPENED_AT = Symbol('egress.openedAt');
+
+/**
+ * The pool's agent: keep-alive HTTPS whose new sockets are made with the vetting
+ * `lookup` (in its options, which win over a request's), pooled per host, port,
+ * TLS options and pool key.
+ */
+class VettingAgent extends https.Agent {
+  constructor(
+    options: https.AgentOptions,
+    private readonly limits: { maxIdleSockets: number; maxSocketAgeMs: number },
+  ) {
+    super(options);
+  }
+
+  getName(options: { poolKey?: string } = {}): string {
+    return `${agentMethods.getName.call(this, options)}:${options.poolKey ?? ''}`;
+  }
+
+  createConnection(...args: unknown[]): Socket {
+    const socket = agentMethods.createConnection.apply(this, args) as Socket & { [OPENED_AT]?: number };
+    socket[OPENED_AT] = Date.now();
+    return socket;
+  }
+
+  /** Called when a socket falls idle: false closes it instead of pooling it. */
+  keepSocketAlive(socket: Socket & { [OPENED_AT]?: number }): boolean {
+    if (Date.now() - (socket[OPENED_AT] ?? 0) >= this.limits.maxSocketAgeMs) return false;
+    let idle = 0;
+    for (const list of Object.values(this.freeSockets)) idle += list?.length ?? 0;
+    if (idle >= this.limits.maxIdleSockets) return false;
+    return agentMethods.keepSocketAlive.call(this, socket);
+  }
+}
+
+/**
+ * Kept-alive HTTPS connections for a caller that sends many requests to the same
+ * partners (webhook deliveries). The address rule holds as without it: every new
+ * connection resolves the name again, is refused unless an address passes the rules
+ * (this pool's allowCidrs) and is pinned to that address; a request only ever reuses
+ * a connection that was vetted that way when it was opened. Pass it as
+ * `guardedRequest(url, { pool, poolKey })`; `close()` at shutdown.
+ */
+export class EgressPool {
+  /** @internal the agent requests go through. */
+  readonly agent: https.Agent;
+  /** @internal the vetting lookup of every new connection. */
+  readonly lookup: net.LookupFunction;
+  private isClosed = false;
+
+  constructor(opts: EgressPoolOptions) {
+    this.lookup = vettingLookup(opts);
+    this.agent = new VettingAgent(
+      {
+        keepAlive: true,
+        scheduling: 'lifo', // the most recently used first: surplus connections idle out
+        maxSockets: opts.maxSocketsPerKey,
+        maxFreeSockets: opts.maxSocketsPerKey,
+        timeout: opts.idleTimeoutMs ?? 30_000,
+        maxCachedSessions: opts.maxCachedSessions ?? 256,
+        lookup: this.lookup,
+      },
+      { maxIdleSockets: opts.maxIdleSockets ?? 64, maxSocketAgeMs: opts.maxSocketAgeMs ?? 300_000 },
+    );
+  }
+
+  /** True after close(): requests then make connections of their own again. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /**
+   * Closes every connection, idle or busy (at shutdown, after in-flight requests were
+   * drained); returns how many there were.
+   */
+  close(): number {
+    this.isClosed = true;
+    let open = 0;
+    for (const set of [this.agent.sockets, this.agent.freeSockets]) for (const list of Object.values(set)) open += list?.length ?? 0;
+    this.agent.destroy();
+    return open;
+  }
 }

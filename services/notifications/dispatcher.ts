@@ -48,6 +48,8 @@ export const SUSPEND_AFTER_ABANDONED = 5;
 const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Rows looked at per claim. */
 const SCAN_LIMIT = 256;
+/** Outcomes written in one statement at most. */
+const OUTCOME_BATCH = 64;
 
 export interface DispatcherOptions {
   sql: Sql;
@@ -84,6 +86,22 @@ type Outcome =
   | { delivered: true; status: number }
   | { delivered: false; status: number | null; error: string; /** made no connection because the endpoint was not active */ skipped?: boolean };
 
+/** An outcome written in a batch: a delivery, or a failed attempt with its retry scheduled `delayS` from now. */
+interface OutcomeWrite {
+  id: string;
+  token: string;
+  attempts: number;
+  delivered: boolean;
+  status: number | null;
+  error: string | null;
+  delayS: number;
+}
+
+interface QueuedOutcome extends OutcomeWrite {
+  resolve: (written: { next_attempt_at: Date | null } | null) => void;
+  reject: (err: unknown) => void;
+}
+
 interface InFlight {
   workspaceId: string;
   abort: AbortController;
@@ -102,6 +120,8 @@ export class DeliveryDispatcher {
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private nudged = false;
+  private readonly outcomes: QueuedOutcome[] = [];
+  private writingOutcomes = false;
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
@@ -277,7 +297,12 @@ export class DeliveryDispatcher {
       }
       const headers = { ...signatureHeaders(keys, row.body), 'Content-Type': 'application/json', 'User-Agent': 'PartnerSync-Webhooks/1' };
       notificationsMetrics.inc('attempts', { event_type: row.event_type });
-      const res = await this.opts.poster.post(row.url!, row.body, headers, { timeoutMs: ATTEMPT_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, signal });
+      const res = await this.opts.poster.post(row.url!, row.body, headers, {
+        timeoutMs: ATTEMPT_TIMEOUT_MS,
+        maxResponseBytes: MAX_RESPONSE_BYTES,
+        signal,
+        endpoint: row.workspace_id,
+      });
       if (signal.aborted && this.stopping) {
         await this.sql`update notifications.deliveries set lease_owner = null, lease_until = null where id = ${row.id} and lease_owner = ${token}`;
         this.log.info({ event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: attempt aborted by shutdown; delivery stays pending');
@@ -298,28 +323,15 @@ export class DeliveryDispatcher {
    * Writes the outcome, committed asynchronously (`synchronous_commit = off`): a crash
    * can lose the last few hundred milliseconds of outcomes (and claims), which at worst
    * repeats an attempt with the same event_id — at-least-once, as promised — while
-   * saving a disk flush per attempt.
+   * saving a disk flush per attempt. Deliveries and scheduled retries are written in
+   * batches (writeOutcome); the last failed attempt (abandonment) on its own.
    */
   private async record(row: ClaimedRow, token: string, outcome: Outcome): Promise<void> {
     const sql = this.sql;
     const attempts = row.attempts + 1;
     const log = { workspace_id: row.workspace_id, event_id: row.event_id, event_type: row.event_type, attempts };
     if (outcome.delivered) {
-      const [r] = await sql<{ workspace_id: string }[]>`
-        with cfg as (
-          select set_config('synchronous_commit', 'off', true)
-        ), d as (
-          update notifications.deliveries
-          set state = 'delivered', attempts = ${attempts}, last_status = ${outcome.status}, last_error = null,
-              next_attempt_at = null, lease_owner = null, lease_until = null, body = null, finished_at = now()
-          from cfg
-          where id = ${row.id} and lease_owner = ${token}
-          returning workspace_id
-        ), reset as (
-          update notifications.endpoints e set consecutive_abandoned = 0
-          from d where e.workspace_id = d.workspace_id and e.consecutive_abandoned <> 0
-        )
-        select workspace_id from d`;
+      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: true, status: outcome.status, error: null, delayS: 0 });
       if (!r) return this.lostLease(row);
       notificationsMetrics.inc('delivered', { event_type: row.event_type });
       this.log.debug({ ...log, status: outcome.status }, 'webhook delivered');
@@ -328,15 +340,8 @@ export class DeliveryDispatcher {
     if (!outcome.skipped) notificationsMetrics.inc('failed_attempts', { event_type: row.event_type, error: outcome.error });
     const schedule = this.opts.schedule;
     if (attempts <= schedule.length) {
-      const delayMs = Math.round(schedule[attempts - 1]! * 1000);
-      const [r] = await sql<{ next_attempt_at: Date }[]>`
-        with cfg as (select set_config('synchronous_commit', 'off', true))
-        update notifications.deliveries
-        set attempts = ${attempts}, last_status = ${outcome.status}, last_error = ${outcome.error},
-            next_attempt_at = now() + ${delayMs / 1000}::float8 * interval '1 second', lease_owner = null, lease_until = null
-        from cfg
-        where id = ${row.id} and lease_owner = ${token}
-        returning next_attempt_at`;
+      const delayS = schedule[attempts - 1]!;
+      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: false, status: outcome.status, error: outcome.error, delayS });
       if (!r) return this.lostLease(row);
       this.log.info({ ...log, status: outcome.status, error: outcome.error, next_attempt_at: r.next_attempt_at }, 'webhook attempt failed; retry scheduled');
       return;
@@ -365,6 +370,76 @@ export class DeliveryDispatcher {
       notificationsMetrics.inc('endpoints_suspended');
       this.log.warn({ workspace_id: row.workspace_id, consecutive_abandoned: s.consecutive_abandoned }, 'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it');
     }
+  }
+
+  /**
+   * Queues a delivered outcome or a scheduled retry for the next batch write and
+   * resolves once it is written: with the row's new next_attempt_at, or null if this
+   * worker no longer held the lease (nothing written).
+   */
+  private writeOutcome(w: OutcomeWrite): Promise<{ next_attempt_at: Date | null } | null> {
+    return new Promise((resolve, reject) => {
+      this.outcomes.push({ ...w, resolve, reject });
+      void this.flushOutcomes();
+    });
+  }
+
+  /**
+   * Group commit of outcomes: one statement for everything queued while the previous
+   * one ran (at most OUTCOME_BATCH), so a busy dispatcher writes many outcomes per
+   * round trip and an idle one writes each at once.
+   */
+  private async flushOutcomes(): Promise<void> {
+    if (this.writingOutcomes) return;
+    this.writingOutcomes = true;
+    try {
+      while (this.outcomes.length > 0) {
+        const batch = this.outcomes.splice(0, OUTCOME_BATCH);
+        try {
+          const written = await this.writeOutcomes(batch);
+          for (const w of batch) w.resolve(written.get(w.id) ?? null);
+        } catch (err) {
+          for (const w of batch) w.reject(err);
+        }
+      }
+    } finally {
+      this.writingOutcomes = false;
+    }
+  }
+
+  /** One statement: the outcomes of `batch` where the lease is still ours; the endpoints' abandonment runs reset on delivery. */
+  private async writeOutcomes(batch: OutcomeWrite[]): Promise<Map<string, { next_attempt_at: Date | null }>> {
+    const sql = this.sql;
+    const rows = await sql<{ id: string; next_attempt_at: Date | null }[]>`
+      with cfg as (
+        select set_config('synchronous_commit', 'off', true)
+      ), o as (
+        select * from unnest(
+          ${sql.array(batch.map((w) => w.id))}::bigint[],
+          ${sql.array(batch.map((w) => w.token))}::text[],
+          ${sql.array(batch.map((w) => w.attempts))}::int[],
+          ${sql.array(batch.map((w) => w.delivered))}::bool[],
+          ${sql.array(batch.map((w) => w.status ?? 0))}::int[],
+          ${sql.array(batch.map((w) => w.error ?? ''))}::text[],
+          ${sql.array(batch.map((w) => w.delayS))}::float8[]
+        ) as o(id, token, attempts, delivered, status, error, delay_s)
+      ), d as (
+        update notifications.deliveries d
+        set state = case when o.delivered then 'delivered' else 'pending' end,
+            attempts = o.attempts, last_status = nullif(o.status, 0), last_error = nullif(o.error, ''),
+            next_attempt_at = case when o.delivered then null else now() + o.delay_s * interval '1 second' end,
+            lease_owner = null, lease_until = null,
+            body = case when o.delivered then null else d.body end,
+            finished_at = case when o.delivered then now() else d.finished_at end
+        from o, cfg
+        where d.id = o.id and d.lease_owner = o.token
+        returning d.id, d.workspace_id, o.delivered, d.next_attempt_at
+      ), reset as (
+        update notifications.endpoints e set consecutive_abandoned = 0
+        where e.workspace_id in (select workspace_id from d where delivered) and e.consecutive_abandoned <> 0
+      )
+      select id, next_attempt_at from d`;
+    return new Map(rows.map((r) => [String(r.id), { next_attempt_at: r.next_attempt_at }]));
   }
 
   private lostLease(row: ClaimedRow): void {

@@ -12,17 +12,18 @@ import type { Sql } from '../kit/database';
 import { recordWebhookDelivery, registerWebhookGauges, type WebhookDeliveryOutcome } from '../kit/metrics';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { DeletionRequests } from './deletion-requests';
-import { DeliveryDispatcher } from './dispatcher';
+import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from './dispatcher';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from './intake';
 import { notificationsMetrics, type MetricName } from './metrics';
 import { EndpointRegistry } from './registration';
 import { SecretBox } from './secret-box';
 import { notificationsService } from './service';
-import { createWebhookPoster } from './webhook-poster';
+import { createWebhookPoster, type WebhookPoster } from './webhook-poster';
 
 /** Everything one hosted instance of the service uses, built once per context. */
 interface Runtime {
   registry: EndpointRegistry;
+  poster: WebhookPoster;
   dispatcher: DeliveryDispatcher;
   intake: DeliveryIntake;
   deletionRequests: DeletionRequests;
@@ -45,7 +46,8 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     name: 'secrets-encryption',
   });
   const box = key ? new SecretBox(key) : undefined;
-  const poster = createWebhookPoster({ allowCidrs: config.egressAllowCidrs });
+  // Kept-alive connections per endpoint, as many as the dispatcher sends to it at once.
+  const poster = createWebhookPoster({ allowCidrs: config.egressAllowCidrs, connectionsPerEndpoint: PER_ENDPOINT_CONCURRENCY });
   const dispatcher = new DeliveryDispatcher({
     sql,
     log: log.child({ component: 'webhook-dispatcher' }),
@@ -56,6 +58,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
   });
   rt = {
     registry: new EndpointRegistry({ sql, log, box, poster }),
+    poster,
     dispatcher,
     intake: new DeliveryIntake({ sql, log, onDeliveryCreated: () => dispatcher.nudge() }),
     deletionRequests: new DeletionRequests({ sql, log, escalationSeconds: config.deletionEscalationSeconds }),
@@ -140,7 +143,11 @@ export const notificationsModule: ServiceModule = {
     }
     // Hooks run last-registered first: stop taking events, then drain deliveries.
     shutdown.add('notifications escalation sweep', () => rt.deletionRequests.stop());
-    shutdown.add('notifications deliveries', () => rt.dispatcher.stop(Math.max(500, Math.floor(config.shutdownGraceMs * 0.6))));
+    shutdown.add('notifications deliveries', async () => {
+      await rt.dispatcher.stop(Math.max(500, Math.floor(config.shutdownGraceMs * 0.6)));
+      const closed = rt.poster.close();
+      log.info({ connections: closed }, 'webhooks: kept-alive connections to partners closed');
+    });
     shutdown.add('notifications event intake', async () => {
       await Promise.all(subscriptions.map((sub) => sub.stop()));
     });

@@ -4,9 +4,16 @@
  * https on port 443 or 8443, a DNS name, addresses vetted (public, or inside
  * EGRESS_ALLOW_CIDRS) and pinned at every connection, redirects never followed,
  * time-outs, a byte limit.
+ *
+ * Deliveries reuse kept-alive connections (docs/notifications.md, "How it is sent"):
+ * one pool per endpoint (the workspace), at most as many connections as the
+ * dispatcher's per-endpoint bound, each NEW connection vetted and pinned like any
+ * other; a reused one was vetted when it was opened. Challenges always use a
+ * connection of their own. `close()` closes them all at shutdown.
  */
 import {
   EgressError,
+  EgressPool,
   WEBHOOK_URL_RULES,
   checkUrlAndResolve,
   guardedRequest,
@@ -26,6 +33,11 @@ export interface PostOptions {
   /** Read the response body (the challenge); otherwise only the status counts. */
   readBody?: boolean;
   signal?: AbortSignal;
+  /**
+   * The endpoint (workspace) of a delivery: reuse that endpoint's kept-alive
+   * connections. Absent (challenges): a connection of its own, closed after.
+   */
+  endpoint?: string;
 }
 
 /** The two things notifications asks of the network. */
@@ -34,6 +46,8 @@ export interface WebhookPoster {
   vet(url: string): Promise<boolean>;
   /** POSTs `body` with `headers`; never throws for network outcomes. */
   post(url: string, body: string, headers: Record<string, string>, opts: PostOptions): Promise<PostResult>;
+  /** Closes the kept-alive connections (shutdown, once deliveries were drained); returns how many. */
+  close(): number;
 }
 
 function classify(err: unknown): PostError {
@@ -54,9 +68,26 @@ function classify(err: unknown): PostError {
   }
 }
 
+export interface WebhookPosterOptions {
+  /** EGRESS_ALLOW_CIDRS. */
+  allowCidrs: readonly string[];
+  resolver?: Resolver;
+  /** Connections kept per endpoint at most: the dispatcher's per-endpoint concurrency bound. */
+  connectionsPerEndpoint: number;
+  /** An idle connection is closed after this long; default 30 s. */
+  idleTimeoutMs?: number;
+}
+
 /** The poster over the egress guard, with EGRESS_ALLOW_CIDRS. */
-export function createWebhookPoster(opts: { allowCidrs: readonly string[]; resolver?: Resolver }): WebhookPoster {
+export function createWebhookPoster(opts: WebhookPosterOptions): WebhookPoster {
+  const pool = new EgressPool({
+    allowCidrs: opts.allowCidrs,
+    resolver: opts.resolver,
+    maxSocketsPerKey: opts.connectionsPerEndpoint,
+    idleTimeoutMs: opts.idleTimeoutMs ?? 30_000,
+  });
   return {
+    close: () => pool.close(),
     async vet(url) {
       try {
         await checkUrlAndResolve(url, WEBHOOK_URL_RULES, { allowCidrs: opts.allowCidrs, resolver: opts.resolver });
@@ -80,6 +111,7 @@ export function createWebhookPoster(opts: { allowCidrs: readonly string[]; resol
           readTimeoutMs: o.timeoutMs,
           totalTimeoutMs: o.timeoutMs,
           signal: o.signal,
+          ...(o.endpoint === undefined ? {} : { pool, poolKey: o.endpoint }),
         });
         return { status: res.status, body: res.body };
       } catch (err) {

@@ -12,6 +12,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { Certificates } from '../../support/tls';
 
 /** Port the receiver listens on (spec "Limits": 443 or 8443). */
@@ -30,6 +31,10 @@ export interface Received {
   /** The parsed body (undefined if it was not JSON). */
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   at: number;
+  /** The TLS connection it came on (1, 2, … in the order they were accepted). */
+  connection: number;
+  /** True if that connection resumed an earlier TLS session (no full handshake). */
+  resumed: boolean;
 }
 
 /** What to answer. */
@@ -41,6 +46,8 @@ export interface Reply {
   delayMs?: number;
   /** Never answer (the connection stays open until the client gives up). */
   hang?: boolean;
+  /** Close the connection without answering. */
+  drop?: boolean;
 }
 
 export type Handler = (req: Received) => Reply | Promise<Reply>;
@@ -61,7 +68,11 @@ export class Receiver {
   private readonly handlers = new Map<string, Handler>();
   private readonly waiters = new Set<() => void>();
   private readonly hanging = new Set<ServerResponse>();
+  private readonly connectionIds = new WeakMap<TLSSocket, number>();
+  private readonly open = new Set<TLSSocket>();
   private server: https.Server | null = null;
+  /** TLS connections accepted so far (handshakes completed). */
+  tlsConnections = 0;
 
   constructor(private readonly certs: Certificates) {}
 
@@ -103,12 +114,29 @@ export class Receiver {
     }
   }
 
+  /** TLS connections open now. */
+  get openConnections(): number {
+    return this.open.size;
+  }
+
+  /** Closes the connections that have no request in progress (as a server's keep-alive time-out does). */
+  closeIdleConnections(): void {
+    this.server?.closeIdleConnections();
+  }
+
   /** Binds https://localhost:8443, waiting while another test file holds the port. */
   async listen(): Promise<void> {
     const deadline = Date.now() + PORT_WAIT_MS;
     for (;;) {
       const server = https.createServer({ key: this.certs.key, cert: this.certs.cert }, (req, res) => void this.handle(req, res));
-      server.keepAliveTimeout = 1000;
+      // Node's default: long enough for the system to keep connections alive (a client
+      // does not reuse a connection whose announced Keep-Alive time-out is 1 s or less).
+      server.keepAliveTimeout = 5000;
+      server.on('secureConnection', (socket: TLSSocket) => {
+        this.connectionIds.set(socket, ++this.tlsConnections);
+        this.open.add(socket);
+        socket.once('close', () => this.open.delete(socket));
+      });
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -152,7 +180,17 @@ export class Receiver {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
     const path = (req.url ?? '/').split('?')[0]!;
-    const rec: Received = { path, method: req.method ?? '', headers, raw, json, at: Date.now() };
+    const socket = req.socket as TLSSocket;
+    const rec: Received = {
+      path,
+      method: req.method ?? '',
+      headers,
+      raw,
+      json,
+      at: Date.now(),
+      connection: this.connectionIds.get(socket) ?? 0,
+      resumed: socket.isSessionReused(),
+    };
     this.received.push(rec);
     for (const w of [...this.waiters]) w();
     let reply: Reply;
@@ -160,6 +198,10 @@ export class Receiver {
       reply = await (this.handlers.get(path) ?? echoAndAccept)(rec);
     } catch {
       reply = { status: 500 };
+    }
+    if (reply.drop) {
+      res.socket?.destroy();
+      return;
     }
     if (reply.hang) {
       this.hanging.add(res);
