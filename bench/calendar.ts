@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { AddressInfo, createServer } from 'node:net';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createClient } from '@connectrpc/connect';
@@ -99,7 +99,7 @@ function summary(r: autocannon.Result): string {
 }
 
 /** Execution time (ms) reported by EXPLAIN ANALYZE, median of `runs`. */
-async function explainMs(sql: Sql, text: string, params: (string | number)[], runs = 15): Promise<number> {
+async function explainMs(sql: Sql, text: string, params: (string | number | boolean)[], runs = 15): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const rows = await sql.unsafe(`explain (analyze, format json) ${text}`, params);
@@ -145,15 +145,31 @@ async function drainOutbox(sql: Sql): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-/** The statement of services/calendar/claims.ts scanConflicts, with positional parameters. */
-const SCAN = `
-  select distinct (greatest(lower(c.nights), $2::date) + n.i)::text as night
-  from calendar.claims c
-  cross join lateral generate_series(0, least(upper(c.nights), $3::date) - greatest(lower(c.nights), $2::date) - 1) as n(i)
-  where c.listing_id = $1 and c.nights && daterange($2::date, $3::date) and ($4::boolean or c.side = 'marketplace')
-  order by 1`;
+/**
+ * Events the outbox relay has published so far and in how many batches: each batch is
+ * one relay transaction (`published_at = now()`, one value per transaction) of 5
+ * statements (BEGIN, try-lock, select, update, COMMIT) plus one NATS publish per event.
+ */
+async function relayTotals(sql: Sql): Promise<{ events: number; batches: number }> {
+  const [r] = await sql<{ events: number; batches: number }[]>`
+    select count(*)::int as events, count(distinct published_at)::int as batches from calendar.outbox where published_at is not null`;
+  return r ?? { events: 0, batches: 0 };
+}
+
+function relaySummary(a: { events: number; batches: number }, b: { events: number; batches: number }): string {
+  const events = b.events - a.events;
+  const batches = b.batches - a.batches;
+  return `the relay published ${events} events in ${batches} batches (${(events / Math.max(1, batches)).toFixed(1)} events per batch)`;
+}
+
+/**
+ * The conflict scan as PutBlock runs it: SQL `calendar.night_conflicts` (migration 0003;
+ * `calendar.put_block` calls it, and claims.ts scanConflicts), with positional parameters.
+ */
+const SCAN = `select calendar.night_conflicts($1, $2::date, $3::date, $4::boolean)`;
 
 async function main(): Promise<void> {
+  const loadStart = loadavg();
   const adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('set DATABASE_URL to a PostgreSQL server (the benchmark creates and drops its own database)');
   const dbName = `psync_bench_${randomBytes(4).toString('hex')}`;
@@ -221,6 +237,7 @@ async function main(): Promise<void> {
       }],
     });
     out.push(`- warm-up (5 s): ${summary(warm)}`);
+    const putRelay = await relayTotals(sql);
     const putCpu = await cpuMeter(sql, child.pid!);
     const put = await cannon({
       url: gateway,
@@ -239,11 +256,12 @@ async function main(): Promise<void> {
     out.push(`- PUT /v1/blocks (fresh uids, 1–30 nights, ${LISTINGS} listings, ${CONNECTIONS} connections, ${SECONDS} s): ${summary(put)}`);
     const drained = await drainOutbox(sql);
     const putUsed = await putCpu();
-    out.push(`  - the outbox relay (same process) finished publishing their events ${drained.toFixed(1)} s after the run`);
+    out.push(`  - the outbox relay (same process) finished publishing their events ${drained.toFixed(1)} s after the run; ${relaySummary(putRelay, await relayTotals(sql))}`);
     out.push(`  - CPU per request (run + drain): ${(putUsed.node / put.requests.total).toFixed(2)} ms in the system process (gateway, identity, catalog, calendar, relay), ${(putUsed.postgres / put.requests.total).toFixed(2)} ms in PostgreSQL backends`);
 
     // 1b. The same workload one layer down: CalendarService.PutBlock over gRPC (h2c),
     // without the gateway and identity's per-request Authorize.
+    const grpcRelay = await relayTotals(sql);
     const grpcCpu = await cpuMeter(sql, child.pid!);
     const latencies: number[] = [];
     const until = Date.now() + SECONDS * 1000;
@@ -269,7 +287,7 @@ async function main(): Promise<void> {
     out.push(`- CalendarService.PutBlock over gRPC, same workload (${CONNECTIONS} concurrent calls, ${SECONDS} s): ${Math.round(latencies.length / SECONDS)} req/s, p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, ${latencies.length} requests`);
     const grpcDrained = await drainOutbox(sql);
     const grpcUsed = await grpcCpu();
-    out.push(`  - outbox drained ${grpcDrained.toFixed(1)} s after the run; CPU per request (run + drain): ${(grpcUsed.node / latencies.length).toFixed(2)} ms in the system process, ${(grpcUsed.postgres / latencies.length).toFixed(2)} ms in PostgreSQL backends`);
+    out.push(`  - outbox drained ${grpcDrained.toFixed(1)} s after the run; ${relaySummary(grpcRelay, await relayTotals(sql))}; CPU per request (run + drain): ${(grpcUsed.node / latencies.length).toFixed(2)} ms in the system process, ${(grpcUsed.postgres / latencies.length).toFixed(2)} ms in PostgreSQL backends`);
 
     // 2. Conflict scan of a 730-night push.
     const full = listings[1]!;
@@ -279,8 +297,8 @@ async function main(): Promise<void> {
       await calendar.confirmBooking({ listingId: full, checkIn: day(1000 + i), checkOut: day(1000 + i + 2), guestId: 'bench', guestName: 'Bench', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } });
     }
     await sql`analyze calendar.claims`;
-    const scanFull = await explainMs(sql, SCAN, [full, day(1000), day(1730), 'false']);
-    const scanFree = await explainMs(sql, SCAN, [listings[2]!, day(0), day(730), 'false']);
+    const scanFull = await explainMs(sql, SCAN, [full, day(1000), day(1730), true]);
+    const scanFree = await explainMs(sql, SCAN, [listings[2]!, day(0), day(730), true]);
     const t0 = performance.now();
     const refused = await fetch(`${gateway}/v1/blocks/scan730`, { method: 'PUT', headers, body: JSON.stringify({ listing_id: full, check_in: day(1000), check_out: day(1730) }) });
     const body = (await refused.json()) as { conflicts?: string[] };
@@ -328,7 +346,7 @@ async function main(): Promise<void> {
 
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
-      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything (system, PostgreSQL, NATS, load generator) on this one machine.`,
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything (system, PostgreSQL, NATS, load generator) on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
       `Command: DATABASE_URL=${adminUrl.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS})`,
     );
     process.stdout.write(`${out.join('\n')}\n`);

@@ -10,6 +10,7 @@
  *             night, nothing written (a moved block keeps its old dates)
  * The conflict scan runs on every PUT, identical retries included. A partner's own
  * blocks may overlap each other (and the nights of a host-cancelled booking).
+ * The whole table is one SQL function, `calendar.put_block` (migration 0003).
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -29,10 +30,10 @@ import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { checkRange, parseDay, formatDay } from './dates';
 import { invalidArgument, notEnabled, type Violation } from './errors';
-import { appendEvents, calendarChanged, eventWrites, type PendingEvent } from './event-log';
-import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
+import { appendEvents, calendarChanged } from './event-log';
+import { lockListing, refuseConflicts, scanConflicts, withListingTransaction, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
-import type { Tx } from '../kit/database';
+import { currentTraceHeaders } from '../kit/telemetry';
 
 type Reason = 'reserved' | 'maintenance' | 'owner_stay' | 'other';
 
@@ -61,6 +62,17 @@ interface BlockRow {
   nights: number;
   created_at: Date;
   updated_at: Date;
+}
+
+/**
+ * What `calendar.put_block` answers: the outcome (`unchanged` is the identical no-op,
+ * `conflict` lists every colliding night in `conflicts`), how many events it wrote
+ * (hold expiries included) and the block as stored (absent on a conflict).
+ */
+interface PutBlockRow extends BlockRow {
+  outcome: 'created' | 'updated' | 'unchanged' | 'conflict';
+  conflicts: string[];
+  events: number;
 }
 
 function toBlock(r: BlockRow): Block {
@@ -104,92 +116,25 @@ export async function putBlock(deps: CalendarDeps, req: PutBlockRequest): Promis
   const uid = req.externalUid;
   await deps.listings.assertOwned(workspaceId, listingId);
 
+  // One statement, in its implicit transaction: the lock, hold expiry, the block row,
+  // the conflict scan — on every push, identical retries included (spec: "The conflict
+  // scan runs on every push") — and the write with its claim and events (migration
+  // 0003, `calendar.put_block`). A conflict writes nothing.
   const at = new Date();
-  const held = { checkIn: span.checkIn, checkOut: span.checkOut };
-  const holder = { kind: NightHolderKind.BLOCK, id: uid };
-  let wroteEvents = false;
-  const out = await withListingTransaction(
-    deps.sql,
-    async (tx: Tx) => {
-      wroteEvents = false;
-      // Pipelined (one round trip, run in this order): the lock, hold expiry, the block
-      // as it is, and the conflict scan — on every push, identical retries included
-      // (spec: "The conflict scan runs on every push").
-      const [, expired, [existing], conflicts] = await Promise.all([
-        lockListing(tx, listingId),
-        expireHolds(tx, listingId, at),
-        tx<BlockRow[]>`
-          select id, external_uid, listing_id, check_in::text, check_out::text, reason,
-                 check_out - check_in as nights, created_at, updated_at
-          from calendar.blocks
-          where workspace_id = ${workspaceId} and external_uid = ${uid}
-          for update`.execute(), // sent now, not when Promise.all gets to it
-        scanConflicts(tx, listingId, span.checkIn, span.checkOut, 'marketplace'),
-      ]);
-      refuseConflicts(conflicts);
-      const events: PendingEvent[] = expired;
-
-      if (!existing) {
-        events.push(calendarChanged({ at, workspaceId, listingId, kind: CalendarChangeKind.BLOCK_CREATED, holder, held }));
-        const [row] = await tx<BlockRow[]>`
-          with b as (
-            insert into calendar.blocks (workspace_id, external_uid, listing_id, check_in, check_out, reason, created_at, updated_at)
-            values (${workspaceId}, ${uid}, ${listingId}, ${span.checkIn}, ${span.checkOut}, ${reason}, ${at}, ${at})
-            returning id, external_uid, listing_id, check_in, check_out, reason, created_at, updated_at
-          ), c as (
-            insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
-            select listing_id, 'block', id::text, daterange(check_in, check_out) from b
-          ) ${eventWrites(tx, events)}
-          select id, external_uid, listing_id, check_in::text, check_out::text, reason,
-                 check_out - check_in as nights, created_at, updated_at
-          from b
-        `;
-        wroteEvents = true;
-        return { result: UpsertResult.CREATED, row: row! };
-      }
-
-      const sameNights = existing.listing_id === listingId && existing.check_in === span.checkIn && existing.check_out === span.checkOut;
-      if (sameNights && existing.reason === reason) {
-        // Identical: a no-op (overdue holds of the listing still expire).
-        await appendEvents(tx, events);
-        wroteEvents = events.length > 0;
-        return { result: UpsertResult.UPDATED, row: existing };
-      }
-      if (!sameNights) {
-        const released = { checkIn: existing.check_in, checkOut: existing.check_out };
-        const kind = CalendarChangeKind.BLOCK_MOVED;
-        if (existing.listing_id === listingId) {
-          events.push(calendarChanged({ at, workspaceId, listingId, kind, holder, released, held }));
-        } else {
-          // Moved to another listing: each listing hears about its own nights.
-          events.push(calendarChanged({ at, workspaceId, listingId: existing.listing_id, kind, holder, released }));
-          events.push(calendarChanged({ at, workspaceId, listingId, kind, holder, held }));
-        }
-      }
-      // Old nights released and new ones held in one statement (one claim row changes).
-      const [row] = await tx<BlockRow[]>`
-        with b as (
-          update calendar.blocks
-          set listing_id = ${listingId}, check_in = ${span.checkIn}, check_out = ${span.checkOut},
-              reason = ${reason}, updated_at = ${at}
-          where id = ${existing.id}
-          returning id, external_uid, listing_id, check_in, check_out, reason, created_at, updated_at
-        ), c as (
-          update calendar.claims set listing_id = b.listing_id, nights = daterange(b.check_in, b.check_out)
-          from b
-          where holder_kind = 'block' and holder_id = b.id::text
-        ) ${eventWrites(tx, events)}
-        select id, external_uid, listing_id, check_in::text, check_out::text, reason,
-               check_out - check_in as nights, created_at, updated_at
-        from b
+  const row = await withRetries(
+    async () => {
+      const [r] = await deps.sql<PutBlockRow[]>`
+        select * from calendar.put_block(${workspaceId}, ${uid}, ${listingId}, ${span.checkIn}::date, ${span.checkOut}::date,
+                                         ${reason}, ${at}, ${deps.sql.json(currentTraceHeaders())})
       `;
-      wroteEvents = events.length > 0;
-      return { result: UpsertResult.UPDATED, row: row! };
+      return r!;
     },
     () => scanConflicts(deps.sql, listingId, span.checkIn, span.checkOut, 'marketplace'),
   );
-  if (wroteEvents) deps.eventsCommitted();
-  return { result: out.result, nights: out.row.nights, listingId: out.row.listing_id, block: toBlock(out.row) };
+  refuseConflicts(row.conflicts);
+  if (row.events > 0) deps.eventsCommitted();
+  const result = row.outcome === 'created' ? UpsertResult.CREATED : UpsertResult.UPDATED;
+  return { result, nights: row.nights, listingId: row.listing_id, block: toBlock(row) };
 }
 
 /** DeleteBlock: removes the block and frees only the nights it holds; success either way. */

@@ -146,8 +146,9 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
     async (tx) => {
       const reference = newBookingReference();
       const fromHold = req.holdId !== undefined;
-      // Pipelined, in this order: the lock, hold expiry and (direct bookings) the scan.
-      const [, events, conflicts] = await Promise.all([
+      // Pipelined, in this order: the lock, hold expiry (writes its own events) and
+      // (direct bookings) the scan.
+      const [, , conflicts] = await Promise.all([
         lockListing(tx, listingId),
         expireHolds(tx, listingId, at),
         fromHold ? Promise.resolve([]) : scanConflicts(tx, listingId, nights.checkIn, nights.checkOut, 'all'),
@@ -167,7 +168,7 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
         `;
         if (!converted) throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold expired, was released or was already converted');
       }
-      events.push(
+      const events = [
         calendarChanged({
           at,
           workspaceId: listing.workspaceId,
@@ -191,7 +192,7 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
           guestName: req.guestName,
           amountPaid: { value: amount.value, currency: amount.currency },
         }),
-      );
+      ];
       const [inserted] = await tx<BookingRow[]>`
         with k as (
           insert into calendar.bookings (booking_reference, listing_id, workspace_id, environment, provider_id, check_in, check_out,
@@ -239,7 +240,7 @@ export async function cancelBooking(deps: CalendarDeps, req: CancelBookingReques
   const at = new Date();
   const out = await withListingTransaction(deps.sql, async (tx) => {
     await lockListing(tx, found.listing_id);
-    const events = await expireHolds(tx, found.listing_id, at);
+    const expired = await expireHolds(tx, found.listing_id, at);
     const [row] = await tx<BookingRow[]>`
       update calendar.bookings set status = 'cancelled', cancelled_at = ${at}, cancelled_by = ${by}
       where booking_reference = ${req.bookingReference} and status = 'confirmed'
@@ -250,8 +251,7 @@ export async function cancelBooking(deps: CalendarDeps, req: CancelBookingReques
       const [first] = await tx<{ cancelled_at: Date }[]>`
         select cancelled_at from calendar.bookings where booking_reference = ${req.bookingReference}
       `;
-      await appendEvents(tx, events);
-      return { cancelledAt: first!.cancelled_at, wrote: events.length > 0 };
+      return { cancelledAt: first!.cancelled_at, wrote: expired > 0 };
     }
     const range = { checkIn: row.check_in, checkOut: row.check_out };
     if (by === 'guest') {
@@ -262,7 +262,7 @@ export async function cancelBooking(deps: CalendarDeps, req: CancelBookingReques
         where holder_kind = 'booking' and holder_id = ${req.bookingReference}
       `;
     }
-    events.push(
+    await appendEvents(tx, [
       calendarChanged({
         at,
         workspaceId: row.workspace_id,
@@ -282,8 +282,7 @@ export async function cancelBooking(deps: CalendarDeps, req: CancelBookingReques
         cancelledAt: timestampFromDate(at),
         initiatedBy: initiator(by),
       }),
-    );
-    await appendEvents(tx, events);
+    ]);
     return { cancelledAt: at, wrote: true };
   });
   if (out.wrote) deps.eventsCommitted();

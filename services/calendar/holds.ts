@@ -22,7 +22,7 @@ import type { Logger } from '../kit/logger';
 import type { Sql } from '../kit/database';
 import { checkRange } from './dates';
 import { failedPrecondition, invalidArgument, notFound, type Violation } from './errors';
-import { appendEvents, calendarChanged, eventWrites } from './event-log';
+import { appendEvents, calendarChanged, eventWrites, type PendingEvent } from './event-log';
 import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
 import type { CalendarDeps } from './calendar-deps';
 
@@ -65,14 +65,14 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Prom
   const hold = await withListingTransaction(
     deps.sql,
     async (tx) => {
-      // Pipelined, in this order: the lock, hold expiry, the conflict scan.
-      const [, events, conflicts] = await Promise.all([
+      // Pipelined, in this order: the lock, hold expiry (writes its own events), the conflict scan.
+      const [, , conflicts] = await Promise.all([
         lockListing(tx, listing.listingId),
         expireHolds(tx, listing.listingId, at),
         scanConflicts(tx, listing.listingId, span.checkIn, span.checkOut, 'all'),
       ]);
       refuseConflicts(conflicts);
-      events.push(
+      const events = [
         calendarChanged({
           at,
           workspaceId: listing.workspaceId,
@@ -81,7 +81,7 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Prom
           holder: { kind: NightHolderKind.HOLD, id: holdId },
           held: { checkIn: span.checkIn, checkOut: span.checkOut },
         }),
-      );
+      ];
       const [row] = await tx<{ expires_at: Date }[]>`
         with h as (
           insert into calendar.holds (hold_id, listing_id, workspace_id, check_in, check_out, requires_payment, status, expires_at)
@@ -132,7 +132,8 @@ export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): 
   const outcome = await withListingTransaction(deps.sql, async (tx) => {
     await lockListing(tx, found.listing_id);
     // Overdue holds (this one included) expire rather than being released.
-    const events = await expireHolds(tx, found.listing_id, at);
+    const expired = await expireHolds(tx, found.listing_id, at);
+    const events: PendingEvent[] = [];
     const [row] = await tx<{ workspace_id: string; check_in: string; check_out: string }[]>`
       with h as (
         update calendar.holds set status = 'released', ended_at = clock_timestamp()
@@ -157,7 +158,7 @@ export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): 
     }
     await appendEvents(tx, events);
     const [now] = await tx<{ status: string }[]>`select status from calendar.holds where hold_id = ${req.holdId}`;
-    return { wrote: events.length > 0, status: now?.status };
+    return { wrote: expired > 0 || events.length > 0, status: now?.status };
   });
   if (outcome.wrote) deps.eventsCommitted();
   if (outcome.status === 'converted') {
@@ -207,9 +208,7 @@ export class HoldSweeper {
       if (this.stopped) break;
       const n = await withListingTransaction(this.sql, async (tx) => {
         await lockListing(tx, listingId);
-        const events = await expireHolds(tx, listingId, new Date());
-        await appendEvents(tx, events);
-        return events.length;
+        return expireHolds(tx, listingId, new Date());
       });
       if (n > 0) touched++;
     }
