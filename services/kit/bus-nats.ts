@@ -132,6 +132,10 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
     reconnectTimeWait: 1000,
     waitOnFirstConnect: false,
     pingInterval: 20_000,
+    // nats.js otherwise builds an Error per request (every JetStream publish) only to
+    // keep its stack for a later failure: 3–4 % of a busy relay's CPU (docs/performance.md,
+    // Calendar). Failures still carry their message and code.
+    noAsyncTraces: true,
   });
   log.info({ backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');
 
