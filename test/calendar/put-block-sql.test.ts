@@ -10,7 +10,8 @@
 import { create, fromBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { PutBlockRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CalendarChangedSchema, CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
+import { CalendarChangedSchema, CalendarChangeKind, NightHolderKind, NightHolderSchema } from '../../gen/psync/calendar/v1/events_pb';
+import { NightRangeSchema } from '../../gen/psync/common/v1/dates_pb';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { calendarChanged } from '../../services/calendar/event-log';
 import { calendarModule } from '../../services/calendar/module';
@@ -104,6 +105,19 @@ describe('calendar_changed_pb', () => {
     // Multi-byte UTF-8, and lengths over 127 (two-byte varints) in strings and sub-messages.
     { at: new Date(0), workspaceId: '', listingId: 'l'.repeat(255), kind: CalendarChangeKind.BLOCK_CREATED, holder: { kind: NightHolderKind.BLOCK, id: 'é✓😀'.repeat(40) }, held: { checkIn: '2031-01-01', checkOut: '2033-01-01' } },
   ];
+
+  // The SQL encoder writes these fields and no others: a field added to (or renumbered
+  // in) these messages must be added to calendar_changed_pb in a new migration too.
+  test('encodes every field the messages have (fails when the proto changes)', () => {
+    const shape = (schema: typeof CalendarChangedSchema | typeof NightHolderSchema | typeof NightRangeSchema) =>
+      schema.fields.map((f) => `${f.number}:${f.name}:${f.fieldKind}`);
+    expect(shape(CalendarChangedSchema)).toEqual([
+      '1:event_id:scalar', '2:occurred_at:message', '3:workspace_id:scalar', '4:listing_id:scalar',
+      '5:kind:enum', '6:holder:message', '7:released:message', '8:held:message',
+    ]);
+    expect(shape(NightHolderSchema)).toEqual(['1:kind:enum', '2:id:scalar']);
+    expect(shape(NightRangeSchema)).toEqual(['1:check_in:scalar', '2:check_out:scalar']);
+  });
 
   test.each(cases.map((c, i) => [i, c] as const))('case %i: the same bytes as event-log.ts', async (_i, c) => {
     const ts = calendarChanged(c);
