@@ -109,7 +109,8 @@ export class DeletionRequests {
 
   /**
    * Housekeeping: deletes deliveries that finished (delivered or abandoned) more than
-   * RETENTION_DAYS ago, and the erased-booking marks as old; up to 10,000 rows a run.
+   * RETENTION_DAYS ago — with them the bodies abandoned deliveries keep for a replay —
+   * and the erased-booking marks as old; up to 10,000 rows a run.
    * Deletion requests are kept (they are the record of what partners were asked).
    */
   async prune(): Promise<number> {

@@ -9,13 +9,13 @@
  * - A replayed delivery is pending again as if just queued: attempts 0, no last
  *   status or error, next attempt now (the retry schedule starts over), no lease,
  *   `created_at` = now (so the backlog-age gauge measures from the replay). It keeps
- *   its event_id, kind, occurred_at and trace, and gets back the exact body it was
- *   abandoned with, which migration 0003 kept in `replay_bodies` (guest name scrubbed
- *   if the guest was erased meanwhile). A delivery abandoned before that migration has
- *   no kept body: it stays abandoned and is counted as not replayable.
+ *   its event_id, kind, occurred_at and trace, and its body: an abandoned delivery
+ *   keeps the exact body it was abandoned with (dispatcher.ts; guest name scrubbed if
+ *   the guest was erased meanwhile, intake.ts). A delivery abandoned before replay
+ *   existed has no body: it stays abandoned and is counted as not replayable.
  * - One statement: it locks the selected abandoned rows (no dispatcher worker holds
- *   them: workers claim only pending rows, with SKIP LOCKED), moves the kept bodies
- *   back and deletes them. A concurrent replay of the same row waits, then finds it
+ *   them: workers claim only pending rows, with SKIP LOCKED) and puts those with a
+ *   body back to pending. A concurrent replay of the same row waits, then finds it
  *   pending and leaves it. The dispatcher picks the rows up at its next poll, in
  *   their original order (next_attempt_at is the same, then id).
  * - The endpoint is not touched: a suspended, unverified or paused endpoint gets
@@ -36,7 +36,7 @@ export type ReplaySelection = { eventId: string } | { allAbandoned: true };
 export interface ReplayResult {
   /** The re-queued deliveries (now pending), oldest first. */
   items: DeliveryListRow[];
-  /** Abandoned deliveries selected but without a kept body; they stay abandoned. */
+  /** Abandoned deliveries selected but without a body; they stay abandoned. */
   notReplayable: number;
   /** The workspace endpoint's status (unchanged); null when none is registered. */
   endpointStatus: EndpointStatus | null;
@@ -58,26 +58,23 @@ export async function replayDeliveries(sql: Sql, log: Logger, workspaceId: strin
   const eventId = 'eventId' in selection ? requireUuid(selection.eventId, 'event_id') : null;
   const rows = await sql<ReplayRow[]>`
     with target as (
-      select d.id from notifications.deliveries d
+      select d.id, d.body is not null as has_body from notifications.deliveries d
       where d.workspace_id = ${ws} and d.state = 'abandoned'
         and (${eventId}::uuid is null or d.event_id = ${eventId}::uuid)
       order by d.id
       for update of d
     ), replayed as (
       update notifications.deliveries d
-      set state = 'pending', body = k.body, attempts = 0, last_status = null, last_error = null,
+      set state = 'pending', attempts = 0, last_status = null, last_error = null,
           next_attempt_at = now(), lease_owner = null, lease_until = null, finished_at = null,
           created_at = now()
-      from target t, notifications.replay_bodies k
-      where d.id = t.id and k.delivery_id = t.id
+      from target t
+      where d.id = t.id and t.has_body
       returning d.id, d.workspace_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status,
                 d.last_error, d.next_attempt_at, d.occurred_at, d.created_at
-    ), released as (
-      delete from notifications.replay_bodies k using replayed r where k.delivery_id = r.id
     ), summary as (
       select
-        (select count(*)::int from target t
-          where not exists (select 1 from notifications.replay_bodies k where k.delivery_id = t.id)) as not_replayable,
+        (select count(*)::int from target t where not t.has_body) as not_replayable,
         (select count(*)::int from notifications.deliveries d
           where d.workspace_id = ${ws} and d.event_id = ${eventId}::uuid) as matched,
         (select e.status from notifications.endpoints e where e.workspace_id = ${ws}) as endpoint_status

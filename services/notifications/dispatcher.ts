@@ -22,6 +22,11 @@
  * (time-out, connection failure, refused address, 3xx, 4xx, 5xx) is a failed attempt.
  * After the last one the delivery is `abandoned`: a warn log line, a metric, and
  * `psync deliveries list --state abandoned`.
+ *
+ * The body: a delivered delivery drops it at once; an abandoned one keeps it, so that
+ * `psync deliveries replay` (delivery-replay.ts) sends it again, until the delivery is
+ * pruned 30 days later (deletion-requests.ts). An erasure scrubs the guest's name from
+ * it meanwhile (intake.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { context } from '@opentelemetry/api';
@@ -29,6 +34,7 @@ import { contextFromHeaders } from '../kit/telemetry';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { EventKind } from './envelope';
+import { GroupCommit } from './group-commit';
 import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
 import { signatureHeaders } from './signature';
@@ -97,11 +103,6 @@ interface OutcomeWrite {
   delayS: number;
 }
 
-interface QueuedOutcome extends OutcomeWrite {
-  resolve: (written: { next_attempt_at: Date | null } | null) => void;
-  reject: (err: unknown) => void;
-}
-
 interface InFlight {
   workspaceId: string;
   abort: AbortController;
@@ -120,14 +121,21 @@ export class DeliveryDispatcher {
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private nudged = false;
-  private readonly outcomes: QueuedOutcome[] = [];
-  private writingOutcomes = false;
+  /** Outcomes written in batches (writeOutcome). */
+  private readonly outcomes: GroupCommit<OutcomeWrite, { next_attempt_at: Date | null } | null>;
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
     this.sql = opts.sql;
     this.log = opts.log;
     this.pollMs = opts.pollMs ?? 250;
+    this.outcomes = new GroupCommit({
+      maxBatch: OUTCOME_BATCH,
+      write: async (batch: OutcomeWrite[]) => {
+        const written = await this.writeOutcomes(batch);
+        return batch.map((w) => written.get(w.id) ?? null);
+      },
+    });
   }
 
   /** Starts the worker loop. */
@@ -346,11 +354,12 @@ export class DeliveryDispatcher {
       this.log.info({ ...log, status: outcome.status, error: outcome.error, next_attempt_at: r.next_attempt_at }, 'webhook attempt failed; retry scheduled');
       return;
     }
+    // Abandoned: the body stays, for a replay (cleared only by the 30-day prune).
     const [r] = await sql<{ workspace_id: string }[]>`
       with cfg as (select set_config('synchronous_commit', 'off', true))
       update notifications.deliveries
       set state = 'abandoned', attempts = ${attempts}, last_status = ${outcome.status}, last_error = ${outcome.error},
-          next_attempt_at = null, lease_owner = null, lease_until = null, body = null, finished_at = now()
+          next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
       from cfg
       where id = ${row.id} and lease_owner = ${token}
       returning workspace_id`;
@@ -373,38 +382,14 @@ export class DeliveryDispatcher {
   }
 
   /**
-   * Queues a delivered outcome or a scheduled retry for the next batch write and
-   * resolves once it is written: with the row's new next_attempt_at, or null if this
-   * worker no longer held the lease (nothing written).
+   * Queues a delivered outcome or a scheduled retry for the next batch write (group
+   * commit: one statement for everything queued while the previous one ran, at most
+   * OUTCOME_BATCH, so a busy dispatcher writes many outcomes per round trip and an idle
+   * one writes each at once). Resolves once it is written: with the row's new
+   * next_attempt_at, or null if this worker no longer held the lease (nothing written).
    */
   private writeOutcome(w: OutcomeWrite): Promise<{ next_attempt_at: Date | null } | null> {
-    return new Promise((resolve, reject) => {
-      this.outcomes.push({ ...w, resolve, reject });
-      void this.flushOutcomes();
-    });
-  }
-
-  /**
-   * Group commit of outcomes: one statement for everything queued while the previous
-   * one ran (at most OUTCOME_BATCH), so a busy dispatcher writes many outcomes per
-   * round trip and an idle one writes each at once.
-   */
-  private async flushOutcomes(): Promise<void> {
-    if (this.writingOutcomes) return;
-    this.writingOutcomes = true;
-    try {
-      while (this.outcomes.length > 0) {
-        const batch = this.outcomes.splice(0, OUTCOME_BATCH);
-        try {
-          const written = await this.writeOutcomes(batch);
-          for (const w of batch) w.resolve(written.get(w.id) ?? null);
-        } catch (err) {
-          for (const w of batch) w.reject(err);
-        }
-      }
-    } finally {
-      this.writingOutcomes = false;
-    }
+    return this.outcomes.submit(w);
   }
 
   /** One statement: the outcomes of `batch` where the lease is still ours; the endpoints' abandonment runs reset on delivery. */

@@ -16,8 +16,9 @@
  *   suspended are not delivered later (operator-interface.md "paused endpoint").
  *
  * Erasure on our side never waits for anything: a user.erased event at once replaces
- * the guest's name with null in every still-pending booking.confirmed delivery of the
- * named bookings (delivered and abandoned ones keep no body at all), and in any
+ * the guest's name with null in every booking.confirmed delivery of the named bookings
+ * that still has a body (pending ones, and abandoned ones, which keep theirs for a
+ * replay until they are pruned; delivered ones keep no body at all), and in any
  * confirmation of those bookings handled after it.
  */
 import { fromBinary } from '@bufbuild/protobuf';
@@ -28,6 +29,7 @@ import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { BookingCancelledSchema, BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName, type DeliverySource } from './envelope';
 import { isUuid } from './errors';
+import { GroupCommit } from './group-commit';
 import { currentTraceHeaders } from '../kit/telemetry';
 
 /**
@@ -78,23 +80,16 @@ function decode(event: ReceivedEvent): Decoded | null {
 /** Most events handled in one transaction. */
 const MAX_BATCH = 64;
 
-interface Queued {
-  decoded: Decoded;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
 /**
  * Turns events into deliveries. The bus handler (`handle`) validates an event and
- * queues it; queued events are written in batches — one transaction for everything
- * that arrived while the previous batch was committing — and each handler returns
- * (so the bus acknowledges its event) only once its batch has committed. A failing
- * batch is retried event by event, so one bad event cannot hold up the others: only
- * its own handler fails and the bus redelivers it.
+ * queues it; queued events are written in batches (group-commit.ts) — one transaction
+ * for everything that arrived while the previous batch was committing — and each
+ * handler returns (so the bus acknowledges its event) only once its batch has
+ * committed. A failing batch is retried event by event, so one bad event cannot hold
+ * up the others: only its own handler fails and the bus redelivers it.
  */
 export class DeliveryIntake {
-  private readonly queue: Queued[] = [];
-  private draining = false;
+  private readonly batches: GroupCommit<Decoded, void>;
 
   constructor(
     private readonly deps: {
@@ -103,7 +98,16 @@ export class DeliveryIntake {
       /** Called after deliveries were committed (wakes the dispatcher). */
       onDeliveryCreated: () => void;
     },
-  ) {}
+  ) {
+    this.batches = new GroupCommit<Decoded, void>({
+      maxBatch: MAX_BATCH,
+      isolateFailures: true,
+      write: async (items) => {
+        if ((await this.write(items)) > 0) this.deps.onDeliveryCreated();
+        return items.map(() => undefined);
+      },
+    });
+  }
 
   /** The bus handler: throwing makes the bus redeliver the event. */
   async handle(event: ReceivedEvent): Promise<void> {
@@ -128,43 +132,7 @@ export class DeliveryIntake {
     }
     // Batches are written outside this event's span: keep its trace for the delivery row.
     decoded.traceparent = currentTraceHeaders().traceparent;
-    await new Promise<void>((resolve, reject) => {
-      this.queue.push({ decoded: decoded!, resolve, reject });
-      void this.drain();
-    });
-  }
-
-  private async drain(): Promise<void> {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, MAX_BATCH);
-        let created: number;
-        try {
-          created = await this.write(batch.map((q) => q.decoded));
-          for (const q of batch) q.resolve();
-        } catch (err) {
-          if (batch.length === 1) {
-            batch[0]!.reject(err);
-            continue;
-          }
-          // Find the culprit: each event on its own.
-          created = 0;
-          for (const q of batch) {
-            try {
-              created += await this.write([q.decoded]);
-              q.resolve();
-            } catch (e) {
-              q.reject(e);
-            }
-          }
-        }
-        if (created > 0) this.deps.onDeliveryCreated();
-      }
-    } finally {
-      this.draining = false;
-    }
+    await this.batches.submit(decoded);
   }
 
   /**
@@ -184,7 +152,7 @@ export class DeliveryIntake {
       const todo = fresh.map((r) => byId.get(r.event_id)!).filter(Boolean);
       if (todo.length === 0) return 0;
       for (const d of todo) {
-        if (d.erased) await scrubPendingGuestNames(tx, d.source.workspaceId, d.erased.bookingReferences);
+        if (d.erased) await scrubGuestNames(tx, d.source.workspaceId, d.erased.bookingReferences);
       }
       const srcs = todo.map((d) => d.source);
       // The endpoints' status and subscriptions are read under a share lock (a
@@ -232,11 +200,18 @@ export class DeliveryIntake {
 }
 
 /**
- * The erased guest's name leaves every pending booking.confirmed body of those
- * bookings, and the bookings are remembered so a confirmation handled later (events
- * are handled concurrently) is stored without it.
+ * The erased guest's name leaves every booking.confirmed body of those bookings that is
+ * still kept: pending deliveries, and abandoned ones (kept for a replay). The bookings
+ * are remembered so a confirmation handled later (events are handled concurrently) is
+ * stored without the name.
+ *
+ * The rows are locked (FOR UPDATE) before they are scrubbed. A delivery that a worker
+ * abandons concurrently is waited for and then still matches (abandoned, body kept), so
+ * it is scrubbed too; one delivered concurrently has no body left to scrub. A delivery
+ * abandoned after this commit keeps the body scrubbed here (abandonment does not
+ * touch the body).
  */
-async function scrubPendingGuestNames(tx: Tx, workspaceId: string, bookingReferences: string[]): Promise<void> {
+async function scrubGuestNames(tx: Tx, workspaceId: string, bookingReferences: string[]): Promise<void> {
   if (bookingReferences.length === 0) return;
   await tx`
     insert into notifications.erased_bookings (workspace_id, booking_reference)
@@ -244,7 +219,8 @@ async function scrubPendingGuestNames(tx: Tx, workspaceId: string, bookingRefere
     on conflict do nothing`;
   const rows = await tx<{ id: string; body: string }[]>`
     select id, body from notifications.deliveries
-    where workspace_id = ${workspaceId} and state = 'pending' and event_type = 'booking.confirmed'
+    where workspace_id = ${workspaceId} and event_type = 'booking.confirmed'
+      and state in ('pending', 'abandoned') and body is not null
       and booking_reference = any(${tx.array(bookingReferences)}::text[])
     for update`;
   for (const r of rows) {

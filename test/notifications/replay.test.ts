@@ -4,7 +4,8 @@
  * event_id and byte-identical body, freshly signed; delivered and pending deliveries are
  * left alone; another workspace's deliveries are invisible and untouched; a suspended
  * endpoint stays suspended and gets nothing until it is registered again; a guest erased
- * after the abandonment is not in the replayed body; usage errors.
+ * after the abandonment is not in the replayed body; an abandoned delivery without a body
+ * is not replayable; usage errors.
  *
  * WEBHOOK_RETRY_SCHEDULE=1,1,1 (the harness default): four attempts over ~3 s, then
  * abandoned. Events come from the calendar's RPCs (or the bus), as in deliveries.test.ts.
@@ -214,7 +215,7 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     }
   }, 120_000);
 
-  withEvents('a guest erased after the abandonment is not in the replayed body (the kept body was scrubbed)', async (d) => {
+  withEvents('a guest erased after the abandonment is not in the replayed body (the abandoned body was scrubbed)', async (d) => {
     const name = 'Zoë "guest_name":"x" \\ Ada ✓';
     const p = await partnerAnswering(d, (r) => {
       if (r.json?.event_type === 'endpoint.challenge') return echoAndAccept(r);
@@ -234,12 +235,12 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     const replayed = await suite.receiver.waitFor(() => sentFor(p.path, abandoned!.eventId)[4], 10_000, 'the replayed attempt');
     expect(replayed.json.data.guest_name).toBeNull();
     expect(replayed.raw).not.toContain('Ada');
-    expect(replayed.raw).toBe(scrubGuestName(original.raw)); // the SQL scrub is scrubGuestName's twin
+    expect(replayed.raw).toBe(scrubGuestName(original.raw)); // the erasure scrubbed the abandoned body, every other byte kept
     expect(verifyDelivery(replayed, p.secret).ok).toBe(true);
     await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).some((i) => i.eventId === abandoned!.eventId), 10_000, 'delivered');
   });
 
-  withEvents('a delivery abandoned before replay existed (no kept body) is counted as not replayable and stays abandoned', async (d) => {
+  withEvents('an abandoned delivery without a body (abandoned before replay existed) is counted as not replayable and stays abandoned', async (d) => {
     const url = suite.system.env.DATABASE_URL;
     if (!url) return; // needs direct access to the database: real PostgreSQL only
     const p = await partnerAnswering(d, echoThen(500));
@@ -247,10 +248,14 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     const [abandoned] = await abandonedCount(p.ws, 1);
     const sql = createSql(url, { max: 1 });
     try {
-      // What an abandonment looked like before migration 0003: the body gone, nothing kept.
+      // The abandoned delivery keeps its body (the documented rule)...
+      const [kept] = await sql<{ body: string | null }[]>`
+        select body from notifications.deliveries where workspace_id = ${p.ws} and event_id = ${abandoned!.eventId}`;
+      expect(kept!.body).toContain('"guest_name":"Legacy"');
+      // ...unlike an abandonment before replay existed (migration 0003): the body gone.
       const gone = await sql`
-        delete from notifications.replay_bodies k using notifications.deliveries d
-        where k.delivery_id = d.id and d.workspace_id = ${p.ws} and d.event_id = ${abandoned!.eventId}`;
+        update notifications.deliveries set body = null
+        where workspace_id = ${p.ws} and event_id = ${abandoned!.eventId} and state = 'abandoned'`;
       expect(gone.count).toBe(1);
     } finally {
       await sql.end({ timeout: 5 });
