@@ -63,6 +63,14 @@ export function failedPrecondition(reason: ErrorReason, message: string): Connec
   return new ConnectError(message, Code.FailedPrecondition, undefined, [detail(reason)]);
 }
 
+/**
+ * OUT_OF_RANGE (CURSOR_EXPIRED): a WatchEvents position whose following events were
+ * pruned by the retention (docs/calendar.md "Retention"). Never retryable as it is.
+ */
+export function cursorExpired(message: string): ConnectError {
+  return new ConnectError(message, Code.OutOfRange, undefined, [detail(ErrorReason.CURSOR_EXPIRED)]);
+}
+
 /** UNIMPLEMENTED (NOT_ENABLED): the contract is published but not enabled (public 501). */
 export function notEnabled(message: string): ConnectError {
   return new ConnectError(message, Code.Unimplemented, undefined, [detail(ErrorReason.NOT_ENABLED)]);

@@ -20,6 +20,7 @@ import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { Logger } from '../kit/logger';
 import type { Sql } from '../kit/database';
+import { PeriodicJob } from '../kit/periodic';
 import { checkRange } from './dates';
 import { failedPrecondition, invalidArgument, notFound, type Violation } from './errors';
 import { appendEvents, calendarChanged, eventWrites, type PendingEvent } from './event-log';
@@ -174,26 +175,23 @@ export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): 
  * expires once (its status changes from `live` exactly once).
  */
 export class HoldSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly job: PeriodicJob;
 
   constructor(
     private readonly sql: Sql,
-    private readonly log: Logger,
+    log: Logger,
     private readonly onEvents: () => void,
-    private readonly intervalMs = 2000,
-  ) {}
+    intervalMs = 2000,
+  ) {
+    this.job = new PeriodicJob(() => this.sweepOnce(), intervalMs, (err) => log.warn({ err }, 'calendar: hold expiry sweep failed; retrying'));
+  }
 
   start(): void {
-    this.stopped = false;
-    this.schedule();
+    this.job.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.job.stop();
   }
 
   /** Expires every overdue hold now; resolves with how many listings had some. */
@@ -205,7 +203,7 @@ export class HoldSweeper {
     `;
     let touched = 0;
     for (const { listing_id: listingId } of listings) {
-      if (this.stopped) break;
+      if (this.job.isStopped) break;
       const n = await withListingTransaction(this.sql, async (tx) => {
         await lockListing(tx, listingId);
         return expireHolds(tx, listingId, new Date());
@@ -214,16 +212,5 @@ export class HoldSweeper {
     }
     if (touched > 0) this.onEvents();
     return touched;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.sweepOnce()
-        .then(() => undefined)
-        .catch((err) => this.log.warn({ err }, 'calendar: hold expiry sweep failed; retrying'))
-        .finally(() => this.schedule());
-    }, this.intervalMs);
-    this.timer.unref();
   }
 }

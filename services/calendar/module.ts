@@ -1,13 +1,15 @@
 /**
  * The calendar service as hosted by a process (see services/kit/service-module.ts):
  * nights and who holds them, partner blocks, marketplace holds and bookings, the
- * resumable event stream and guest erasure (issue 5; docs/calendar.md).
+ * resumable event stream (pruned after CALENDAR_EVENT_RETENTION_DAYS) and guest
+ * erasure (issue 5; docs/calendar.md).
  */
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { CalendarDeps } from './calendar-deps';
+import { EventPruner } from './event-retention';
 import { HoldSweeper } from './holds';
 import { ListingDirectory } from './listings';
 import { registerCalendarService } from './service';
@@ -50,6 +52,9 @@ export const calendarModule: ServiceModule = {
     const sweeper = new HoldSweeper(ctx.sql, ctx.log.child({ component: 'calendar-hold-sweeper' }), () => deps.eventsCommitted());
     sweeper.start();
     ctx.shutdown.add('calendar hold sweeper', () => sweeper.stop());
+    const pruner = new EventPruner(ctx.sql, ctx.log.child({ component: 'calendar-event-retention' }), ctx.config.calendarEventRetentionDays);
+    pruner.start();
+    ctx.shutdown.add('calendar event retention', () => pruner.stop());
     // Registered after the internal server: runs before it closes, so open
     // WatchEvents streams end cleanly instead of holding the drain.
     ctx.shutdown.add('calendar watch streams', () => hub.close());

@@ -7,6 +7,10 @@
  * cursor, the event's `seq`; a reconnect with that cursor resumes right after it.
  * After the backlog the stream tails: it is woken at once by commits in this process
  * and polls every POLL_MS for commits made by other replicas.
+ *
+ * Retention (event-retention.ts) deletes a prefix of that order and records where it
+ * ends (the watermark). A cursor before it, or a stream it overtakes, fails
+ * OUT_OF_RANGE (CURSOR_EXPIRED) instead of skipping what was pruned.
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -14,7 +18,7 @@ import type { HandlerContext } from '@connectrpc/connect';
 import type { WatchEventsRequest, WatchEventsResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { BookingCancelledSchema, BookingConfirmedSchema, CalendarChangedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import type { Sql } from '../kit/database';
-import { invalidArgument } from './errors';
+import { cursorExpired, invalidArgument } from './errors';
 import type { StreamType } from './event-log';
 
 const POLL_MS = 250;
@@ -78,39 +82,87 @@ function toMessage(row: EventRow): WatchMessage {
   }
 }
 
+/** A position in the stream: (xid, seq); ('0', '0') is before everything. */
+interface Position {
+  xid: string;
+  seq: string;
+}
+
+const EXPIRED_MESSAGE =
+  'cursor expired: the events after it are past the event retention (CALENDAR_EVENT_RETENTION_DAYS) and were pruned; ' +
+  'resynchronise: call WatchEvents without a cursor and re-read GetAvailability for your listings';
+
+/**
+ * Where a stream starts. A cursor that is a retained event, or the last event pruned
+ * (the watermark, migration 0004), resumes right after it; a cursor among the pruned
+ * seqs → OUT_OF_RANGE (CURSOR_EXPIRED); any other → INVALID_ARGUMENT. No cursor: the
+ * watermark, so the stream starts at the oldest event retained.
+ */
+async function startPosition(sql: Sql, cursor: string | undefined): Promise<Position> {
+  if (cursor !== undefined && !/^[1-9][0-9]{0,18}$/.test(cursor)) throw invalidArgument([{ field: 'cursor', code: 'format' }], 'malformed cursor');
+  const [row] = await sql<{ xid: string | null; pruned_xid: string; pruned_seq: string; max_seq: string }[]>`
+    select e.xid::text, m.xid::text as pruned_xid, m.seq::text as pruned_seq, m.max_seq::text
+    from calendar.events_pruned m
+    left join calendar.events e on e.seq = ${cursor ?? null}::bigint`;
+  const watermark = { xid: row!.pruned_xid, seq: row!.pruned_seq };
+  if (cursor === undefined) return watermark;
+  if (row!.xid !== null) return { xid: row!.xid, seq: cursor };
+  if (cursor === watermark.seq) return watermark;
+  if (BigInt(cursor) <= BigInt(row!.max_seq)) throw cursorExpired(EXPIRED_MESSAGE);
+  throw invalidArgument([{ field: 'cursor', code: 'invalid' }], 'unknown cursor');
+}
+
+interface ReadRow extends Partial<EventRow> {
+  horizon: string;
+  /** The prune watermark is past the position: events after it may be gone. */
+  overtaken: boolean;
+}
+
 /** The WatchEvents handler. */
 export async function* watchEvents(sql: Sql, hub: WatchHub, req: WatchEventsRequest, ctx: HandlerContext): AsyncGenerator<WatchMessage> {
-  // Position of the last event streamed: (xid, seq); '0','0' is before everything.
-  let xid = '0';
-  let seq = '0';
-  if (req.cursor !== undefined) {
-    if (!/^[1-9][0-9]{0,18}$/.test(req.cursor)) throw invalidArgument([{ field: 'cursor', code: 'format' }], 'malformed cursor');
-    const [row] = await sql<{ xid: string }[]>`select xid::text from calendar.events where seq = ${req.cursor}`;
-    if (!row) throw invalidArgument([{ field: 'cursor', code: 'invalid' }], 'unknown cursor');
-    xid = row.xid;
-    seq = req.cursor;
-  }
+  // Position of the last event streamed, or of everything below a horizon already read.
+  let pos = await startPosition(sql, req.cursor);
+  // Without a cursor, until the first event the start may move forward with the
+  // retention; after that (or from a cursor) every following event is owed.
+  let anchored = req.cursor !== undefined;
   const listingId = req.listingId ?? null;
   const workspaceId = req.workspaceId?.toLowerCase() ?? null;
 
   while (!ctx.signal.aborted && !hub.isClosed) {
-    const rows = await sql<EventRow[]>`
+    // One statement, one snapshot: the events after `pos` and whether a prune
+    // (which deletes and moves the watermark in one transaction) got past `pos`.
+    const rows = await sql<ReadRow[]>`
       with horizon as (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-      select e.seq::text, e.xid::text, e.type, e.data
-      from calendar.events e, horizon
-      where (e.xid, e.seq) > (${xid}::xid8, ${seq}::bigint)
-        and e.xid < horizon.xmin
-        ${listingId === null ? sql`` : sql`and e.listing_id = ${listingId}`}
-        ${workspaceId === null ? sql`` : sql`and e.workspace_id = ${workspaceId}`}
+      select h.xmin::text as horizon,
+             (select (m.xid, m.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint) from calendar.events_pruned m) as overtaken,
+             e.seq::text, e.xid::text, e.type, e.data
+      from horizon h
+      left join lateral (
+        select x.seq, x.xid, x.type, x.data
+        from calendar.events x
+        where (x.xid, x.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint)
+          and x.xid < h.xmin
+          ${listingId === null ? sql`` : sql`and x.listing_id = ${listingId}`}
+          ${workspaceId === null ? sql`` : sql`and x.workspace_id = ${workspaceId}`}
+        order by x.xid, x.seq
+        limit ${BATCH}
+      ) e on true
       order by e.xid, e.seq
-      limit ${BATCH}
     `;
-    for (const row of rows) {
+    const head = rows[0]!;
+    if (head.overtaken && anchored) throw cursorExpired(EXPIRED_MESSAGE);
+    const events = rows.filter((r): r is ReadRow & EventRow => r.seq != null);
+    for (const row of events) {
       if (ctx.signal.aborted) return;
       yield toMessage(row);
-      xid = row.xid;
-      seq = row.seq;
+      pos = { xid: row.xid, seq: row.seq };
+      anchored = true;
     }
-    if (rows.length < BATCH) await hub.wait(POLL_MS, ctx.signal);
+    if (events.length < BATCH) {
+      // Every matching event below the horizon has been read: the position moves up to
+      // it, so a filtered stream of a quiet listing is not overtaken by the retention.
+      if (BigInt(head.horizon) > BigInt(pos.xid)) pos = { xid: head.horizon, seq: '0' };
+      await hub.wait(POLL_MS, ctx.signal);
+    }
   }
 }

@@ -119,6 +119,8 @@ export const settings = {
   photoFetchTimeoutMs: setting('PHOTO_FETCH_TIMEOUT_MS', 30000, int(1000, 600000), 'deadline of one photo fetch (connect at most 5 s, silence at most 10 s within it)'),
   photoLeaseSeconds: setting('PHOTO_LEASE_SECONDS', 60, int(2, 3600), 'a claimed photo returns to the queue this long after its worker stops renewing the claim (crash)'),
   holdTtlSeconds: setting('HOLD_TTL_SECONDS', 900, int(1, 86400), 'default lifetime of a marketplace hold when PlaceHold gives none (docs/calendar.md)'),
+  calendarEventRetentionDays: setting('CALENDAR_EVENT_RETENTION_DAYS', 30, int(1, 3650),
+    'days the calendar keeps events WatchEvents can replay; older ones are pruned and a cursor before them fails OUT_OF_RANGE (docs/calendar.md)'),
   docsUrl: setting('DOCS_URL', 'https://docs.partner-sync.example/v1', url(['https', 'http']), 'base of problem type URIs'),
   logLevel: setting('LOG_LEVEL', 'info', logLevel, 'pino log level'),
   identityUrl: setting('IDENTITY_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'identity service base URL (default: this process)'),

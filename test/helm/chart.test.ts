@@ -444,7 +444,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       expect(svc.spec.ports.find((p: Any) => p.port === Number(url.port))?.name).toBe('grpc');
       expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, s)]);
     }
-    expect(cm).toMatchObject({ PORT: '8080', INTERNAL_PORT: '8081', METRICS_PORT: '9464', TOKEN_TTL_SECONDS: '900', RATE_LIMIT_PER_HOUR: '600', EGRESS_ALLOW_CIDRS: '' });
+    expect(cm).toMatchObject({ PORT: '8080', INTERNAL_PORT: '8081', METRICS_PORT: '9464', TOKEN_TTL_SECONDS: '900', RATE_LIMIT_PER_HOUR: '600', EGRESS_ALLOW_CIDRS: '', CALENDAR_EVENT_RETENTION_DAYS: '30' });
     expect(Number(cm.TOKEN_TTL_SECONDS)).toBeLessThanOrEqual(3600);
     // Each Deployment rolls when the ConfigMap changes.
     for (const c of COMPONENTS) expect(one(o, 'Deployment', name(c)).spec.template.metadata.annotations['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
