@@ -85,4 +85,25 @@ describe('access tokens', () => {
   test('the signing key must be at least 32 bytes', () => {
     expect(() => new AccessTokens(randomBytes(31))).toThrow();
   });
+
+  test('TOKEN_SIGNING_KEY_PREVIOUS: verify accepts old and new keys, issue uses the new one', () => {
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    const before = new AccessTokens(oldKey);
+    const rotating = new AccessTokens(newKey, oldKey);
+    const input = { kid: 'abcdefghijklmnop', ws: WS, env: 'sandbox' as const, ttlSeconds: 900, nowMs: 1_000_000 };
+    const oldToken = before.issue(input).token;
+    expect(rotating.verify(oldToken, 1_000_000)).toMatchObject({ ok: true });
+    const newToken = rotating.issue(input).token;
+    expect(rotating.verify(newToken, 1_000_000)).toMatchObject({ ok: true });
+    // minted with the current key only: the old-key-only verifier refuses it, a new-key-only one accepts it
+    expect(before.verify(newToken, 1_000_000)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(new AccessTokens(newKey).verify(newToken, 1_000_000)).toMatchObject({ ok: true });
+    // an unrelated key is refused
+    const stranger = new AccessTokens(randomBytes(32)).issue(input).token;
+    expect(rotating.verify(stranger, 1_000_000)).toEqual({ ok: false, reason: 'bad_signature' });
+    // expiry still applies to old-key tokens
+    expect(rotating.verify(oldToken, 1_000_000 + 900_000)).toEqual({ ok: false, reason: 'expired' });
+    expect(() => new AccessTokens(newKey, randomBytes(31))).toThrow();
+  });
 });

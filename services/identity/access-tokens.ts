@@ -52,11 +52,19 @@ export const MAX_TOKEN_TTL_SECONDS = 3600;
 /** Issues and verifies access tokens under one token-signing key. */
 export class AccessTokens {
   private readonly macKey: Buffer;
+  /** MAC key of TOKEN_SIGNING_KEY_PREVIOUS: accepted by verify(), never used by issue(). */
+  private readonly previousMacKey: Buffer | undefined;
 
-  /** `signingKey`: at least 32 bytes (TOKEN_SIGNING_KEY or the generated local key). */
-  constructor(signingKey: Uint8Array) {
+  /**
+   * `signingKey`: at least 32 bytes (TOKEN_SIGNING_KEY or the generated local key).
+   * `previousKey` (TOKEN_SIGNING_KEY_PREVIOUS): during a rotation, tokens signed under it
+   * still verify until they expire; new tokens are always signed with `signingKey`.
+   */
+  constructor(signingKey: Uint8Array, previousKey?: Uint8Array) {
     if (signingKey.length < 32) throw new Error('the token-signing key must be at least 32 bytes');
-    this.macKey = Buffer.from(hkdfSync('sha256', signingKey, Buffer.alloc(0), 'psync access-token mac v1', 32));
+    if (previousKey && previousKey.length < 32) throw new Error('the previous token-signing key must be at least 32 bytes');
+    this.macKey = deriveMacKey(signingKey);
+    this.previousMacKey = previousKey ? deriveMacKey(previousKey) : undefined;
   }
 
   /** A new token for a key; `ttlSeconds` 1..3600, counted from `nowMs` rounded down to the second. */
@@ -85,8 +93,9 @@ export class AccessTokens {
     if (!m) return { ok: false, reason: 'malformed' };
     const payload = m[1]!;
     const presented = Buffer.from(m[2]!, 'base64url');
-    const expected = this.mac(payload);
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return { ok: false, reason: 'bad_signature' };
+    const current = macMatches(this.macKey, payload, presented);
+    const previous = this.previousMacKey !== undefined && macMatches(this.previousMacKey, payload, presented);
+    if (!current && !previous) return { ok: false, reason: 'bad_signature' };
     const claims = parseClaims(payload);
     if (!claims) return { ok: false, reason: 'malformed' };
     const now = nowMs / 1000;
@@ -98,6 +107,16 @@ export class AccessTokens {
   private mac(payload: string): Buffer {
     return createHmac('sha256', this.macKey).update(payload, 'ascii').digest();
   }
+}
+
+function deriveMacKey(key: Uint8Array): Buffer {
+  return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'psync access-token mac v1', 32));
+}
+
+/** Constant-time comparison of `presented` with the MAC of `payload` under `macKey`. */
+function macMatches(macKey: Buffer, payload: string, presented: Buffer): boolean {
+  const expected = createHmac('sha256', macKey).update(payload, 'ascii').digest();
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
 }
 
 /** Claims of an authentic payload, checked field by field; undefined if anything is off. */

@@ -30,7 +30,7 @@ function tokensFor(ctx: ServiceContext): AccessTokens | undefined {
       embedded: ctx.embedded,
       name: 'token-signing',
     });
-    issuers.set(ctx, key ? new AccessTokens(key) : undefined);
+    issuers.set(ctx, key ? new AccessTokens(key, ctx.config.tokenSigningKeyPrevious) : undefined);
   }
   return issuers.get(ctx);
 }
@@ -46,7 +46,7 @@ export const identityModule: ServiceModule = {
 
   async start(ctx) {
     if (ctx.config.tokenSigningKey) {
-      ctx.log.info('token-signing key: TOKEN_SIGNING_KEY');
+      ctx.log.info({ previous_key: ctx.config.tokenSigningKeyPrevious !== undefined }, 'token-signing key: TOKEN_SIGNING_KEY');
     } else if (tokensFor(ctx)) {
       ctx.log.info({ data_dir: ctx.config.dataDir }, 'token-signing key: generated locally under DATA_DIR/keys (embedded default)');
     } else {

@@ -174,3 +174,33 @@ describe('a process with a bad value', () => {
     expect(stdout).toBe('');
   });
 });
+
+describe('TOKEN_SIGNING_KEY_PREVIOUS', () => {
+  const a = Buffer.alloc(32, 1).toString('base64');
+  const b = Buffer.alloc(32, 2).toString('base64');
+
+  test('is optional and parsed like TOKEN_SIGNING_KEY', () => {
+    expect(loadConfig({}).tokenSigningKeyPrevious).toBeUndefined();
+    const c = loadConfig({ TOKEN_SIGNING_KEY: a, TOKEN_SIGNING_KEY_PREVIOUS: b });
+    expect(c.tokenSigningKeyPrevious?.equals(Buffer.alloc(32, 2))).toBe(true);
+  });
+
+  test('refuses a short key, the current key again, or a previous key without a current one', () => {
+    expect(() => loadConfig({ TOKEN_SIGNING_KEY: a, TOKEN_SIGNING_KEY_PREVIOUS: Buffer.alloc(16).toString('base64') })).toThrow(/TOKEN_SIGNING_KEY_PREVIOUS/);
+    expect(() => loadConfig({ TOKEN_SIGNING_KEY: a, TOKEN_SIGNING_KEY_PREVIOUS: a })).toThrow(ConfigError);
+    expect(() => loadConfig({ TOKEN_SIGNING_KEY_PREVIOUS: b })).toThrow(/needs TOKEN_SIGNING_KEY/);
+  });
+});
+
+describe('SECRETS_ENCRYPTION_KEY_PREVIOUS', () => {
+  const a = Buffer.alloc(32, 3).toString('base64');
+  const b = Buffer.alloc(32, 4).toString('base64');
+
+  test('is optional, parsed like SECRETS_ENCRYPTION_KEY, differs from it and needs it', () => {
+    expect(loadConfig({}).secretsEncryptionKeyPrevious).toBeUndefined();
+    expect(loadConfig({ SECRETS_ENCRYPTION_KEY: a, SECRETS_ENCRYPTION_KEY_PREVIOUS: b }).secretsEncryptionKeyPrevious?.equals(Buffer.alloc(32, 4))).toBe(true);
+    expect(() => loadConfig({ SECRETS_ENCRYPTION_KEY: a, SECRETS_ENCRYPTION_KEY_PREVIOUS: 'short' })).toThrow(/SECRETS_ENCRYPTION_KEY_PREVIOUS/);
+    expect(() => loadConfig({ SECRETS_ENCRYPTION_KEY: a, SECRETS_ENCRYPTION_KEY_PREVIOUS: a })).toThrow(/must differ/);
+    expect(() => loadConfig({ SECRETS_ENCRYPTION_KEY_PREVIOUS: b })).toThrow(/needs SECRETS_ENCRYPTION_KEY/);
+  });
+});

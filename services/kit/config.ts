@@ -109,10 +109,14 @@ export const settings = {
   }, 'access-token lifetime in seconds, at most 3600'),
   tokenSigningKey: setting<Buffer | undefined>('TOKEN_SIGNING_KEY', undefined, base64Key(32),
     'HMAC key signing access tokens (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with DATABASE_URL: the token endpoint is not configured'),
+  tokenSigningKeyPrevious: setting<Buffer | undefined>('TOKEN_SIGNING_KEY_PREVIOUS', undefined, base64Key(32),
+    'previous token-signing key during a rotation (base64, >= 32 bytes): tokens signed with it still verify, none are issued with it; remove after TOKEN_TTL_SECONDS'),
   tokenRateLimitPerHour: setting('TOKEN_RATE_LIMIT_PER_HOUR', 60, int(1, 1_000_000), 'token exchanges per API key per 3600 s'),
   webhookRetrySchedule: setting('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, delays, 'delays in seconds between delivery attempts'),
   secretsEncryptionKey: setting<Buffer | undefined>('SECRETS_ENCRYPTION_KEY', undefined, base64Key(32),
     'key encrypting webhook signing secrets at rest (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with DATABASE_URL: webhook registration is not configured'),
+  secretsEncryptionKeyPrevious: setting<Buffer | undefined>('SECRETS_ENCRYPTION_KEY_PREVIOUS', undefined, base64Key(32),
+    'previous secrets-encryption key during a rotation (base64, >= 32 bytes): secrets under it still decrypt and are re-encrypted under SECRETS_ENCRYPTION_KEY at notifications start-up'),
   deletionEscalationSeconds: setting('DELETION_ESCALATION_SECONDS', 604800, int(1, 31_536_000), 'unacknowledged deletion requests escalate to operators after this many seconds'),
   egressAllowCidrs: setting<string[]>('EGRESS_ALLOW_CIDRS', [], cidrs, 'CIDRs exempt from the non-public address refusal (test/dev only)'),
   photoConcurrency: setting('PHOTO_CONCURRENCY', 4, int(1, 64), 'photos fetched and processed at once per catalog process'),
@@ -142,7 +146,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const raw = env[s.env];
     out[key] = raw === undefined || raw === '' ? s.default : s.parse(raw, s.env);
   }
-  return out as Config;
+  const config = out as Config;
+  if (config.tokenSigningKeyPrevious && config.tokenSigningKey?.equals(config.tokenSigningKeyPrevious)) {
+    throw new ConfigError('TOKEN_SIGNING_KEY_PREVIOUS must differ from TOKEN_SIGNING_KEY (set it to the old key while rotating, then remove it)');
+  }
+  if (config.tokenSigningKeyPrevious && !config.tokenSigningKey) {
+    throw new ConfigError('TOKEN_SIGNING_KEY_PREVIOUS needs TOKEN_SIGNING_KEY (the new key) to be set');
+  }
+  if (config.secretsEncryptionKeyPrevious && config.secretsEncryptionKey?.equals(config.secretsEncryptionKeyPrevious)) {
+    throw new ConfigError('SECRETS_ENCRYPTION_KEY_PREVIOUS must differ from SECRETS_ENCRYPTION_KEY (set it to the old key while rotating, then remove it)');
+  }
+  if (config.secretsEncryptionKeyPrevious && !config.secretsEncryptionKey) {
+    throw new ConfigError('SECRETS_ENCRYPTION_KEY_PREVIOUS needs SECRETS_ENCRYPTION_KEY (the new key) to be set');
+  }
+  return config;
 }
 
 /** Prints a ConfigError as one line on stderr and exits 1; rethrows anything else. */

@@ -13,8 +13,8 @@ export type { Logger };
 /** Field names whose values are replaced by "[redacted]" at any depth, in objects and arrays. */
 const SECRET_FIELD_NAMES = [
   'apiKey', 'api_key', 'accessToken', 'access_token', 'token', 'secret', 'signingSecret', 'signing_secret',
-  'previousSecret', 'password', 'authorization', 'cookie', 'encryptionKey', 'tokenSigningKey',
-  'secretsEncryptionKey', 'databaseUrl',
+  'previousSecret', 'password', 'authorization', 'cookie', 'encryptionKey', 'tokenSigningKey', 'tokenSigningKeyPrevious',
+  'secretsEncryptionKey', 'secretsEncryptionKeyPrevious', 'databaseUrl',
 ];
 export const SECRET_FIELDS = new Set(SECRET_FIELD_NAMES.map((f) => f.toLowerCase()));
 

@@ -16,6 +16,7 @@ import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from './dispatcher';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from './intake';
 import { notificationsMetrics, type MetricName } from './metrics';
 import { EndpointRegistry } from './registration';
+import { resealSecrets } from './reseal';
 import { SecretBox } from './secret-box';
 import { notificationsService } from './service';
 import { createWebhookPoster, type WebhookPoster } from './webhook-poster';
@@ -28,6 +29,8 @@ interface Runtime {
   intake: DeliveryIntake;
   deletionRequests: DeletionRequests;
   hasKey: boolean;
+  /** The secret box (undefined without a key), for the start-up re-encryption sweep. */
+  box: SecretBox | undefined;
 }
 
 const runtimes = new WeakMap<ServiceContext, Runtime>();
@@ -45,7 +48,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     embedded: ctx.embedded,
     name: 'secrets-encryption',
   });
-  const box = key ? new SecretBox(key) : undefined;
+  const box = key ? new SecretBox(key, config.secretsEncryptionKeyPrevious) : undefined;
   // Kept-alive connections per endpoint, as many as the dispatcher sends to it at once.
   const poster = createWebhookPoster({ allowCidrs: config.egressAllowCidrs, connectionsPerEndpoint: PER_ENDPOINT_CONCURRENCY });
   const dispatcher = new DeliveryDispatcher({
@@ -63,6 +66,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     intake: new DeliveryIntake({ sql, log, onDeliveryCreated: () => dispatcher.nudge() }),
     deletionRequests: new DeletionRequests({ sql, log, escalationSeconds: config.deletionEscalationSeconds }),
     hasKey: box !== undefined,
+    box,
   };
   runtimes.set(ctx, rt);
   return rt;
@@ -117,6 +121,12 @@ export const notificationsModule: ServiceModule = {
     const { log, config, shutdown } = ctx;
     if (!rt.hasKey) {
       log.warn('SECRETS_ENCRYPTION_KEY is not set: webhook registration and rotation answer service_unavailable (503)');
+    }
+    if (rt.box?.rotating) {
+      const { resealed, unreadable } = await resealSecrets(ctx.sql, rt.box);
+      const line = 'SECRETS_ENCRYPTION_KEY_PREVIOUS: stored signing secrets re-encrypted under SECRETS_ENCRYPTION_KEY';
+      if (unreadable > 0) log.warn({ resealed, unreadable }, `${line}; some open under neither key`);
+      else log.info({ resealed, unreadable }, line);
     }
     const unsubscribeCounters = notificationsMetrics.onEvent((name) => {
       const outcome = DELIVERY_OUTCOMES[name];

@@ -25,3 +25,25 @@ describe('signing secrets', () => {
     expect(() => new SecretBox(randomBytes(16))).toThrow();
   });
 });
+
+describe('SECRETS_ENCRYPTION_KEY_PREVIOUS', () => {
+  test('open falls back to the previous key; seal uses the current one; resealIfPrevious moves old ciphertexts', () => {
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    const ws = randomUUID();
+    const secret = mintSigningSecret();
+    const underOld = new SecretBox(oldKey).seal(secret, ws);
+    const rotating = new SecretBox(newKey, oldKey);
+    expect(rotating.rotating).toBe(true);
+    expect(rotating.open(underOld, ws)).toBe(secret);
+    expect(() => rotating.open(underOld, randomUUID())).toThrow(SecretDecryptionError);
+    const resealed = rotating.resealIfPrevious(underOld, ws)!;
+    expect(new SecretBox(newKey).open(resealed, ws)).toBe(secret);
+    expect(() => new SecretBox(oldKey).open(rotating.seal(secret, ws), ws)).toThrow(SecretDecryptionError);
+    expect(rotating.resealIfPrevious(resealed, ws)).toBeUndefined();
+    const unrelated = new SecretBox(randomBytes(32)).seal(secret, ws);
+    expect(() => rotating.open(unrelated, ws)).toThrow(/another SECRETS_ENCRYPTION_KEY/);
+    expect(() => rotating.resealIfPrevious(unrelated, ws)).toThrow(SecretDecryptionError);
+    expect(new SecretBox(newKey).rotating).toBe(false);
+  });
+});

@@ -10,6 +10,11 @@
  * Stored layout: version byte 1 ‖ key id (4 bytes) ‖ IV (12) ‖ tag (16) ‖ ciphertext.
  * The key id (a hash of the key) turns "the configured key changed" into a clear error
  * instead of an anonymous authentication failure.
+ *
+ * Rotation: with SECRETS_ENCRYPTION_KEY_PREVIOUS set, a ciphertext the current key
+ * cannot open (key id or GCM tag) is tried under the previous key; seal() always uses
+ * the current key, and resealSecrets() (run once at notifications start-up) moves every
+ * stored secret still under the previous key onto the current one.
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
@@ -32,16 +37,52 @@ export class SecretDecryptionError extends Error {
   override name = 'SecretDecryptionError';
 }
 
-/** Encrypts and decrypts signing secrets under one key. */
+interface BoxKey {
+  key: Buffer;
+  keyId: Buffer;
+}
+
+function deriveKey(keyMaterial: Uint8Array): BoxKey {
+  if (keyMaterial.length < 32) throw new Error('secrets-encryption key must be at least 32 bytes');
+  const key = Buffer.from(hkdfSync('sha256', keyMaterial, Buffer.alloc(0), 'psync notifications signing secrets v1', 32));
+  return { key, keyId: createHash('sha256').update(key).digest().subarray(0, KEY_ID_BYTES) };
+}
+
+/** Encrypts signing secrets under one key; decrypts under it or, during a rotation, the previous one. */
 export class SecretBox {
   private readonly key: Buffer;
   private readonly keyId: Buffer;
+  private readonly previous: BoxKey | undefined;
 
-  /** `keyMaterial`: at least 32 bytes; the AES key is derived from it with HKDF-SHA256. */
-  constructor(keyMaterial: Uint8Array) {
-    if (keyMaterial.length < 32) throw new Error('secrets-encryption key must be at least 32 bytes');
-    this.key = Buffer.from(hkdfSync('sha256', keyMaterial, Buffer.alloc(0), 'psync notifications signing secrets v1', 32));
-    this.keyId = createHash('sha256').update(this.key).digest().subarray(0, KEY_ID_BYTES);
+  /**
+   * `keyMaterial`: at least 32 bytes; the AES key is derived from it with HKDF-SHA256.
+   * `previousKeyMaterial` (SECRETS_ENCRYPTION_KEY_PREVIOUS): accepted by open(), never used by seal().
+   */
+  constructor(keyMaterial: Uint8Array, previousKeyMaterial?: Uint8Array) {
+    const current = deriveKey(keyMaterial);
+    this.key = current.key;
+    this.keyId = current.keyId;
+    this.previous = previousKeyMaterial ? deriveKey(previousKeyMaterial) : undefined;
+  }
+
+  /** Whether a previous key is configured (a rotation is in progress). */
+  get rotating(): boolean {
+    return this.previous !== undefined;
+  }
+
+  /**
+   * `stored` re-encrypted under the current key if only the previous key opens it;
+   * undefined if it already opens under the current key. Throws SecretDecryptionError
+   * if neither key opens it.
+   */
+  resealIfPrevious(stored: Uint8Array, workspaceId: string): Buffer | undefined {
+    try {
+      openWith({ key: this.key, keyId: this.keyId }, stored, workspaceId);
+      return undefined;
+    } catch (err) {
+      if (!(err instanceof SecretDecryptionError) || !this.previous) throw err;
+    }
+    return this.seal(openWith(this.previous, stored, workspaceId), workspaceId);
   }
 
   /** Ciphertext of `secret`, bound to `workspaceId`. */
@@ -55,21 +96,34 @@ export class SecretBox {
 
   /** The secret sealed in `stored` for `workspaceId`; throws SecretDecryptionError otherwise. */
   open(stored: Uint8Array, workspaceId: string): string {
-    const buf = Buffer.from(stored);
-    if (buf.length <= HEADER_BYTES || buf[0] !== VERSION) throw new SecretDecryptionError('unknown signing-secret ciphertext format');
-    if (!buf.subarray(1, 1 + KEY_ID_BYTES).equals(this.keyId)) {
-      throw new SecretDecryptionError('signing secret was encrypted under another SECRETS_ENCRYPTION_KEY');
-    }
-    const iv = buf.subarray(1 + KEY_ID_BYTES, 1 + KEY_ID_BYTES + IV_BYTES);
-    const tag = buf.subarray(1 + KEY_ID_BYTES + IV_BYTES, HEADER_BYTES);
-    const decipher = createDecipheriv('aes-256-gcm', this.key, iv, { authTagLength: TAG_BYTES });
-    decipher.setAAD(Buffer.from(workspaceId, 'utf8'));
-    decipher.setAuthTag(tag);
     try {
-      return Buffer.concat([decipher.update(buf.subarray(HEADER_BYTES)), decipher.final()]).toString('utf8');
-    } catch {
-      throw new SecretDecryptionError('signing secret failed authentication (wrong key or altered row)');
+      return openWith({ key: this.key, keyId: this.keyId }, stored, workspaceId);
+    } catch (err) {
+      if (!(err instanceof SecretDecryptionError) || !this.previous) throw err;
+      try {
+        return openWith(this.previous, stored, workspaceId);
+      } catch {
+        throw err; // report the current key's failure
+      }
     }
+  }
+}
+
+function openWith(k: BoxKey, stored: Uint8Array, workspaceId: string): string {
+  const buf = Buffer.from(stored);
+  if (buf.length <= HEADER_BYTES || buf[0] !== VERSION) throw new SecretDecryptionError('unknown signing-secret ciphertext format');
+  if (!buf.subarray(1, 1 + KEY_ID_BYTES).equals(k.keyId)) {
+    throw new SecretDecryptionError('signing secret was encrypted under another SECRETS_ENCRYPTION_KEY');
+  }
+  const iv = buf.subarray(1 + KEY_ID_BYTES, 1 + KEY_ID_BYTES + IV_BYTES);
+  const tag = buf.subarray(1 + KEY_ID_BYTES + IV_BYTES, HEADER_BYTES);
+  const decipher = createDecipheriv('aes-256-gcm', k.key, iv, { authTagLength: TAG_BYTES });
+  decipher.setAAD(Buffer.from(workspaceId, 'utf8'));
+  decipher.setAuthTag(tag);
+  try {
+    return Buffer.concat([decipher.update(buf.subarray(HEADER_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    throw new SecretDecryptionError('signing secret failed authentication (wrong key or altered row)');
   }
 }
 

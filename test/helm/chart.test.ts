@@ -416,7 +416,12 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(env('notifications').get('SECRETS_ENCRYPTION_KEY')?.valueFrom?.secretKeyRef).toEqual(
       v.production ? { name: 'psync-notifications', key: 'secrets-encryption-key' } : { name: `${v.fullname}-secrets`, key: 'SECRETS_ENCRYPTION_KEY' },
     );
+    // The previous keys of a rotation: optional references (an absent Secret key leaves the variable unset).
+    expect(env('identity').get('TOKEN_SIGNING_KEY_PREVIOUS')?.valueFrom?.secretKeyRef).toEqual({ name: `${v.fullname}-secrets`, key: 'TOKEN_SIGNING_KEY_PREVIOUS', optional: true });
+    expect(env('notifications').get('SECRETS_ENCRYPTION_KEY_PREVIOUS')?.valueFrom?.secretKeyRef).toEqual({ name: `${v.fullname}-secrets`, key: 'SECRETS_ENCRYPTION_KEY_PREVIOUS', optional: true });
     for (const c of COMPONENTS) {
+      if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY_PREVIOUS')).toBe(false);
+      if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY_PREVIOUS')).toBe(false);
       if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY')).toBe(false);
       if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY')).toBe(false);
       // No secret value is ever inlined.

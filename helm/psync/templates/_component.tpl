@@ -123,9 +123,11 @@ spec:
             {{- end }}
             {{- if eq $name "identity" }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "TOKEN_SIGNING_KEY" "ref" $root.Values.identity.tokenSigningKey) | nindent 12 }}
+            {{- include "psync.secretEnv" (dict "root" $root "env" "TOKEN_SIGNING_KEY_PREVIOUS" "ref" $root.Values.identity.tokenSigningKeyPrevious "optional" true) | nindent 12 }}
             {{- end }}
             {{- if eq $name "notifications" }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "SECRETS_ENCRYPTION_KEY" "ref" $root.Values.notifications.secretsEncryptionKey) | nindent 12 }}
+            {{- include "psync.secretEnv" (dict "root" $root "env" "SECRETS_ENCRYPTION_KEY_PREVIOUS" "ref" $root.Values.notifications.secretsEncryptionKeyPrevious "optional" true) | nindent 12 }}
             {{- end }}
             {{- with $root.Values.config.extraEnv }}
             {{- include "psync.extraEnv" . | trim | nindent 12 }}

@@ -138,6 +138,9 @@ One env entry read from a Secret. Call with
     secretKeyRef:
       name: {{ default (include "psync.defaultSecretName" .root) .ref.existingSecret }}
       key: {{ .ref.existingSecretKey }}
+      {{- if .optional }}
+      optional: true
+      {{- end }}
 {{- end -}}
 
 {{/* In-cluster base URL of a service's internal Connect/gRPC port. Call with (dict "root" $ "component" "identity"). */}}
