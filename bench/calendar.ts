@@ -17,10 +17,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { AddressInfo, createServer } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { createSql, type Sql } from '../services/kit/database';
@@ -28,6 +26,8 @@ import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
+import { freePort } from '../test/support/system';
+import { cpuMsOf } from './support/proc-cpu';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 namespace autocannon {
@@ -61,16 +61,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '64');
 const LISTINGS = 50;
 const DEEP_BLOCKS = 100_000;
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
 
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 
@@ -110,16 +100,6 @@ async function explainMs(sql: Sql, text: string, params: (string | number | bool
   return times[Math.floor(times.length / 2)]!;
 }
 
-/** CPU time (ms, user + system) a process has used, from /proc (Linux). */
-function cpuMsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100)
-  } catch {
-    return 0;
-  }
-}
 
 /** CPU used by the system process and by this database's PostgreSQL backends between two calls. */
 async function cpuMeter(sql: Sql, systemPid: number): Promise<() => Promise<{ node: number; postgres: number }>> {

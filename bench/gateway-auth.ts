@@ -46,7 +46,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -59,6 +58,8 @@ import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { authorizeRequest } from '../services/identity/queries';
 import { createSql, type Sql } from '../services/kit/database';
 import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
+import { freePort } from '../test/support/system';
+import { cpuMsOf } from './support/proc-cpu';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 interface CannonOptions {
@@ -124,16 +125,6 @@ interface Run {
 
 // ------------------------------------------------------------------ processes
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
 
 interface Server {
   child: ChildProcess;
@@ -289,17 +280,6 @@ function serverCpuMs(server: Server): number {
   return server.processes.reduce((sum, p) => sum + cpuMsOf(p.pid), 0);
 }
 
-/** CPU time (ms, user + system) a process has used so far (Linux /proc; 0 when unreadable). */
-function cpuMsOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime in USER_HZ (100)
-  } catch {
-    return 0;
-  }
-}
 
 async function backendPids(sql: Sql): Promise<number[]> {
   return (await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid);

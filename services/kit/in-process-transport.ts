@@ -56,13 +56,14 @@ const CALL_COMPLETED = new ConnectError('the call has completed', Code.Canceled)
 
 /** The service implementations registered in this process, by fully-qualified name. */
 export class InProcessServices {
-  private readonly methods = new Map<string, MethodImplSpec>();
+  /** Keyed by the method descriptor itself (generated descriptors are singletons): no string per call. */
+  private readonly methods = new Map<DescMethod, MethodImplSpec>();
   private readonly services = new Set<string>();
 
   register(service: DescService, impl: Partial<ServiceImpl<DescService>>): void {
     const spec = createServiceImplSpec(service, impl);
     this.services.add(service.typeName);
-    for (const m of Object.values(spec.methods)) this.methods.set(`${service.typeName}/${m.method.name}`, m);
+    for (const m of Object.values(spec.methods)) this.methods.set(m.method, m);
   }
 
   has(service: DescService): boolean {
@@ -70,7 +71,7 @@ export class InProcessServices {
   }
 
   unary(method: DescMethodUnary): MethodImplSpec | undefined {
-    const spec = this.methods.get(`${method.parent.typeName}/${method.name}`);
+    const spec = this.methods.get(method);
     return spec?.kind === 'unary' ? spec : undefined;
   }
 
