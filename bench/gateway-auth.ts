@@ -55,11 +55,15 @@ import postgres from 'postgres';
 import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
-import { authorizeRequest } from '../services/identity/queries';
+import { AuthorizeBatcher } from '../services/identity/authorize-batcher';
+import { authorizeBatch } from '../services/identity/queries';
 import { createSql, type Sql } from '../services/kit/database';
 import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
 import { freePort } from '../test/support/system';
 import { cpuMsOf } from './support/proc-cpu';
+import { chooseLoadGenerator } from './support/load-generator';
+import { runWrk } from './support/wrk';
+import { benchRuntime, buildForBench, entryArgs } from './support/compiled-build';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 interface CannonOptions {
@@ -93,8 +97,15 @@ const SPLIT = process.env.BENCH_SPLIT !== '0';
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 /** A directory to keep the raw `.cpuprofile` files in (for a profiler UI); unset: deleted. */
 const KEEP_PROFILES = process.env.BENCH_PROFILE_DIR;
+/** wrk when installed (BENCH_LOADGEN=wrk|autocannon forces one): see bench/support/wrk.ts. */
+const LOADGEN = chooseLoadGenerator();
+/** Compiled JavaScript as in the image (default), or tsx (BENCH_RUNTIME=tsx): bench/support/compiled-build.ts. */
+const RUNTIME = benchRuntime();
+let DIST: string | undefined;
 const POOL_SIZE = process.env.DATABASE_POOL_SIZE ?? '10';
 const TARGET_RATIO = 0.5;
+/** The rate limit the statement-alone diagnostic runs with: never reached. */
+const STATEMENT_LIMIT = 1_000_000;
 const TARGET_P99_MS = 20;
 const SECTION = '## Authenticated gateway path';
 
@@ -171,7 +182,7 @@ function collect(child: ChildProcess, into: string[]): void {
 async function startFull(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server & { internal: string }> {
   const port = await freePort();
   const internalPort = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], {
+  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(RUNTIME, ROOT, DIST, 'services/main.ts'), 'all'], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
     // Log lines are written (LOG_LEVEL) and thrown away by /dev/null, as a collector would take them.
@@ -204,7 +215,7 @@ async function startSplit(env: Record<string, string>): Promise<Server> {
   const roles = ['identity', 'calendar', 'catalog', 'notifications'] as const;
   const stderr: string[] = [];
   const spawnRole = (role: string, extra: Record<string, string>) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), role], {
+    const child = spawn(process.execPath, [...entryArgs(RUNTIME, ROOT, DIST, 'services/main.ts'), role], {
       cwd: ROOT,
       env: { ...process.env, ...env, ...extra, HOST: '127.0.0.1' },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -243,7 +254,7 @@ async function startSplit(env: Record<string, string>): Promise<Server> {
 
 /** bench/support/bare-auth-server.ts; resolves with its URL once it listens. */
 async function startBare(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench/support/bare-auth-server.ts')], {
+  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(RUNTIME, ROOT, DIST, 'bench/support/bare-auth-server.ts')], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -270,6 +281,7 @@ async function startBare(env: Record<string, string>, nodeArgs: string[] = []): 
 // ------------------------------------------------------------------ measuring
 
 function cannon(url: string, token: string, connections: number, duration: number): Promise<CannonResult> {
+  if (LOADGEN.name === 'wrk') return runWrk(`${url}/v1/blocks`, { authorization: `Bearer ${token}` }, connections, duration);
   return new Promise((res, rej) => {
     autocannon({ url: `${url}/v1/blocks`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => (err ? rej(err) : res(r)));
   });
@@ -373,6 +385,8 @@ async function measure(side: Side, server: Server, token: string, connections: n
 
 interface StatementResult {
   syncCommit: 'on' | 'off';
+  /** Through AuthorizeBatcher (what identity does): the requests in flight share statements. */
+  batched: boolean;
   concurrency: number;
   rps: number;
   p50: number;
@@ -383,9 +397,12 @@ interface StatementResult {
  * Authorize's SQL statement alone (services/identity/queries.ts), for one key from
  * `concurrency` loops over a pool of DATABASE_POOL_SIZE, with the session's
  * `synchronous_commit` on (the default) or off: the database's own ceiling for one key.
+ * `batched`: through AuthorizeBatcher, as identity runs it; otherwise one statement per
+ * request (a batch of one).
  */
-async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: string }, syncCommit: 'on' | 'off', concurrency: number, seconds = 4): Promise<StatementResult> {
+async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: string }, syncCommit: 'on' | 'off', concurrency: number, batched: boolean, seconds = 4): Promise<StatementResult> {
   const sql = postgres(dbUrl, { max: Number(POOL_SIZE), onnotice: () => {}, connection: { application_name: 'bench-statement', synchronous_commit: syncCommit } }) as unknown as Sql;
+  const batcher = batched ? new AuthorizeBatcher(sql, STATEMENT_LIMIT) : undefined;
   try {
     await sql`select 1`;
     const latencies: number[] = [];
@@ -394,7 +411,8 @@ async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: st
       Array.from({ length: concurrency }, async () => {
         while (performance.now() - t0 < seconds * 1000) {
           const s0 = performance.now();
-          await authorizeRequest(sql, { keyId: a.keyId, tokenWorkspaceId: a.workspaceId, addressedWorkspaceId: a.workspaceId, count: true, limit: 1_000_000 });
+          const item = { keyId: a.keyId, tokenWorkspaceId: a.workspaceId, addressedWorkspaceId: a.workspaceId, count: true };
+          await (batcher ? batcher.authorize(item) : authorizeBatch(sql, [item], STATEMENT_LIMIT));
           latencies.push(performance.now() - s0);
         }
       }),
@@ -402,8 +420,8 @@ async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: st
     const elapsed = (performance.now() - t0) / 1000;
     latencies.sort((x, y) => x - y);
     const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0;
-    const res = { syncCommit, concurrency, rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) };
-    process.stdout.write(`Authorize statement alone, synchronous_commit=${syncCommit}, ${concurrency} in flight: ${Math.round(res.rps)}/s, p50 ${res.p50.toFixed(2)} ms, p99 ${res.p99.toFixed(2)} ms\n`);
+    const res = { syncCommit, batched, concurrency, rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) };
+    process.stdout.write(`Authorize statement alone, synchronous_commit=${syncCommit}, ${batched ? 'batched' : 'one per request'}, ${concurrency} in flight: ${Math.round(res.rps)}/s, p50 ${res.p50.toFixed(2)} ms, p99 ${res.p99.toFixed(2)} ms\n`);
     return res;
   } finally {
     await sql.end({ timeout: 5 });
@@ -520,8 +538,8 @@ function commandLine(): string {
 }
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
-/** autocannon's latencies are whole milliseconds: 0 means under one. */
-const ms = (n: number) => (n < 1 ? '< 1 ms' : `${n} ms`);
+/** autocannon's latencies are whole milliseconds (0 means under one); wrk's are fractional. */
+const ms = (n: number) => (LOADGEN.name === 'autocannon' ? (n < 1 ? '< 1 ms' : `${n} ms`) : `${n < 10 ? n.toFixed(2) : n.toFixed(1)} ms`);
 /** req/s: the median, and over several rounds the range. */
 const rate = (r: Run) => (ROUNDS > 1 ? `${fmt(r.rps)} (${fmt(r.rpsMin ?? r.rps)}–${fmt(r.rpsMax ?? r.rps)})` : fmt(r.rps));
 /** full/bare: the median of the rounds' ratios, and over several rounds their range. */
@@ -599,7 +617,7 @@ function report(o: {
       '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
     '**split**: the same code in the Kubernetes shape — `services/main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
     '**bare**: one Koa handler in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement (`services/identity/queries.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
-    `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; autocannon in the bench process, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,
+    `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; ${RUNTIME === 'compiled' ? 'both run as JavaScript compiled by tsc, as the container image runs them (BENCH_RUNTIME=tsx: through tsx, as `npm start`)' : 'both run through tsx, as `npm start` (the image runs tsc output)'}; load from ${LOADGEN.description}, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,
     '',
   );
   lines.push(`- Command: ${o.command}, run ${o.date}`);
@@ -653,10 +671,10 @@ function report(o: {
     lines.push('|---|---|---:|---:|---:|');
     for (const h of d.hops) lines.push(`| ${h.protocol} | ${h.rpc} | ${h.meanMs.toFixed(2)} ms | ${h.serverCpuMs.toFixed(3)} ms | ${h.clientCpuMs.toFixed(3)} ms |`);
     lines.push('');
-    lines.push('Authorize\'s SQL statement alone (`authorizeRequest`), one key, 4 s per cell, pool of ' + POOL_SIZE + ':', '');
-    lines.push('| in flight | `synchronous_commit` | statements/s | p50 | p99 |');
-    lines.push('|---:|---|---:|---:|---:|');
-    for (const r of d.statement) lines.push(`| ${r.concurrency} | ${r.syncCommit} | ${fmt(r.rps)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`);
+    lines.push('Authorize\'s SQL statement alone (`authorizeBatch`), one key, 4 s per cell, pool of ' + POOL_SIZE + '; one statement per request, or batched as identity runs it (`AuthorizeBatcher`):', '');
+    lines.push('| in flight | `synchronous_commit` | statements | requests/s | p50 | p99 |');
+    lines.push('|---:|---|---|---:|---:|---:|');
+    for (const r of d.statement) lines.push(`| ${r.concurrency} | ${r.syncCommit} | ${r.batched ? 'batched' : 'one per request'} | ${fmt(r.rps)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`);
     lines.push('');
   }
   for (const side of ['full', 'bare'] as const) {
@@ -699,7 +717,7 @@ function analysis(
   };
   const grpcHops = hopCost('gRPC');
   const connectHops = hopCost('Connect');
-  const stmt = (c: number, mode: 'on' | 'off') => d?.statement.find((r) => r.concurrency === c && r.syncCommit === mode);
+  const stmt = (c: number, mode: 'on' | 'off', batched = false) => d?.statement.find((r) => r.concurrency === c && r.syncCommit === mode && r.batched === batched);
   const at64 = pairs.find((p) => p.c === 64);
   const top = (side: Side) =>
     profiles[side]?.shares
@@ -736,13 +754,13 @@ function analysis(
     const floor = (64 / ceiling) * 1000;
     out.push(
       `4. **p99 at 64 connections.** With 64 requests always in flight, the mean latency is 64 ÷ throughput (Little's law), so p99 < ${TARGET_P99_MS} ms needs well over ${fmt((64 / TARGET_P99_MS) * 1000)} req/s. ` +
-        `The full process handles requests on one Node thread at ${at64.full.nodeCpuMs.toFixed(2)} ms of CPU each: at most ~${fmt(ceiling)} req/s even with a core to itself, a mean latency of at least ${fmt(floor, 1)} ms at 64 connections — and on this machine it shares two cores with PostgreSQL (${at64.full.pgCpuMs.toFixed(2)} ms per request) and autocannon. ` +
+        `The full process handles requests on one Node thread at ${at64.full.nodeCpuMs.toFixed(2)} ms of CPU each: at most ~${fmt(ceiling)} req/s even with a core to itself, a mean latency of at least ${fmt(floor, 1)} ms at 64 connections — and on this machine it shares two cores with PostgreSQL (${at64.full.pgCpuMs.toFixed(2)} ms per request) and the load generator. ` +
         `The bare handler (${at64.bare.nodeCpuMs.toFixed(2)} ms) ${at64.bare.p99 < TARGET_P99_MS ? 'meets it' : `misses it too (p99 ${at64.bare.p99} ms)`}. ` +
         'The latency target at this concurrency is a matter of replicas (or cores), not of the request path: gateway replicas share nothing but PostgreSQL.',
     );
   }
   out.push(
-    `5. **This machine**: 2 vCPUs shared by the servers, PostgreSQL, autocannon itself and whatever else runs (see the load average). The ratio and the CPU per request are the robust findings; absolute rates and p99 move with the load.`,
+    `5. **This machine**: 2 vCPUs shared by the servers, PostgreSQL, the load generator and whatever else runs (see the load average). The ratio and the CPU per request are the robust findings; absolute rates and p99 move with the load.`,
     '',
   );
   if (!ratioMet || p99Met === false) {
@@ -780,6 +798,10 @@ function writeSection(section: string): void {
 // ------------------------------------------------------------------ main
 
 async function main(): Promise<void> {
+  if (RUNTIME === 'compiled') {
+    process.stdout.write('compiling the project (tsc) into .tmp/bench-dist, as the image runs it…\n');
+    DIST = buildForBench(ROOT);
+  }
   const adminUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const admin = createSql(adminUrl, { max: 1, applicationName: 'bench-admin' });
   let pgVersion: string;
@@ -871,7 +893,8 @@ async function main(): Promise<void> {
     if (DIAGNOSTICS) {
       const hops = await internalHops(full, tokens.full, ws);
       const statement: StatementResult[] = [];
-      for (const c of [1, 64]) for (const mode of ['on', 'off'] as const) statement.push(await statementAlone(dbUrl, { keyId: statementKey, workspaceId: ws }, mode, c));
+      for (const c of [1, 64]) for (const mode of ['on', 'off'] as const) statement.push(await statementAlone(dbUrl, { keyId: statementKey, workspaceId: ws }, mode, c, false));
+      for (const mode of ['on', 'off'] as const) statement.push(await statementAlone(dbUrl, { keyId: statementKey, workspaceId: ws }, mode, 64, true));
       diagnostics = { hops, statement };
     }
 

@@ -30,14 +30,16 @@ export interface Route {
 
 type Segment = { literal: string } | { param: string };
 
-/** Compiles `/v1/blocks/:external_uid` into a matcher of raw paths. */
-export function pathMatcher(template: string): (path: string) => Record<string, string> | undefined {
+/**
+ * Compiles `/v1/blocks/:external_uid` into a matcher of raw paths, already split at `/`
+ * (the router splits each request's path once for all its routes).
+ */
+function segmentsMatcher(template: string): (parts: string[]) => Record<string, string> | undefined {
   const segments: Segment[] = template
     .split('/')
     .slice(1)
     .map((s) => (s.startsWith(':') ? { param: s.slice(1) } : { literal: s }));
-  return (path) => {
-    const parts = path.split('/');
+  return (parts) => {
     if (parts[0] !== '' || parts.length !== segments.length + 1) return undefined;
     const params: Record<string, string> = {};
     for (let i = 0; i < segments.length; i++) {
@@ -60,18 +62,21 @@ export interface RouterOptions {
 
 /** The contract's router: the last middleware, answering every request that reaches it. */
 export function contractRouter(routes: Route[], opts: RouterOptions): Middleware<GatewayState> {
-  const compiled = routes.map((r) => ({ route: r, match: pathMatcher(r.path) }));
+  const compiled = routes.map((r) => ({ route: r, match: segmentsMatcher(r.path), label: `${r.method} ${r.path}` }));
   return async function contractRouterMiddleware(ctx: GatewayContext, _next: Next) {
     const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
-    const candidates = compiled.flatMap((c) => {
-      const params = c.match(ctx.path);
-      return params ? [{ route: c.route, params }] : [];
-    });
-    const hit = candidates.find((c) => c.route.method === method);
-    if (hit) {
-      ctx.state.route = `${hit.route.method} ${hit.route.path}`;
-      await hit.route.handle(ctx, hit.params);
-      return;
+    const parts = ctx.path.split('/');
+    // Every route the path matches (for 405's Allow), and the one of this method.
+    const candidates: { route: Route; params: Record<string, string>; label: string }[] = [];
+    for (const c of compiled) {
+      const params = c.match(parts);
+      if (!params) continue;
+      if (c.route.method === method) {
+        ctx.state.route = c.label;
+        await c.route.handle(ctx, params);
+        return;
+      }
+      candidates.push({ route: c.route, params, label: c.label });
     }
     await opts.peek(ctx);
     if (candidates.length === 0) throw new ProblemError('not_found');

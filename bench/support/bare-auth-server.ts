@@ -5,8 +5,9 @@
  *
  *   1. the access token's HMAC and claims (services/identity/access-tokens.ts, the
  *      identity service's own class),
- *   2. Authorize's one SQL statement (services/identity/queries.ts `authorizeRequest`:
- *      key re-check, addressed workspace, atomic rate-limit count),
+ *   2. Authorize's SQL statement (services/identity/queries.ts `authorizeBatch`: key
+ *      re-check, addressed workspace, atomic rate-limit count), concurrent requests
+ *      batched into one statement by the same AuthorizeBatcher identity uses,
  *   3. the calendar's ListBlocks (services/calendar/blocks.ts `listBlocks`: the same
  *      query, page 1 of 50), presented as the gateway does.
  *
@@ -28,7 +29,7 @@ import { presentBlockList } from '../../gateway/presenters/blocks';
 import { listBlocks } from '../../services/calendar/blocks';
 import type { CalendarDeps } from '../../services/calendar/calendar-deps';
 import { AccessTokens } from '../../services/identity/access-tokens';
-import { authorizeRequest } from '../../services/identity/queries';
+import { AuthorizeBatcher } from '../../services/identity/authorize-batcher';
 import { createSql } from '../../services/kit/database';
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
@@ -46,6 +47,7 @@ async function main(): Promise<void> {
   const pool = Number(process.env.DATABASE_POOL_SIZE ?? '10');
   // As identity's counter instance (database.ts asyncCommitSqlFor): synchronous_commit = off.
   const identitySql = createSql(url, { max: pool, applicationName: 'bench-bare-identity', asyncCommit: true });
+  const authorizations = new AuthorizeBatcher(identitySql, limit);
   const calendarSql = createSql(url, { max: pool, applicationName: 'bench-bare-calendar' });
   // listBlocks reads only `sql` of its dependencies.
   const calendar = { sql: calendarSql } as unknown as CalendarDeps;
@@ -63,7 +65,7 @@ async function main(): Promise<void> {
       return;
     }
     const c = verified.claims;
-    const row = await authorizeRequest(identitySql, { keyId: c.kid, tokenWorkspaceId: c.ws, addressedWorkspaceId: c.ws, count: true, limit });
+    const row = await authorizations.authorize({ keyId: c.kid, tokenWorkspaceId: c.ws, addressedWorkspaceId: c.ws, count: true });
     if (!row.key_live) {
       ctx.status = 401;
       return;

@@ -127,41 +127,43 @@ export interface AuthorizeRow extends CountRow {
   environment: EnvironmentName | null;
 }
 
+const OID_BOOL_ARRAY = 1000;
+const OID_TEXT_ARRAY = 1009;
+const OID_UUID_ARRAY = 2951;
+
+/** What Authorize checks for one request. */
+export interface AuthorizeInput {
+  keyId: string;
+  tokenWorkspaceId: string;
+  /** Null when the addressed id is not a UUID: it cannot resolve (a scope mismatch). */
+  addressedWorkspaceId: string | null;
+  /** Count the request in the 'contract' bucket (a live key's, unless `limit` is reached). */
+  count: boolean;
+}
+
 /**
- * Authorize's one statement: re-checks that the key is live, resolves the addressed
- * workspace, and — when `count` is true and the key is live — counts the request in
- * the 'contract' bucket unless `limit` is reached. A revoked or unknown key is never
- * counted; a workspace mismatch is (operator-interface.md: every request
- * authenticated with a token of the key counts, except 429s).
+ * Authorize for a batch of requests in ONE statement, `identity.authorize_batch`
+ * (migration 0002): for each, re-checks that the key is live, resolves the addressed
+ * workspace and — when `count` is true and the key is live — counts the request in the
+ * 'contract' bucket unless `limit` is reached. Each row is what the request's own
+ * statement would have answered, had the batch's requests run one after another in
+ * order. A revoked or unknown key is never counted; a workspace mismatch is
+ * (operator-interface.md: every request authenticated with a token of the key counts,
+ * except 429s). Rows come back in the order of `items`.
  */
-export async function authorizeRequest(
-  sql: Sql,
-  a: { keyId: string; tokenWorkspaceId: string; addressedWorkspaceId: string | null; count: boolean; limit: number },
-): Promise<AuthorizeRow> {
-  const [row] = await sql<AuthorizeRow[]>`
-    with clock as (
-      select now() as now, date_bin(interval '3600 seconds', now(), timestamptz 'epoch') as window_start
-    ), live_key as (
-      select key_id from identity.api_keys
-      where key_id = ${a.keyId} and workspace_id = ${a.tokenWorkspaceId} and revoked_at is null
-    ), addressed as (
-      select environment from identity.workspaces where workspace_id = ${a.addressedWorkspaceId}::uuid
-    ), counted as (
-      insert into identity.rate_counters as c (key_id, bucket, window_start, count)
-      select live_key.key_id, 'contract', clock.window_start, 1 from live_key, clock where ${a.count}::boolean
-      on conflict (key_id, bucket, window_start) do update set count = c.count + 1 where c.count < ${a.limit}
-      returning c.count
-    )
-    select
-      exists (select 1 from live_key) as key_live,
-      (select environment from addressed) as environment,
-      (select count from counted) as counted,
-      coalesce((
-        select r.count from identity.rate_counters r, clock
-        where r.key_id = ${a.keyId} and r.bucket = 'contract' and r.window_start = clock.window_start
-      ), 0) as previous,
-      extract(epoch from (select now from clock))::float8 as now_epoch`;
-  return row!;
+export async function authorizeBatch(sql: Sql, items: AuthorizeInput[], limit: number): Promise<AuthorizeRow[]> {
+  // Array type oids given, not inferred: postgres.js maps element to array types only once a
+  // connection has fetched them, so the first statement of a pool would send `bool`, not `bool[]`.
+  const rows = await sql<(AuthorizeRow & { ord: number })[]>`
+    select ord, key_live, environment, counted, previous, now_epoch
+    from identity.authorize_batch(
+      ${sql.array(items.map((a) => a.keyId), OID_TEXT_ARRAY)}::text[],
+      ${sql.array(items.map((a) => a.tokenWorkspaceId), OID_UUID_ARRAY)}::uuid[],
+      ${sql.array(items.map((a) => a.addressedWorkspaceId), OID_UUID_ARRAY)}::uuid[],
+      ${sql.array(items.map((a) => a.count), OID_BOOL_ARRAY)}::boolean[],
+      ${limit}::integer)`;
+  if (rows.length !== items.length) throw new Error(`authorize_batch answered ${rows.length} rows for ${items.length} requests`);
+  return rows.map(({ ord: _ord, ...row }) => row);
 }
 
 /** Deletes counters of windows before the previous one (the current and previous stay); returns how many. */

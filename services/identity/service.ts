@@ -25,6 +25,7 @@ import { AccessTokens, EnvironmentName } from './access-tokens';
 import { isKeyId, mintApiKey, parseApiKey, secretMatches } from './api-keys';
 import { fail, invalidApiKey, invalidArgument, rateLimited, toConnectError } from './errors';
 import * as q from './queries';
+import { AuthorizeBatcher } from './authorize-batcher';
 import { RateLimitState, rateLimitState } from './rate-limit';
 import { recordTokenIssued } from '../kit/metrics';
 
@@ -82,6 +83,8 @@ function workspaceIdArg(value: string, field = 'workspace_id'): string {
 /** The RPC implementations, each wrapped so unexpected failures become clean Connect errors. */
 export function identityService(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
   const { sql, counterSql, config, log, tokens } = deps;
+  // Concurrent Authorize calls share one statement (authorize-batcher.ts).
+  const authorizations = new AuthorizeBatcher(counterSql, config.rateLimitPerHour);
 
   const impl: ServiceImpl<typeof IdentityService> = {
     async createWorkspace(req) {
@@ -198,13 +201,12 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
       if (!verified.ok) return { decision: AuthorizeDecision.UNAUTHENTICATED };
       const claims = verified.claims;
       const addressed = req.workspaceId === undefined ? claims.ws : req.workspaceId.toLowerCase();
-      const row = await q.authorizeRequest(counterSql, {
+      const row = await authorizations.authorize({
         keyId: claims.kid,
         tokenWorkspaceId: claims.ws,
         // Not a UUID: cannot resolve, which is a scope mismatch (still counted).
         addressedWorkspaceId: UUID.test(addressed) ? addressed : null,
         count: req.countRequest,
-        limit: config.rateLimitPerHour,
       });
       // Revoked (or unknown) key: 401, not counted — the statement counts only live keys.
       if (!row.key_live) return { decision: AuthorizeDecision.UNAUTHENTICATED };

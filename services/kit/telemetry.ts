@@ -55,12 +55,32 @@ export function recordError(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
-/** Runs `fn` in a new active span (ended when `fn` settles; a rejection marks it failed). */
+/**
+ * Whether this process records spans (an exporter is configured). When it does not
+ * (startTelemetry picks AlwaysOff), a child span would be a non-recording span that
+ * only mints new ids: see inSpan.
+ */
+let spansRecorded = true;
+
+/**
+ * Runs `fn` in a new active span (ended when `fn` settles; a rejection marks it failed).
+ *
+ * When nothing records spans and the call already runs inside the span it would be a
+ * child of — a nested helper, or a call served in process (its SERVER span's parent,
+ * from `traceparent`, is the very span the caller is in) — `fn` runs under that span
+ * instead: no ids minted, no context switch. Logs keep the trace id, `traceparent`
+ * still travels on (flag 00). A new root (`parent` given and different, e.g. a request
+ * from the network) always gets its own span.
+ */
 export async function inSpan<T>(
   name: string,
   opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!spansRecorded) {
+    const active = trace.getSpan(context.active());
+    if (active && continuesActive(active, opts.parent)) return fn(active);
+  }
   const parent = opts.parent ?? context.active();
   return tracer().startActiveSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent, async (span) => {
     try {
@@ -72,6 +92,15 @@ export async function inSpan<T>(
       span.end();
     }
   });
+}
+
+/** `parent` is absent, or names the same span as `active`. */
+function continuesActive(active: Span, parent: Context | undefined): boolean {
+  const a = active.spanContext();
+  if (!trace.isSpanContextValid(a)) return false;
+  if (parent === undefined) return true;
+  const p = trace.getSpanContext(parent);
+  return p !== undefined && p.spanId === a.spanId && p.traceId === a.traceId;
 }
 
 /** The W3C trace-context headers (`traceparent`, `tracestate`) of the active context. */
@@ -184,6 +213,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   // the span objects, attributes and clocks; their ids are still minted, so trace
   // context still propagates (flag 00) and trace ids still reach the logs.
   const sampler = spanProcessors.length === 0 ? new tracing.AlwaysOffSampler() : undefined;
+  spansRecorded = spanProcessors.length > 0;
   const tracerProvider = new sdkNode.NodeTracerProvider({ resource, spanProcessors, sampler });
   tracerProvider.register(); // AsyncLocalStorage context manager + W3C trace-context/baggage propagators
 
@@ -224,6 +254,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
       trace.disable();
       propagation.disable();
       context.disable();
+      spansRecorded = true;
     },
   };
 }

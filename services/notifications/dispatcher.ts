@@ -34,7 +34,7 @@ import { contextFromHeaders } from '../kit/telemetry';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { EventKind } from './envelope';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../kit/group-commit';
 import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
 import { signatureHeaders } from './signature';

@@ -29,7 +29,7 @@ import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { BookingCancelledSchema, BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName, type DeliverySource } from './envelope';
 import { isUuid } from './errors';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../kit/group-commit';
 import { currentTraceHeaders } from '../kit/telemetry';
 
 /**

@@ -1,0 +1,52 @@
+/**
+ * The benches run the system as the container image does: JavaScript compiled by tsc
+ * (deploy/Dockerfile: `npm run build`, then `node dist/services/main.js`), not through
+ * tsx. tsx transpiles on the fly with esbuild's keepNames, which wraps every function
+ * created at run time in a `__name()` call (an Object.defineProperty per closure): a cost
+ * production never pays, and one that grows with how many closures a request creates.
+ * BENCH_RUNTIME=tsx runs the sources through tsx instead (what `npm start` does).
+ *
+ * The build goes to `.tmp/bench-dist` (ignored by git) with the project's tsconfig.json
+ * (services, gateway, bench and their imports), and the forward-only `.sql` migrations
+ * are copied beside the compiled modules, as the Dockerfile does.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type Runtime = 'compiled' | 'tsx';
+
+export function benchRuntime(): Runtime {
+  const r = process.env.BENCH_RUNTIME ?? 'compiled';
+  if (r !== 'compiled' && r !== 'tsx') throw new Error(`BENCH_RUNTIME must be compiled or tsx, not ${r}`);
+  return r;
+}
+
+/** Compiles the project into `<root>/.tmp/bench-dist`; returns that directory. */
+export function buildForBench(root: string): string {
+  const out = join(root, '.tmp', 'bench-dist');
+  rmSync(out, { recursive: true, force: true });
+  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.json'), '--outDir', out], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const services = join(root, 'services');
+  for (const name of readdirSync(services)) {
+    const from = join(services, name, 'migrations');
+    if (!existsSync(from)) continue;
+    const to = join(out, 'services', name, 'migrations');
+    mkdirSync(to, { recursive: true });
+    for (const f of readdirSync(from)) if (f.endsWith('.sql')) copyFileSync(join(from, f), join(to, f));
+  }
+  return out;
+}
+
+/**
+ * The node arguments that run `source` (a path relative to the project root, e.g.
+ * `services/main.ts`) in the chosen runtime.
+ */
+export function entryArgs(runtime: Runtime, root: string, dist: string | undefined, source: string): string[] {
+  if (runtime === 'tsx') return ['--import', 'tsx', join(root, source)];
+  if (!dist) throw new Error('compiled runtime without a build');
+  return [join(dist, source.replace(/\.ts$/, '.js'))];
+}
