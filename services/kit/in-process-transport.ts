@@ -177,6 +177,8 @@ export function createInProcessTransport(opts: {
   defaultTimeoutMs?: number;
 }): Transport {
   const { services } = opts;
+  // Client interceptors wrap the server's, as a network call is wrapped on both ends.
+  const interceptors = [...opts.clientInterceptors, ...opts.serverInterceptors];
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -237,7 +239,7 @@ export function createInProcessTransport(opts: {
         contextValues: contextValues ?? createContextValues(),
         message: create(method.input, input),
       };
-      const res = await intercept(handle, [...opts.clientInterceptors, ...opts.serverInterceptors])(request);
+      const res = await intercept(handle, interceptors)(request);
       return res as unknown as UnaryResponse<I, O>;
     },
     stream(method, signal, timeoutMs, header, input, contextValues) {

@@ -17,7 +17,7 @@ import { currentTraceHeaders, inSpan } from './telemetry';
 import { createInProcessTransport, type InProcessServices } from './in-process-transport';
 
 /** A CLIENT span per call; its trace context travels in the request headers (`traceparent`). */
-export const clientTracingInterceptor: Interceptor = (next) => async (req) => {
+export const clientTracingInterceptor: Interceptor = (next) => (req) => {
   if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
   return inSpan(
     `${req.service.typeName}/${req.method.name}`,

@@ -17,7 +17,7 @@ import { contextFromHeaders, inSpan } from './telemetry';
  * interceptor sends it); the handler runs inside it, so its outbox appends and
  * outgoing calls join the trace. Health checks are not traced (probes every few seconds).
  */
-export const serverTracingInterceptor: Interceptor = (next) => async (req) => {
+export const serverTracingInterceptor: Interceptor = (next) => (req) => {
   if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
   const headers: Record<string, string> = {};
   req.header.forEach((v, k) => (headers[k] = v));
