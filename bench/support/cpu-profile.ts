@@ -43,8 +43,10 @@ function originOf(frame: ProfileNode['callFrame'], root: string): string {
     return `node:${area}`;
   }
   const path = url.startsWith('file://') ? new URL(url).pathname : url;
-  const rel = relative(root, path).split('/');
+  let rel = relative(root, path).split('/');
   if (rel[0] === '..') return 'other';
+  // The compiled build the benches run (compiled-build.ts): charge its files to their sources' folders.
+  if (rel[0] === '.tmp' && rel[1] === 'bench-dist') rel = rel.slice(2);
   return rel.length > 2 ? `project ${rel[0]}/${rel[1]}` : `project ${rel[0]}`;
 }
 
