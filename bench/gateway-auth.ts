@@ -22,7 +22,7 @@
  *          notifications), every internal call gRPC over h2c — the Kubernetes shape
  *          (BENCH_SPLIT=0 skips it);
  *
- * with autocannon at 1, 16 and 64 connections for BENCH_SECONDS (default 10) each,
+ * with wrk (or autocannon) at 1, 16 and 64 connections for BENCH_SECONDS (default 10) each,
  * alternating which side goes first. Reported: req/s, p50, p99, the full/bare ratio,
  * CPU per request (the server process and the database's backends, from /proc) and
  * what the database sessions were doing (pg_stat_activity sampled every 100 ms).
@@ -41,7 +41,11 @@
  * Other knobs: BENCH_PROFILE_DIR (keep the raw .cpuprofile files there), BENCH_ROUNDS (default 1: each cell measured that many times, rounds
  * interleaved, medians reported), BENCH_CONNECTIONS (default 1,16,64), BENCH_LOG_LEVEL
  * (the system's LOG_LEVEL, default info), DATABASE_POOL_SIZE (default 10, both sides),
- * BENCH_DIAGNOSTICS=0 (skip the internal-hop and SQL-statement measurements).
+ * BENCH_DIAGNOSTICS=0 (skip the internal-hop and SQL-statement measurements),
+ * BENCH_LOADGEN=wrk|autocannon (default: wrk when installed — `apt-get install wrk` —
+ * else autocannon; bench/support/wrk.ts), BENCH_RUNTIME=compiled|tsx (default compiled:
+ * the project built by tsc into .tmp/bench-dist and run as the image runs it;
+ * bench/support/compiled-build.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
