@@ -3,41 +3,19 @@
  * running system's internal port, workspace and listing factories, dates, error
  * details, and a reader of the WatchEvents stream.
  */
-import { createClient, type Client } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { CalendarService, type WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CatalogService, PropertyStatus } from '../../gen/psync/catalog/v1/catalog_pb';
-import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { type WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
+import { PropertyStatus } from '../../gen/psync/catalog/v1/catalog_pb';
+import { createWorkspace, internalClients, type CalendarClient, type InternalClients } from '../support/internal-clients';
 
-export type CalendarClient = Client<typeof CalendarService>;
-
-export interface Clients {
-  calendar: CalendarClient;
-  catalog: Client<typeof CatalogService>;
-  identity: Client<typeof IdentityService>;
-  close(): void;
-}
+export type { CalendarClient };
+export type Clients = InternalClients;
 
 /** Clients of the calendar, catalog and identity services at a system's internal URL. */
-export function clientsFor(baseUrl: string, timeoutMs = 30000): Clients {
-  const sessionManager = new Http2SessionManager(baseUrl);
-  const transport = createGrpcTransport({ baseUrl, sessionManager, defaultTimeoutMs: timeoutMs });
-  return {
-    calendar: createClient(CalendarService, transport),
-    catalog: createClient(CatalogService, transport),
-    identity: createClient(IdentityService, transport),
-    close: () => sessionManager.abort(),
-  };
-}
+export const clientsFor = internalClients;
 
 /** A new workspace's id. */
-export async function newWorkspace(c: Clients, env: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
-  const res = await c.identity.createWorkspace({
-    name: `calendar test ${Math.random().toString(36).slice(2, 8)}`,
-    environment: env === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION,
-  });
-  return res.workspace!.workspaceId;
+export function newWorkspace(c: Clients, env: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
+  return createWorkspace(c.identity, env, 'calendar test');
 }
 
 /** A new marketplace listing (not pushed by the partner) of `workspaceId`. */

@@ -4,19 +4,17 @@
  * signing key.
  */
 import { readFileSync } from 'node:fs';
-import { createClient, type Client, ConnectError } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
+import { ConnectError } from '@connectrpc/connect';
 import { ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { localKeyPath } from '../../services/kit/local-keys';
+import { internalClients, type IdentityClient } from '../support/internal-clients';
 
-export type IdentityClient = Client<typeof IdentityService>;
+export type { IdentityClient };
 
 /** A client of IdentityService at `baseUrl`; `close()` ends its HTTP/2 session. */
 export function identityClient(baseUrl: string): { client: IdentityClient; close(): void } {
-  const sessionManager = new Http2SessionManager(baseUrl);
-  const client = createClient(IdentityService, createGrpcTransport({ baseUrl, sessionManager, defaultTimeoutMs: 15000 }));
-  return { client, close: () => sessionManager.abort() };
+  const clients = internalClients(baseUrl, 15000);
+  return { client: clients.identity, close: clients.close };
 }
 
 import { reasonOf } from '../support/connect-errors';

@@ -16,6 +16,11 @@ import { backends, createScratchDatabase, jsonLogs, runCommand, ScratchDatabase,
 
 const PSYNC = join(ROOT, 'bin/psync');
 const REPLAY_MESSAGE = /did not end drained/;
+/**
+ * Three starts of the whole system (the embedded one runs PGlite each time): ~25 s on
+ * an idle 2-core machine, over a minute when other suites share it.
+ */
+const TEST_TIMEOUT_MS = 240_000;
 
 describe(`in-process bus continuity (database: ${backends.database})`, () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'psync-bus-continuity-'));
@@ -66,5 +71,5 @@ describe(`in-process bus continuity (database: ${backends.database})`, () => {
     // Taken at start, so a crash of this run would be detected.
     expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(false);
     expect(await third.stop()).toBe(0);
-  });
+  }, TEST_TIMEOUT_MS);
 });

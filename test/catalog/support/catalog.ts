@@ -4,10 +4,7 @@
  * pipeline, error details.
  */
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { createClient, type Client } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import {
-  CatalogService,
   MissingReason,
   PhotoRejectionReason,
   PropertySchema,
@@ -16,8 +13,7 @@ import {
   type Property,
   type UpsertPropertyResponse,
 } from '../../../gen/psync/catalog/v1/catalog_pb';
-import { IdentityService } from '../../../gen/psync/identity/v1/identity_pb';
-import { Environment } from '../../../gen/psync/common/v1/environment_pb';
+import { createWorkspace, internalClients, type CatalogClient, type IdentityClient, type InternalClients } from '../../support/internal-clients';
 
 /**
  * Environment of the systems the catalog tests start: photo hosts on loopback are
@@ -26,33 +22,15 @@ import { Environment } from '../../../gen/psync/common/v1/environment_pb';
  */
 export const CATALOG_TEST_ENV = { EGRESS_ALLOW_CIDRS: '127.0.0.0/8', DATABASE_POOL_SIZE: '3' } as const;
 
-export type CatalogClient = Client<typeof CatalogService>;
-export type IdentityClient = Client<typeof IdentityService>;
+export type { CatalogClient, IdentityClient };
+export type Clients = InternalClients;
 
-export interface Clients {
-  catalog: CatalogClient;
-  identity: IdentityClient;
-  close(): void;
-}
-
-/** Clients of CatalogService and IdentityService at a system's internal URL. */
-export function clientsFor(baseUrl: string): Clients {
-  const sessionManager = new Http2SessionManager(baseUrl);
-  const transport = createGrpcTransport({ baseUrl, sessionManager, defaultTimeoutMs: 30000 });
-  return {
-    catalog: createClient(CatalogService, transport),
-    identity: createClient(IdentityService, transport),
-    close: () => sessionManager.abort(),
-  };
-}
+/** Clients of the internal services at a system's internal URL. */
+export const clientsFor = (baseUrl: string): Clients => internalClients(baseUrl);
 
 /** A new workspace's id. */
-export async function newWorkspace(identity: IdentityClient, env: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
-  const res = await identity.createWorkspace({
-    name: `catalog test ${Math.random().toString(36).slice(2, 8)}`,
-    environment: env === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION,
-  });
-  return res.workspace!.workspaceId;
+export function newWorkspace(identity: IdentityClient, env: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
+  return createWorkspace(identity, env, 'catalog test');
 }
 
 /** A complete property (price, amenities, the given photos), listed. */
