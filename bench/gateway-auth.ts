@@ -65,26 +65,8 @@ import { createSql, type Sql } from '../services/kit/database';
 import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
 import { freePort } from '../test/support/system';
 import { cpuMsOf } from './support/proc-cpu';
-import { chooseLoadGenerator } from './support/load-generator';
-import { runWrk } from './support/wrk';
+import { chooseLoadGenerator, runLoad, type LoadResult } from './support/load-generator';
 import { benchRuntime, buildForBench, entryArgs } from './support/compiled-build';
-
-/** The part of autocannon's API used here (the package ships no type declarations). */
-interface CannonOptions {
-  url: string;
-  connections: number;
-  duration: number;
-  headers: Record<string, string>;
-}
-interface CannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number; max: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (opts: CannonOptions, cb: (err: unknown, res: CannonResult) => void) => unknown;
 
 const ROOT = resolve(__dirname, '..');
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -284,11 +266,9 @@ async function startBare(env: Record<string, string>, nodeArgs: string[] = []): 
 
 // ------------------------------------------------------------------ measuring
 
-function cannon(url: string, token: string, connections: number, duration: number): Promise<CannonResult> {
-  if (LOADGEN.name === 'wrk') return runWrk(`${url}/v1/blocks`, { authorization: `Bearer ${token}` }, connections, duration);
-  return new Promise((res, rej) => {
-    autocannon({ url: `${url}/v1/blocks`, connections, duration, headers: { authorization: `Bearer ${token}` } }, (err, r) => (err ? rej(err) : res(r)));
-  });
+/** GET /v1/blocks with `token` at `connections` for `duration` seconds (load-generator.ts). */
+function cannon(url: string, token: string, connections: number, duration: number): Promise<LoadResult> {
+  return runLoad(LOADGEN, `${url}/v1/blocks`, { authorization: `Bearer ${token}` }, connections, duration);
 }
 
 /** CPU time (ms) all of a side's processes have used so far. */

@@ -67,7 +67,7 @@ export function contractRouter(routes: Route[], opts: RouterOptions): Middleware
     const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
     const parts = ctx.path.split('/');
     // Every route the path matches (for 405's Allow), and the one of this method.
-    const candidates: { route: Route; params: Record<string, string>; label: string }[] = [];
+    const candidates: Route[] = [];
     for (const c of compiled) {
       const params = c.match(parts);
       if (!params) continue;
@@ -76,13 +76,13 @@ export function contractRouter(routes: Route[], opts: RouterOptions): Middleware
         await c.route.handle(ctx, params);
         return;
       }
-      candidates.push({ route: c.route, params, label: c.label });
+      candidates.push(c.route);
     }
     await opts.peek(ctx);
     if (candidates.length === 0) throw new ProblemError('not_found');
-    const allowed = [...new Set(candidates.map((c) => c.route.method))];
+    const allowed = [...new Set(candidates.map((r) => r.method))];
     if (allowed.includes('GET')) allowed.push('HEAD' as HttpMethod);
-    ctx.state.route = `* ${candidates[0]!.route.path}`;
+    ctx.state.route = `* ${candidates[0]!.path}`;
     throw new ProblemError('method_not_allowed', { headers: { Allow: allowed.join(', ') } });
   };
 }

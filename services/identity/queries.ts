@@ -154,8 +154,8 @@ export interface AuthorizeInput {
 export async function authorizeBatch(sql: Sql, items: AuthorizeInput[], limit: number): Promise<AuthorizeRow[]> {
   // Array type oids given, not inferred: postgres.js maps element to array types only once a
   // connection has fetched them, so the first statement of a pool would send `bool`, not `bool[]`.
-  const rows = await sql<(AuthorizeRow & { ord: number })[]>`
-    select ord, key_live, environment, counted, previous, now_epoch
+  const rows = await sql<AuthorizeRow[]>`
+    select key_live, environment, counted, previous, now_epoch
     from identity.authorize_batch(
       ${sql.array(items.map((a) => a.keyId), OID_TEXT_ARRAY)}::text[],
       ${sql.array(items.map((a) => a.tokenWorkspaceId), OID_UUID_ARRAY)}::uuid[],
@@ -163,7 +163,7 @@ export async function authorizeBatch(sql: Sql, items: AuthorizeInput[], limit: n
       ${sql.array(items.map((a) => a.count), OID_BOOL_ARRAY)}::boolean[],
       ${limit}::integer)`;
   if (rows.length !== items.length) throw new Error(`authorize_batch answered ${rows.length} rows for ${items.length} requests`);
-  return rows.map(({ ord: _ord, ...row }) => row);
+  return rows;
 }
 
 /** Deletes counters of windows before the previous one (the current and previous stay); returns how many. */

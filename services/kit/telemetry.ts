@@ -220,8 +220,8 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   // Nothing to export to: spans are not recorded (AlwaysOff), which spares every call
   // the span objects, attributes and clocks; their ids are still minted, so trace
   // context still propagates (flag 00) and trace ids still reach the logs.
-  const sampler = spanProcessors.length === 0 ? new tracing.AlwaysOffSampler() : undefined;
   spansRecorded = spanProcessors.length > 0;
+  const sampler = spansRecorded ? undefined : new tracing.AlwaysOffSampler();
   const tracerProvider = new sdkNode.NodeTracerProvider({ resource, spanProcessors, sampler });
   tracerProvider.register(); // AsyncLocalStorage context manager + W3C trace-context/baggage propagators
 

@@ -8,11 +8,13 @@
  * Real PostgreSQL when DATABASE_URL is set, else embedded PGlite (one session: the
  * concurrency cases then run through the one connection).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { identityModule } from '../../services/identity/module';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { createSql, type Sql } from '../../services/kit/database';
-import { authorizeBatch, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
+import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
+import { mintApiKey } from '../../services/identity/api-keys';
+import type { EnvironmentName } from '../../services/identity/access-tokens';
 import { AuthorizeBatcher } from '../../services/identity/authorize-batcher';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { awayFromWindowEdge } from './helpers';
@@ -25,20 +27,14 @@ beforeAll(async () => {
 afterAll(async () => db?.stop());
 beforeEach(() => awayFromWindowEdge(), 30_000);
 
-const base32 = 'abcdefghijklmnopqrstuvwxyz234567';
-const newKeyId = () => Array.from(randomBytes(16), (b) => base32[b % 32]).join('');
-
-async function workspace(sql: Sql, environment: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
-  const [row] = await sql<{ workspace_id: string }[]>`
-    insert into identity.workspaces (name, environment) values ('batch test', ${environment}) returning workspace_id`;
-  return row!.workspace_id;
+async function workspace(sql: Sql, environment: EnvironmentName = 'sandbox'): Promise<string> {
+  return (await insertWorkspace(sql, { name: 'batch test', environment })).workspace_id;
 }
 
 async function key(sql: Sql, workspaceId: string, revoked = false): Promise<string> {
-  const keyId = newKeyId();
-  await sql`
-    insert into identity.api_keys (key_id, workspace_id, secret_hash, revoked_at)
-    values (${keyId}, ${workspaceId}, ${randomBytes(32)}, ${revoked ? new Date() : null})`;
+  const { keyId, secretHash } = mintApiKey();
+  await insertKey(sql, { keyId, workspaceId, secretHash });
+  if (revoked) await revokeKey(sql, keyId);
   return keyId;
 }
 
@@ -58,7 +54,7 @@ test('a mixed batch: every request answered in order, as if alone; only live key
   const a = await key(sql, ws);
   const b = await key(sql, ws);
   const revoked = await key(sql, ws, true);
-  const unknown = newKeyId();
+  const unknown = mintApiKey().keyId;
   const batch: AuthorizeInput[] = [
     { keyId: a, tokenWorkspaceId: ws, addressedWorkspaceId: ws, count: true },
     { keyId: b, tokenWorkspaceId: ws, addressedWorkspaceId: ws, count: true },
