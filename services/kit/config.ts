@@ -8,6 +8,7 @@
  * with it (see exitOnConfigError).
  */
 import { isIP } from 'node:net';
+import { isRole, type Role } from './access-policy';
 
 /** A configuration value that cannot be used; the message is one line for the operator. */
 export class ConfigError extends Error {
@@ -75,6 +76,42 @@ const base64Key = (minBytes: number): Parser<Buffer> => (raw, name) => {
   return bytes;
 };
 
+/** A credential sent or accepted on the internal API: 32 to 512 visible ASCII characters (no spaces). */
+const credential: Parser<string> = (raw, name) => {
+  const s = raw.trim();
+  if (!/^[\x21-\x7e]{32,512}$/.test(s)) throw new ConfigError(`${name} must be 32 to 512 visible ASCII characters without spaces (e.g. openssl rand -base64 32)`);
+  return s;
+};
+
+/** One accepted internal-API credential: the caller's role and SHA-256 of its token. */
+export interface AcceptedCaller {
+  role: Role;
+  /** Lower-case hex SHA-256 of the token's UTF-8 bytes. */
+  sha256: string;
+}
+
+/**
+ * Comma-separated `role:sha256hex` entries, e.g. `gateway:9f86…,operator:2c26…`. A role
+ * may appear more than once (current and previous credential during a rotation).
+ */
+const callers: Parser<AcceptedCaller[]> = (raw, name) => {
+  const out: AcceptedCaller[] = [];
+  for (const entry of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^([a-z]+):([0-9a-fA-F]{64})$/.exec(entry);
+    if (!m || !isRole(m[1]!)) {
+      throw new ConfigError(`${name} must be comma-separated role:sha256hex entries (roles: gateway, identity, catalog, calendar, notifications, marketplace, operator), got "${entry.slice(0, 24)}…"`);
+    }
+    out.push({ role: m[1] as Role, sha256: m[2]!.toLowerCase() });
+  }
+  return out;
+};
+
+const bool: Parser<boolean> = (raw, name) => {
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+};
+
 /** Default retry schedule for webhook deliveries: exponential, about a day in total. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 28800];
 
@@ -93,8 +130,33 @@ export const settings = {
   internalPort: setting('INTERNAL_PORT', 8081, int(0, 65535), 'internal Connect/gRPC port (h2c)'),
   metricsPort: setting('METRICS_PORT', 9464, int(0, 65535), 'Prometheus metrics port (/metrics) of every process'),
   host: setting('HOST', '0.0.0.0', text, 'address the servers bind to'),
+  internalHost: setting<string | undefined>('INTERNAL_HOST', undefined, text,
+    'address the internal port binds to; default 127.0.0.1 with role all (the all-in-one), HOST otherwise'),
+  internalToken: setting<string | undefined>('INTERNAL_TOKEN', undefined, credential,
+    "this process's own credential, sent as authorization: Bearer on its calls to services in other processes"),
+  internalCallers: setting<AcceptedCaller[]>('INTERNAL_CALLERS', [], callers,
+    'credentials the internal API accepts, as role:sha256hex entries (hashes only; current and previous during a rotation)'),
+  operatorToken: setting<string | undefined>('OPERATOR_TOKEN', undefined, credential,
+    'the operator credential the internal API accepts (bin/psync sends it as PSYNC_TOKEN); unset and no operator entry in INTERNAL_CALLERS: generated under DATA_DIR/keys/operator.token'),
+  operatorTokenPrevious: setting<string | undefined>('OPERATOR_TOKEN_PREVIOUS', undefined, credential,
+    'the previous OPERATOR_TOKEN, still accepted during a rotation'),
+  internalTlsCert: setting<string | undefined>('INTERNAL_TLS_CERT', undefined, text,
+    'PEM certificate file of the internal port (TLS on when set with INTERNAL_TLS_KEY); also the client certificate on calls to other services'),
+  internalTlsKey: setting<string | undefined>('INTERNAL_TLS_KEY', undefined, text, 'PEM private key file of INTERNAL_TLS_CERT'),
+  internalTlsCa: setting<string | undefined>('INTERNAL_TLS_CA', undefined, text,
+    'PEM CA bundle file trusted for https:// internal URLs (and for client certificates when INTERNAL_TLS_REQUIRE_CLIENT_CERT is true)'),
+  internalTlsRequireClientCert: setting('INTERNAL_TLS_REQUIRE_CLIENT_CERT', false, bool,
+    'mutual TLS: refuse internal connections without a client certificate signed by INTERNAL_TLS_CA'),
   dataDir: setting('DATA_DIR', './.data', text, 'embedded PostgreSQL files and local keys when DATABASE_URL is unset'),
   databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, url(['postgres', 'postgresql']), 'real PostgreSQL server'),
+  identityDatabaseUrl: setting<string | undefined>('IDENTITY_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
+    "the identity service's own PostgreSQL role (default DATABASE_URL)"),
+  catalogDatabaseUrl: setting<string | undefined>('CATALOG_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
+    "the catalog service's own PostgreSQL role (default DATABASE_URL)"),
+  calendarDatabaseUrl: setting<string | undefined>('CALENDAR_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
+    "the calendar service's own PostgreSQL role (default DATABASE_URL)"),
+  notificationsDatabaseUrl: setting<string | undefined>('NOTIFICATIONS_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
+    "the notifications service's own PostgreSQL role (default DATABASE_URL)"),
   databasePoolSize: setting('DATABASE_POOL_SIZE', 10, int(1, 100), 'connections per service to a real PostgreSQL'),
   natsUrl: setting<string | undefined>('NATS_URL', undefined, url(['nats', 'tls', 'ws', 'wss']), 'real NATS server with JetStream'),
   busPrefix: setting('BUS_PREFIX', 'psync', (raw, name) => {
@@ -158,6 +220,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.secretsEncryptionKeyPrevious && !config.secretsEncryptionKey) {
     throw new ConfigError('SECRETS_ENCRYPTION_KEY_PREVIOUS needs SECRETS_ENCRYPTION_KEY (the new key) to be set');
+  }
+  if (config.operatorTokenPrevious && config.operatorTokenPrevious === config.operatorToken) {
+    throw new ConfigError('OPERATOR_TOKEN_PREVIOUS must differ from OPERATOR_TOKEN (set it to the old token while rotating, then remove it)');
+  }
+  if (config.operatorTokenPrevious && !config.operatorToken) {
+    throw new ConfigError('OPERATOR_TOKEN_PREVIOUS needs OPERATOR_TOKEN (the new token) to be set');
+  }
+  if (Boolean(config.internalTlsCert) !== Boolean(config.internalTlsKey)) {
+    throw new ConfigError('INTERNAL_TLS_CERT and INTERNAL_TLS_KEY must be set together');
+  }
+  if (config.internalTlsRequireClientCert && !(config.internalTlsCa && config.internalTlsCert)) {
+    throw new ConfigError('INTERNAL_TLS_REQUIRE_CLIENT_CERT needs INTERNAL_TLS_CERT, INTERNAL_TLS_KEY and INTERNAL_TLS_CA');
   }
   return config;
 }
