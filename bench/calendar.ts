@@ -27,6 +27,7 @@ import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { freePort } from '../test/support/system';
+import { credentialInterceptor, testCallerEnv } from '../test/support/credentials';
 import { cpuMsOf } from './support/proc-cpu';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
@@ -173,12 +174,13 @@ async function main(): Promise<void> {
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     BUS_PREFIX: `bench${randomBytes(3).toString('hex')}`,
     DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '10',
+    ...testCallerEnv(),
   };
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   const gateway = `http://127.0.0.1:${port}`;
   const internal = `http://127.0.0.1:${internalPort}`;
   const sm = new Http2SessionManager(internal);
-  const transport = createGrpcTransport({ baseUrl: internal, sessionManager: sm, defaultTimeoutMs: 60000 });
+  const transport = createGrpcTransport({ baseUrl: internal, sessionManager: sm, defaultTimeoutMs: 60000, interceptors: [credentialInterceptor()] });
   const identity = createClient(IdentityService, transport);
   const catalog = createClient(CatalogService, transport);
   const calendar = createClient(CalendarService, transport);

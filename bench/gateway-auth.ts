@@ -64,6 +64,8 @@ import { authorizeBatch } from '../services/identity/queries';
 import { createSql, type Sql } from '../services/kit/database';
 import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
 import { freePort } from '../test/support/system';
+import { credentialInterceptor, TEST_TOKENS, testCallerEnv } from '../test/support/credentials';
+import { isRole } from '../services/kit/access-policy';
 import { cpuMsOf } from './support/proc-cpu';
 import { chooseLoadGenerator, runLoad, type LoadResult } from './support/load-generator';
 import { benchRuntime, buildForBench, entryArgs } from './support/compiled-build';
@@ -170,7 +172,7 @@ async function startFull(env: Record<string, string>, nodeArgs: string[] = []): 
   const internalPort = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(RUNTIME, ROOT, DIST, 'services/main.ts'), 'all'], {
     cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
+    env: { ...process.env, ...testCallerEnv(), ...env, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
     // Log lines are written (LOG_LEVEL) and thrown away by /dev/null, as a collector would take them.
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -203,7 +205,7 @@ async function startSplit(env: Record<string, string>): Promise<Server> {
   const spawnRole = (role: string, extra: Record<string, string>) => {
     const child = spawn(process.execPath, [...entryArgs(RUNTIME, ROOT, DIST, 'services/main.ts'), role], {
       cwd: ROOT,
-      env: { ...process.env, ...env, ...extra, HOST: '127.0.0.1' },
+      env: { ...process.env, ...testCallerEnv(), ...(isRole(role) ? { INTERNAL_TOKEN: TEST_TOKENS[role] } : {}), ...env, ...extra, HOST: '127.0.0.1' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     collect(child, stderr);
@@ -429,8 +431,8 @@ async function internalHops(server: Server & { internal: string }, token: string
     const sessionManager = new Http2SessionManager(server.internal);
     const transport =
       protocol === 'gRPC'
-        ? createGrpcTransport({ baseUrl: server.internal, sessionManager })
-        : createConnectTransport({ baseUrl: server.internal, httpVersion: '2', sessionManager });
+        ? createGrpcTransport({ baseUrl: server.internal, sessionManager, interceptors: [credentialInterceptor()] })
+        : createConnectTransport({ baseUrl: server.internal, httpVersion: '2', sessionManager, interceptors: [credentialInterceptor()] });
     const identity = createClient(IdentityService, transport);
     const calendar = createClient(CalendarService, transport);
     try {
@@ -832,7 +834,7 @@ async function main(): Promise<void> {
     servers.push(full);
 
     sessions = new Http2SessionManager(full.internal);
-    const identity = createClient(IdentityService, createGrpcTransport({ baseUrl: full.internal, sessionManager: sessions, defaultTimeoutMs: 30000 }));
+    const identity = createClient(IdentityService, createGrpcTransport({ baseUrl: full.internal, sessionManager: sessions, defaultTimeoutMs: 30000, interceptors: [credentialInterceptor()] }));
     const ws = (await identity.createWorkspace({ name: 'bench-auth', environment: Environment.SANDBOX })).workspace!.workspaceId;
     const tokenFor = async () => {
       const key = await identity.issueKey({ workspaceId: ws });

@@ -1,7 +1,8 @@
 /**
  * Argument parsing for psync: `psync <words…> --flag value …`. Every flag takes a
- * value, except the switches listed in SWITCHES (present or absent, never a value);
- * unknown or missing flags are usage errors naming the flag.
+ * value, except a command's switches (present or absent, never a value) and
+ * `--help`/`-h`, which any command takes; unknown or missing flags are usage errors
+ * naming the flag.
  */
 
 /** A usage error: printed as one line, exit code 2. */
@@ -13,31 +14,48 @@ export interface ParsedArgs {
   /** The command words, e.g. ["key", "issue"]. */
   words: string[];
   flags: Map<string, string>;
+  /** `--help` or `-h` was given. */
+  help: boolean;
 }
 
-/** Flags that take no value; a given switch reads as "true". */
-export const SWITCHES: ReadonlySet<string> = new Set(['all-abandoned']);
+/** The switches of the command named by `words` (flags that take no value). */
+export type SwitchLookup = (words: string[]) => ReadonlySet<string>;
 
-export function parseArgs(argv: string[]): ParsedArgs {
+const NO_SWITCHES: SwitchLookup = () => new Set();
+
+/** Parses argv; `switchesOf` says which flags of the named command take no value. */
+export function parseArgs(argv: string[], switchesOf: SwitchLookup = NO_SWITCHES): ParsedArgs {
   const words: string[] = [];
   const flags = new Map<string, string>();
+  let help = false;
+  let switches: ReadonlySet<string> | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a.startsWith('--')) {
+    if (a === '--help' || a === '-h') {
+      help = true;
+    } else if (a.startsWith('--')) {
+      switches ??= switchesOf(words);
       const eq = a.indexOf('=');
       const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-      if (SWITCHES.has(name) && eq > 0) throw new UsageError(`--${name} takes no value`);
-      const value = SWITCHES.has(name) ? 'true' : eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (name === 'help') throw new UsageError('--help takes no value');
+      if (switches.has(name) && eq > 0) throw new UsageError(`--${name} takes no value`);
+      if (!switches.has(name) && eq < 0 && (argv[i + 1] === '--help' || argv[i + 1] === '-h')) {
+        // `--name --help`: asking for help, not naming something "--help".
+        help = true;
+        i++;
+        continue;
+      }
+      const value = switches.has(name) ? 'true' : eq > 0 ? a.slice(eq + 1) : argv[++i];
       if (!name) throw new UsageError(`empty flag "${a}"`);
       if (value === undefined) throw new UsageError(`--${name} needs a value`);
       if (flags.has(name)) throw new UsageError(`--${name} given twice`);
       flags.set(name, value);
     } else {
-      if (flags.size > 0) throw new UsageError(`unexpected argument "${a}" after flags`);
+      if (flags.size > 0 || help) throw new UsageError(`unexpected argument "${a}" after flags`);
       words.push(a);
     }
   }
-  return { words, flags };
+  return { words, flags, help };
 }
 
 /** Reads the flags a command declares: required ones must be present, no others allowed. */

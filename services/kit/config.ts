@@ -136,6 +136,8 @@ export const settings = {
     "this process's own credential, sent as authorization: Bearer on its calls to services in other processes"),
   internalCallers: setting<AcceptedCaller[]>('INTERNAL_CALLERS', [], callers,
     'credentials the internal API accepts, as role:sha256hex entries (hashes only; current and previous during a rotation)'),
+  internalAuthCacheSeconds: setting('INTERNAL_AUTH_CACHE_SECONDS', 30, int(0, 3600),
+    'how long a verified (or refused) marketplace client credential is remembered; a revocation takes effect within it'),
   operatorToken: setting<string | undefined>('OPERATOR_TOKEN', undefined, credential,
     'the operator credential the internal API accepts (bin/psync sends it as PSYNC_TOKEN); unset and no operator entry in INTERNAL_CALLERS: generated under DATA_DIR/keys/operator.token'),
   operatorTokenPrevious: setting<string | undefined>('OPERATOR_TOKEN_PREVIOUS', undefined, credential,

@@ -1,9 +1,11 @@
 /**
  * postgres.js factory for every service.
  *
- * - Real PostgreSQL (DATABASE_URL): one postgres() instance per service, pool of
- *   DATABASE_POOL_SIZE connections.
- * - Embedded default (no DATABASE_URL): PGlite served on loopback; it has ONE session,
+ * - Real PostgreSQL (DATABASE_URL or any `<SERVICE>_DATABASE_URL`): one postgres()
+ *   instance per service, pool of DATABASE_POOL_SIZE connections, connecting with
+ *   the service's own URL when set (its least-privilege role, database-roles.ts),
+ *   else with DATABASE_URL (the all-in-one on one shared role).
+ * - Embedded default (none of them set): PGlite served on loopback; it has ONE session,
  *   so every service in the process shares ONE instance with `max: 1`
  *   (stack-notes.md: a second connection is reset).
  *
@@ -13,6 +15,7 @@ import postgres from 'postgres';
 import { join } from 'node:path';
 import type { Logger } from './logger';
 import { startEmbeddedPostgres, EmbeddedPostgres } from './embedded-postgres';
+import type { ServiceName } from './service-module';
 
 /** The postgres.js instance type every query module uses (tagged templates only). */
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -34,6 +37,49 @@ export function createSql(url: string, opts: { max?: number; applicationName?: s
   }) as unknown as Sql;
 }
 
+/** The database settings of config.ts that openDatabase reads. */
+export interface DatabaseSettings {
+  /** The shared URL: every service's role in the all-in-one, the administrator when per-service URLs are set too. */
+  databaseUrl?: string;
+  identityDatabaseUrl?: string;
+  catalogDatabaseUrl?: string;
+  calendarDatabaseUrl?: string;
+  notificationsDatabaseUrl?: string;
+  dataDir: string;
+  databasePoolSize: number;
+}
+
+/** Which setting holds each service's own URL (`<SERVICE>_DATABASE_URL`). */
+const SERVICE_URL_SETTINGS = {
+  identity: 'identityDatabaseUrl',
+  catalog: 'catalogDatabaseUrl',
+  calendar: 'calendarDatabaseUrl',
+  notifications: 'notificationsDatabaseUrl',
+} as const satisfies Record<ServiceName, keyof DatabaseSettings>;
+
+/** Every service, in the order of SERVICE_URL_SETTINGS. */
+export const SERVICE_NAMES = Object.keys(SERVICE_URL_SETTINGS) as ServiceName[];
+
+/** The service's own `<SERVICE>_DATABASE_URL`, if set (not the DATABASE_URL fallback). */
+export function ownDatabaseUrl(cfg: DatabaseSettings, service: string): string | undefined {
+  const key = (SERVICE_URL_SETTINGS as Record<string, keyof DatabaseSettings | undefined>)[service];
+  return key ? (cfg[key] as string | undefined) || undefined : undefined;
+}
+
+/** The URL `service` connects with: its own, else DATABASE_URL; undefined on the embedded default. */
+export function databaseUrlFor(cfg: DatabaseSettings, service: string): string | undefined {
+  return ownDatabaseUrl(cfg, service) ?? (cfg.databaseUrl || undefined);
+}
+
+/**
+ * True when the process runs on a PostgreSQL server rather than the embedded PGlite:
+ * DATABASE_URL or any per-service URL is set (a catalog process may have only
+ * CATALOG_DATABASE_URL).
+ */
+export function usesPostgresServer(cfg: DatabaseSettings): boolean {
+  return Boolean(cfg.databaseUrl) || SERVICE_NAMES.some((s) => ownDatabaseUrl(cfg, s) !== undefined);
+}
+
 /** Where the services of one process get their SQL connection from. */
 export interface Database {
   /** 'postgresql' (a real server) or 'embedded' (PGlite). */
@@ -49,39 +95,65 @@ export interface Database {
    * instance in embedded mode.
    */
   asyncCommitSqlFor(service: string): Sql;
-  /** Cheap liveness probe (`select 1`). */
+  /**
+   * Set when DATABASE_URL and per-service URLs are both given: the administrator's
+   * connection and each such service's own URL, for database-roles.ts to create and
+   * check the roles before migrations run.
+   */
+  readonly roles?: { admin: Sql; serviceUrls: ReadonlyMap<ServiceName, string> };
+  /** Cheap liveness probe (`select 1`) over a URL this process uses (its first hosted service's). */
   ping(): Promise<void>;
   /** Ends every instance and stops the embedded server, if any. */
   close(): Promise<void>;
 }
 
-/** Opens the database the configuration points at and logs which backend is in use. */
-export async function openDatabase(
-  cfg: { databaseUrl?: string; dataDir: string; databasePoolSize: number },
-  log: Logger,
-): Promise<Database> {
-  if (cfg.databaseUrl) {
-    const url = cfg.databaseUrl;
+/**
+ * Opens the database the configuration points at and logs which backend is in use.
+ * `hosted` names the services this process runs: each must have a URL (its own or
+ * DATABASE_URL), and the first one's URL is the one `ping()` uses.
+ */
+export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: readonly string[] = []): Promise<Database> {
+  if (usesPostgresServer(cfg)) {
+    for (const service of hosted) {
+      if (!databaseUrlFor(cfg, service)) {
+        throw new Error(`no database URL for the ${service} service: set ${service.toUpperCase()}_DATABASE_URL or DATABASE_URL`);
+      }
+    }
+    const urlOf = (service: string): string => {
+      const u = databaseUrlFor(cfg, service);
+      if (!u) throw new Error(`no database URL for the ${service} service: set ${service.toUpperCase()}_DATABASE_URL or DATABASE_URL`);
+      return u;
+    };
+    const pingUrl = (hosted[0] && databaseUrlFor(cfg, hosted[0])) || cfg.databaseUrl || SERVICE_NAMES.map((s) => ownDatabaseUrl(cfg, s)).find(Boolean)!;
     const instances = new Map<string, Sql>();
     // postgres.js connects lazily: an instance nobody queries opens no connection.
-    const instance = (service: string, asyncCommit: boolean): Sql => {
-      const name = asyncCommit ? `psync-${service}-async-commit` : `psync-${service}`;
+    const instance = (name: string, url: string, max: number, asyncCommit = false): Sql => {
       let s = instances.get(name);
       if (!s) {
-        s = createSql(url, { max: cfg.databasePoolSize, applicationName: name, asyncCommit });
+        s = createSql(url, { max, applicationName: name, asyncCommit });
         instances.set(name, s);
       }
       return s;
     };
-    const sqlFor = (service: string): Sql => instance(service, false);
-    const u = new URL(url);
-    log.info({ backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1) }, 'database: PostgreSQL server');
+    const sqlFor = (service: string): Sql => instance(`psync-${service}`, urlOf(service), cfg.databasePoolSize);
+    const own = new Map<ServiceName, string>();
+    for (const s of SERVICE_NAMES) {
+      const u = ownDatabaseUrl(cfg, s);
+      if (u) own.set(s, u);
+    }
+    const adminUrl = cfg.databaseUrl;
+    const u = new URL(pingUrl);
+    log.info(
+      { backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1), service_roles: [...own.keys()] },
+      'database: PostgreSQL server',
+    );
     return {
       kind: 'postgresql',
       sqlFor,
-      asyncCommitSqlFor: (service) => instance(service, true),
+      asyncCommitSqlFor: (service) => instance(`psync-${service}-async-commit`, urlOf(service), cfg.databasePoolSize, true),
+      ...(adminUrl && own.size > 0 ? { roles: { admin: instance('psync-admin', adminUrl, 1), serviceUrls: own } } : {}),
       async ping() {
-        await sqlFor('health')`select 1`;
+        await instance('psync-health', pingUrl, cfg.databasePoolSize)`select 1`;
       },
       async close() {
         await Promise.all([...instances.values()].map((s) => s.end({ timeout: 5 })));

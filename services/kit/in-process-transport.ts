@@ -43,6 +43,9 @@ import {
 } from '@connectrpc/connect';
 import { create, type DescMessage, type DescMethod, type DescMethodUnary, type DescService, type MessageInitShape } from '@bufbuild/protobuf';
 
+import type { Role } from './access-policy';
+import { IN_PROCESS_CALLER } from './internal-auth';
+
 type UnaryFn = (req: UnaryRequest) => Promise<UnaryResponse>;
 
 /** The signal of a call made without one: never aborted, shared (no allocation per call). */
@@ -174,6 +177,12 @@ export function createInProcessTransport(opts: {
   serverInterceptors: Interceptor[];
   /** Network transport for streaming calls. */
   fallback: Transport;
+  /**
+   * The calling component's role, bound to every call's context values
+   * (internal-auth.ts IN_PROCESS_CALLER): the server's authentication interceptor
+   * takes it in place of a credential.
+   */
+  callerRole?: Role;
   defaultTimeoutMs?: number;
 }): Transport {
   const { services } = opts;
@@ -239,6 +248,7 @@ export function createInProcessTransport(opts: {
         contextValues: contextValues ?? createContextValues(),
         message: create(method.input, input),
       };
+      if (opts.callerRole) request.contextValues.set(IN_PROCESS_CALLER, opts.callerRole);
       const res = await intercept(handle, interceptors)(request);
       return res as unknown as UnaryResponse<I, O>;
     },

@@ -15,6 +15,8 @@ import type { DescService } from '@bufbuild/protobuf';
 import { SpanKind } from '@opentelemetry/api';
 import { currentTraceHeaders, inSpan } from './telemetry';
 import { createInProcessTransport, type InProcessServices } from './in-process-transport';
+import type { Role } from './access-policy';
+import { bearerInterceptor } from './internal-auth';
 
 /** A CLIENT span per call; its trace context travels in the request headers (`traceparent`). */
 export const clientTracingInterceptor: Interceptor = (next) => (req) => {
@@ -32,25 +34,70 @@ export const clientTracingInterceptor: Interceptor = (next) => (req) => {
   );
 };
 
-export class InternalClients {
-  private readonly sessions = new Map<string, Http2SessionManager>();
-  private readonly clients = new Map<string, Client<DescService>>();
-  private local?: { url: string; services: InProcessServices; serverInterceptors: Interceptor[] };
+/** TLS material for https:// base URLs (PEM). */
+export interface InternalTls {
+  /** CA bundle trusted for the servers' certificates (Node's own trust store otherwise). */
+  ca?: Buffer;
+  /** Client certificate and key, presented when the server asks (mutual TLS). */
+  cert?: Buffer;
+  key?: Buffer;
+}
 
-  constructor(private readonly interceptors: Interceptor[] = [], private readonly timeoutMs = 10000) {}
+export interface InternalClientOptions {
+  /** This process's credential, sent as `authorization: Bearer` on network calls (INTERNAL_TOKEN). */
+  token?: string;
+  tls?: InternalTls;
+}
+
+/** What every view of one InternalClients shares: the HTTP/2 sessions and the in-process registry. */
+interface SharedState {
+  readonly sessions: Map<string, Http2SessionManager>;
+  local?: { url: string; services: InProcessServices; serverInterceptors: Interceptor[] };
+  /** Bumped by useInProcess: views drop the clients they built before. */
+  generation: number;
+}
+
+/**
+ * The internal clients of a process. `as(role)` gives the view one component uses
+ * (the gateway, a service): its in-process calls carry that role (internal-auth.ts),
+ * its network calls the process's credential. Views share the HTTP/2 sessions.
+ */
+export class InternalClients {
+  private readonly clients = new Map<string, Client<DescService>>();
+  private generation = 0;
+  private readonly shared: SharedState;
+
+  constructor(
+    private readonly interceptors: Interceptor[] = [],
+    private readonly timeoutMs = 10000,
+    private readonly options: InternalClientOptions = {},
+    private readonly role?: Role,
+    shared?: SharedState,
+  ) {
+    this.shared = shared ?? { sessions: new Map(), generation: 0 };
+  }
+
+  /** The view of component `role`: same sessions and credential, calls in process carry `role`. */
+  as(role: Role): InternalClients {
+    return new InternalClients(this.interceptors, this.timeoutMs, this.options, role, this.shared);
+  }
 
   /**
    * From now on, clients of a service registered in `services` whose base URL is
    * `url` (this process's internal server) call it in process. `serverInterceptors`
-   * are the internal server's, so a local call is traced like a network one.
+   * are the internal server's, so a local call is traced and authorised like a network one.
    */
   useInProcess(url: string, services: InProcessServices, serverInterceptors: Interceptor[]): void {
-    this.local = { url, services, serverInterceptors };
-    this.clients.clear();
+    this.shared.local = { url, services, serverInterceptors };
+    this.shared.generation++;
   }
 
   /** A typed client of `service` at `baseUrl` (e.g. http://identity:8081); one per pair, reused. */
   client<T extends DescService>(service: T, baseUrl: string): Client<T> {
+    if (this.generation !== this.shared.generation) {
+      this.clients.clear();
+      this.generation = this.shared.generation;
+    }
     const key = `${service.typeName} ${baseUrl}`;
     let client = this.clients.get(key);
     if (!client) {
@@ -61,14 +108,20 @@ export class InternalClients {
   }
 
   private transport(service: DescService, baseUrl: string): Transport {
-    let sm = this.sessions.get(baseUrl);
+    let sm = this.shared.sessions.get(baseUrl);
     if (!sm) {
-      sm = new Http2SessionManager(baseUrl, { pingIntervalMs: 30000, idleConnectionTimeoutMs: 60000 });
-      this.sessions.set(baseUrl, sm);
+      const tls = this.options.tls;
+      sm = new Http2SessionManager(
+        baseUrl,
+        { pingIntervalMs: 30000, idleConnectionTimeoutMs: 60000 },
+        baseUrl.startsWith('https:') && tls ? { ca: tls.ca, cert: tls.cert, key: tls.key } : undefined,
+      );
+      this.shared.sessions.set(baseUrl, sm);
     }
     const clientInterceptors = [clientTracingInterceptor, ...this.interceptors];
-    const network = createGrpcTransport({ baseUrl, sessionManager: sm, interceptors: clientInterceptors, defaultTimeoutMs: this.timeoutMs });
-    const local = this.local;
+    const networkInterceptors = this.options.token ? [...clientInterceptors, bearerInterceptor(this.options.token)] : clientInterceptors;
+    const network = createGrpcTransport({ baseUrl, sessionManager: sm, interceptors: networkInterceptors, defaultTimeoutMs: this.timeoutMs });
+    const local = this.shared.local;
     if (!local || local.url !== baseUrl || !local.services.has(service)) return network;
     return createInProcessTransport({
       services: local.services,
@@ -76,13 +129,14 @@ export class InternalClients {
       serverInterceptors: local.serverInterceptors,
       fallback: network,
       defaultTimeoutMs: this.timeoutMs,
+      callerRole: this.role,
     });
   }
 
-  /** Closes every HTTP/2 session. */
+  /** Closes every HTTP/2 session (of every view). */
   close(): void {
-    for (const sm of this.sessions.values()) sm.abort();
-    this.sessions.clear();
+    for (const sm of this.shared.sessions.values()) sm.abort();
+    this.shared.sessions.clear();
     this.clients.clear();
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The internal Connect/gRPC server (h2c): one per process, hosting every internal
+ * The internal Connect/gRPC server (h2c, or HTTP/2 over TLS when INTERNAL_TLS_* are set): one per process, hosting every internal
  * service the process runs plus grpc.health.v1.Health. Speaks gRPC, gRPC-Web and
  * the Connect protocol, so stock @grpc/grpc-js clients work as well as Connect ones.
  */
@@ -49,6 +49,18 @@ export interface InternalServerOptions {
   /** Registers the hosted services' RPC implementations. */
   routes: (router: ConnectRouter) => void;
   interceptors?: Interceptor[];
+  /** Serve TLS (HTTP/2 over TLS, ALPN h2) instead of h2c. */
+  tls?: InternalServerTls;
+}
+
+/** The internal listener's TLS material (PEM) and client-certificate policy. */
+export interface InternalServerTls {
+  cert: Buffer;
+  key: Buffer;
+  /** CA bundle client certificates must chain to (mutual TLS). */
+  ca?: Buffer;
+  /** Refuse connections without a client certificate signed by `ca`. */
+  requireClientCert: boolean;
 }
 
 /** Starts the h2c server and resolves once it listens. */
@@ -60,7 +72,20 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
       opts.routes(router);
     },
   });
-  const server = http2.createServer(handler);
+  const tls = opts.tls;
+  const server: http2.Http2Server | http2.Http2SecureServer = tls
+    ? http2.createSecureServer(
+        {
+          cert: tls.cert,
+          key: tls.key,
+          ca: tls.ca,
+          requestCert: tls.requireClientCert,
+          rejectUnauthorized: tls.requireClientCert,
+          minVersion: 'TLSv1.2',
+        },
+        handler,
+      )
+    : http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (s) => {
     sessions.add(s);
@@ -74,8 +99,11 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const url = `http://127.0.0.1:${port}`;
-  opts.log.info({ port }, 'internal Connect/gRPC server bound (h2c)');
+  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+  opts.log.info(
+    { port, host: opts.host, tls: Boolean(tls), client_certificates: tls?.requireClientCert ? 'required' : 'not requested' },
+    `internal Connect/gRPC server bound (${tls ? 'TLS' : 'h2c'})`,
+  );
   return {
     port,
     url,

@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** Bytes of a generated key (256 bits). */
 export const GENERATED_KEY_BYTES = 32;
@@ -54,29 +54,41 @@ export function resolveSecretKey(opts: ResolveSecretKeyOptions): Buffer | undefi
   if (opts.configured && opts.configured.length > 0) return opts.configured;
   if (!opts.embedded) return undefined;
 
-  const dir = join(opts.dataDir, 'keys');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = localKeyPath(opts.dataDir, opts.name);
-  const existing = readKeyFile(file);
-  if (existing) return existing;
+  return readOrCreateLocalFile(localKeyPath(opts.dataDir, opts.name), () => randomBytes(GENERATED_KEY_BYTES).toString('base64'), readKeyFile).value;
+}
 
-  const tmp = join(dir, `.${opts.name}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  writeFileSync(tmp, `${randomBytes(GENERATED_KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+/**
+ * Reads `file` with `read` (undefined when absent); when absent, writes `generate()`
+ * there (mode 0600 in a 0700 directory) and reads it back. Safe when several processes
+ * share the directory and start together: the file appears atomically (written aside,
+ * then hard-linked into place, which fails if another process won), so every process
+ * ends up with the same content. Returns the value and whether this call created it.
+ */
+export function readOrCreateLocalFile<T>(file: string, generate: () => string, read: (file: string) => T | undefined): { value: T; created: boolean } {
+  const dir = dirname(file);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const existing = read(file);
+  if (existing !== undefined) return { value: existing, created: false };
+
+  const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  writeFileSync(tmp, `${generate()}\n`, { mode: 0o600, flag: 'wx' });
+  let created = false;
   try {
     linkSync(tmp, file);
+    created = true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     // Another process created it first: use theirs.
   } finally {
     unlinkSync(tmp);
   }
-  const key = readKeyFile(file);
-  if (!key) throw new Error(`key file ${file} vanished while it was being created`);
-  return key;
+  const value = read(file);
+  if (value === undefined) throw new Error(`file ${file} vanished while it was being created`);
+  return { value, created };
 }
 
-/** Reads a key file; undefined when it does not exist. A damaged file is an error, never silently replaced. */
-function readKeyFile(file: string): Buffer | undefined {
+/** The text of a local secret file, trimmed; undefined when it does not exist. Tightens loose permissions to 0600. */
+export function readLocalSecretText(file: string): string | undefined {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -84,12 +96,19 @@ function readKeyFile(file: string): Buffer | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
-  const key = Buffer.from(text.trim(), 'base64');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text.trim()) || key.length < GENERATED_KEY_BYTES) {
+  // Keep it private even if it was copied in with looser permissions.
+  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  return text.trim();
+}
+
+/** Reads a key file; undefined when it does not exist. A damaged file is an error, never silently replaced. */
+function readKeyFile(file: string): Buffer | undefined {
+  const text = readLocalSecretText(file);
+  if (text === undefined) return undefined;
+  const key = Buffer.from(text, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || key.length < GENERATED_KEY_BYTES) {
     // Replacing it would silently invalidate everything the old key protects.
     throw new Error(`key file ${file} is damaged (expected base64 of at least ${GENERATED_KEY_BYTES} bytes); restore it or remove it to generate a new key`);
   }
-  // Keep it private even if it was copied in with looser permissions.
-  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
   return key;
 }

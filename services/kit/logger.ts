@@ -4,7 +4,7 @@
  * Secrets never reach a log line: every field that can carry an API key, an access
  * token, a signing secret or an Authorization header is censored by name at any
  * depth, and strings (messages, error messages and stacks, any value) are scrubbed
- * of our credentials' shapes (`psk_…`, `pst_…`, `whsec_…`).
+ * of our credentials' shapes (`psk_…`, `pst_…`, `whsec_…`, and the internal API's `psop_…`, `psmc_…`).
  */
 import pino, { Logger } from 'pino';
 
@@ -15,6 +15,8 @@ const SECRET_FIELD_NAMES = [
   'apiKey', 'api_key', 'accessToken', 'access_token', 'token', 'secret', 'signingSecret', 'signing_secret',
   'previousSecret', 'password', 'authorization', 'cookie', 'encryptionKey', 'tokenSigningKey', 'tokenSigningKeyPrevious',
   'secretsEncryptionKey', 'secretsEncryptionKeyPrevious', 'databaseUrl',
+  'internalToken', 'operatorToken', 'operatorTokenPrevious', 'identityDatabaseUrl', 'catalogDatabaseUrl', 'calendarDatabaseUrl',
+  'notificationsDatabaseUrl',
 ];
 export const SECRET_FIELDS = new Set(SECRET_FIELD_NAMES.map((f) => f.toLowerCase()));
 
@@ -35,7 +37,7 @@ export function redactValue(value: unknown, depth = 0): unknown {
 }
 
 /** Shapes of our own credentials, scrubbed from free text such as error messages. */
-const SECRET_SHAPES = /\b(psk|pst|whsec)_[A-Za-z0-9_\-.]+/g;
+const SECRET_SHAPES = /\b(psk|pst|whsec|psop|psmc)_[A-Za-z0-9_\-.]+/g;
 
 /** Replaces anything shaped like a Partner Sync key, token or signing secret. */
 export function redactSecrets(text: string): string {

@@ -23,6 +23,7 @@ interface Instruments {
   photosProcessed: Counter;
   webhookDeliveries: Counter;
   webhookAbandoned: Counter;
+  internalAuthRefusals: Counter;
 }
 
 let current: Instruments | undefined;
@@ -67,11 +68,15 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
     webhookAbandoned: meter.createCounter('psync_webhook_deliveries_abandoned_total', {
       description: 'Webhook deliveries abandoned after the last retry',
     }),
+    internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
+      description: 'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
+    }),
   };
   // Series that alerts use with rate()/increase() exist from the start, at 0.
   inst.rateLimitRefusals.add(0);
   inst.tokensIssued.add(0);
   inst.webhookAbandoned.add(0);
+  inst.internalAuthRefusals.add(0, { code: 'unauthenticated', role: '' });
 
   const lag = meter.createObservableGauge('psync_outbox_lag_seconds', {
     description: 'Age of the oldest unpublished outbox event, per schema',
@@ -183,4 +188,9 @@ export function registerOutboxLag(schema: string, read: OutboxLag): () => void {
   return () => {
     if (outboxSources.get(schema) === read) outboxSources.delete(schema);
   };
+}
+
+/** One internal API call refused by the authentication interceptor (internal-auth.ts). */
+export function recordInternalAuthRefusal(code: 'unauthenticated' | 'permission_denied', role: string): void {
+  current?.internalAuthRefusals.add(1, { code, role });
 }

@@ -40,6 +40,15 @@ export const KIT_MIGRATIONS: MigrationSource = { prefix: 'kit', dir: join(__dirn
  */
 const MIGRATION_LOCK_KEY = '8102953669591132519';
 
+/**
+ * Takes the migration lock for the rest of `tx`. Advisory locks belong to the
+ * database, not to a role: a service role's migrations and the administrator's role
+ * set-up (database-roles.ts) serialize on the same key.
+ */
+export async function takeMigrationLock(tx: Tx): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}::bigint)`;
+}
+
 /** Schema names are interpolated as identifiers, so they are kept to a plain shape. */
 const SCHEMA_NAME = /^[a-z][a-z0-9_]*$/;
 const PREFIX_NAME = /^[a-z][a-z0-9_-]*$/;
@@ -101,8 +110,11 @@ export async function runMigrations(
   const table = `${schema}.schema_migrations`;
 
   const applied = await sql.begin(async (tx: Tx) => {
-    await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}::bigint)`;
-    await tx`create schema if not exists ${tx(schema)}`;
+    await takeMigrationLock(tx);
+    // Not `create schema if not exists`: that checks CREATE on the database first, which
+    // a service role owning its schema does not have (database-roles.ts).
+    const [existing] = await tx`select 1 from pg_namespace where nspname = ${schema}`;
+    if (!existing) await tx`create schema ${tx(schema)}`;
     await tx`
       create table if not exists ${tx(table)} (
         id text primary key,

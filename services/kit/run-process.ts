@@ -10,7 +10,7 @@
  * workers stop, bus and database close, telemetry flushes last, exit 0.
  */
 import type { ConnectRouter } from '@connectrpc/connect';
-import { loadConfig, exitOnConfigError, Config } from './config';
+import { loadConfig, exitOnConfigError, Config, ConfigError } from './config';
 import pino from 'pino';
 import { createLogger, Logger } from './logger';
 import { openDatabase, Database } from './database';
@@ -28,6 +28,9 @@ import { Shutdown } from './shutdown';
 import { startTelemetry } from './telemetry';
 import type { ServiceContext, ServiceModule, ServiceUrls } from './service-module';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
+import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
+import { authInterceptor, ClientVerifier, CredentialRegistry } from './internal-auth';
+import { acceptedCallers, internalTls } from './internal-credentials';
 
 export interface RunOptions {
   /** Services hosted by this process. */
@@ -36,6 +39,11 @@ export interface RunOptions {
   gateway?: (deps: GatewayDeps) => Promise<{ url: string; close(graceMs: number): Promise<void> }>;
   /** Process name in logs. */
   name: string;
+  /**
+   * Bind the internal port to 127.0.0.1 unless INTERNAL_HOST says otherwise (role
+   * `all`: the all-in-one is a one-machine install; its gateway calls in process).
+   */
+  internalOnLoopback?: boolean;
 }
 
 /** What the gateway receives from the runner. */
@@ -94,6 +102,7 @@ export async function runProcess(opts: RunOptions): Promise<void> {
   try {
     await start(opts, config, log);
   } catch (err) {
+    if (err instanceof ConfigError) exitOnConfigError(err);
     log.fatal({ err }, 'start-up failed');
     process.exit(1);
   }
@@ -129,7 +138,8 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     log.warn({ cidrs: config.egressAllowCidrs }, 'EGRESS_ALLOW_CIDRS is set: outbound requests may reach these non-public ranges (test/development only)');
   }
 
-  const clients = new InternalClients();
+  const tls = internalTls(config);
+  const clients = new InternalClients([], 10000, { token: config.internalToken, tls: tls.client });
   shutdown.add('internal clients', () => clients.close());
 
   let db: Database | undefined;
@@ -167,7 +177,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
           embedded: database.kind === 'embedded',
           bus,
           outbox,
-          clients,
+          clients: clients.as(m.name),
           urls,
           shutdown,
         },
@@ -176,11 +186,25 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     // Every registration is also recorded, so co-located callers (the gateway, a
     // service calling another) skip the network: in-process-transport.ts.
     const inProcess = new InProcessServices();
+    // The process's own role when it asks identity about a presented marketplace
+    // credential: its (first) hosted service.
+    const selfRole = opts.services[0]!.name;
+    const auth = authInterceptor({
+      registry: new CredentialRegistry(acceptedCallers(config, log)),
+      clients: new ClientVerifier(async (sha256) => {
+        const res = await clients.as(selfRole).client(IdentityService, urls.identity).authenticateClient({ tokenSha256: sha256 });
+        return { authenticated: res.authenticated, clientId: res.clientId, role: res.role };
+      }, config.internalAuthCacheSeconds * 1000),
+      log: log.child({ component: 'internal-auth' }),
+    });
+    const serverInterceptors = [serverTracingInterceptor, auth];
     const server = await startInternalServer({
-      host: config.host,
+      host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
       port: config.internalPort,
       log,
       health,
+      tls: tls.server,
+      interceptors: [auth],
       routes(networkRouter: ConnectRouter) {
         const router = inProcess.recording(networkRouter);
         router.service(AdminService, {
@@ -193,7 +217,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
       },
     });
     localUrl = server.url;
-    clients.useInProcess(server.url, inProcess, [serverTracingInterceptor]);
+    clients.useInProcess(server.url, inProcess, serverInterceptors);
     Object.assign(urls, serviceUrls(config, localUrl));
     shutdown.add('internal server', () => server.close(config.shutdownGraceMs));
 
@@ -215,9 +239,14 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     shutdown.add('health', () => health.startShutdown());
   }
 
+  const remote = Object.values(serviceUrls(config, localUrl)).filter((u) => u !== localUrl);
+  if (remote.length > 0 && !config.internalToken) {
+    log.warn({ urls: [...new Set(remote)] }, 'INTERNAL_TOKEN is unset: calls to services in other processes carry no credential and will be refused');
+  }
+
   if (opts.gateway) {
     const urls = serviceUrls(config, localUrl);
-    const gw = await opts.gateway({ config, log: log.child({ component: 'gateway' }), clients, urls });
+    const gw = await opts.gateway({ config, log: log.child({ component: 'gateway' }), clients: clients.as('gateway'), urls });
     shutdown.add('gateway', () => gw.close(config.shutdownGraceMs));
     log.info({ url: gw.url }, `listening on ${gw.url}`);
   } else {

@@ -5,6 +5,7 @@
  * amenity vocabulary, marketplace listings (CreateListing, GetListing,
  * ResolveListing, `psync listing create`).
  */
+import { TEST_TOKENS } from '../support/credentials';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Code } from '@connectrpc/connect';
@@ -348,7 +349,7 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
   });
 
   describe('marketplace listings', () => {
-    const psync = (...args: string[]) => runCommand('bin/psync', args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl });
+    const psync = (...args: string[]) => runCommand('bin/psync', args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl, PSYNC_TOKEN: TEST_TOKENS.operator });
 
     test('psync listing create works for sandbox and production workspaces and prints {"listing_id"}', async () => {
       for (const env of ['sandbox', 'production'] as const) {

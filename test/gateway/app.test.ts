@@ -4,6 +4,7 @@
  * the token endpoint's refusal, 503 when identity cannot be reached — with problem
  * documents, X-Request-Id, rate-limit headers and one access log line per request.
  */
+import { credentialInterceptor } from '../support/credentials';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../services/kit/config';
@@ -24,7 +25,7 @@ beforeAll(async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
   const config = loadConfig({ DOCS_URL: DOCS, RATE_LIMIT_PER_HOUR: '600', TOKEN_RATE_LIMIT_PER_HOUR: '60' });
   const log = createLogger({ level: 'debug', name: 'gateway-test' }, { write: (s: string) => void logLines.push(JSON.parse(s)) });
-  clients = new InternalClients([], 2000);
+  clients = new InternalClients([credentialInterceptor()], 2000);
   const app = createGatewayApp(
     { config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } },
     () => false,

@@ -15,6 +15,7 @@
  * The gateway runs in-process with its internal services unreachable: serving the
  * document must need none of them (no Authorize call, nothing counted).
  */
+import { credentialInterceptor } from '../support/credentials';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -74,7 +75,7 @@ beforeAll(async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
   const config = loadConfig({ RATE_LIMIT_PER_HOUR: '600', TOKEN_RATE_LIMIT_PER_HOUR: '60' });
   const log = createLogger({ level: 'silent', name: 'openapi-test' });
-  clients = new InternalClients([], 2000);
+  clients = new InternalClients([credentialInterceptor()], 2000);
   const app = createGatewayApp({ config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } }, () => false);
   server = http.createServer(app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

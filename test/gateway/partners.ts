@@ -3,6 +3,7 @@
  * through the internal IdentityService (as `psync workspace create` / `key issue` do),
  * tokens through the public POST /v1/token.
  */
+import { credentialInterceptor } from '../support/credentials';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { InternalClients } from '../../services/kit/internal-client';
@@ -19,7 +20,7 @@ export interface Partner {
 }
 
 export class Partners {
-  readonly clients = new InternalClients([], 15000);
+  readonly clients = new InternalClients([credentialInterceptor()], 15000);
 
   constructor(private readonly system: RunningSystem) {}
 

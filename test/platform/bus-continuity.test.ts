@@ -8,6 +8,7 @@
  * server (DATABASE_URL) the three runs share one scratch database, on the embedded
  * default one DATA_DIR.
  */
+import { TEST_TOKENS } from '../support/credentials';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +42,7 @@ describe(`in-process bus continuity (database: ${backends.database})`, () => {
   });
 
   async function psync(internalUrl: string, args: string[]): Promise<Record<string, string>> {
-    const r = await runCommand(PSYNC, args, { ...process.env, PSYNC_INTERNAL_URL: internalUrl }, 30000);
+    const r = await runCommand(PSYNC, args, { ...process.env, PSYNC_INTERNAL_URL: internalUrl, PSYNC_TOKEN: TEST_TOKENS.operator }, 30000);
     expect(r.code).toBe(0);
     return JSON.parse(r.stdout) as Record<string, string>;
   }

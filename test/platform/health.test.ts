@@ -4,6 +4,7 @@
  * each of the four services, NOT_FOUND for a name it does not host, and Watch streams;
  * a Connect client calls psync.admin.v1.AdminService/Migrate.
  */
+import { credentialInterceptor } from '../support/credentials';
 import * as grpc from '@grpc/grpc-js';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
@@ -62,7 +63,7 @@ describe(`internal gRPC health and admin (database: ${backends.database}, bus: $
 
   test('a Connect client calls AdminService/Migrate: migrated, nothing left to apply', async () => {
     sessions = new Http2SessionManager(system.internalUrl);
-    const admin = createClient(AdminService, createGrpcTransport({ baseUrl: system.internalUrl, sessionManager: sessions }));
+    const admin = createClient(AdminService, createGrpcTransport({ baseUrl: system.internalUrl, sessionManager: sessions, interceptors: [credentialInterceptor()] }));
     const before = system.logs().length;
     const res = await admin.migrate({}, { timeoutMs: 30000 });
     expect(res.migrated).toBe(true);

@@ -1,6 +1,7 @@
 /**
  * Connect clients (gRPC over h2c) of the internal services at a running system's
- * internal URL, sharing one HTTP/2 session, and the workspace factory the service
+ * internal URL, sharing one HTTP/2 session and calling each RPC with a test credential
+ * of a role allowed to call it (credentials.ts), and the workspace factory the service
  * tests start from. Shared by the calendar, catalog and identity tests.
  */
 import { createClient, type Client } from '@connectrpc/connect';
@@ -9,6 +10,7 @@ import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { credentialInterceptor } from './credentials';
 
 export type CalendarClient = Client<typeof CalendarService>;
 export type CatalogClient = Client<typeof CatalogService>;
@@ -25,7 +27,7 @@ export interface InternalClients {
 /** Clients of the calendar, catalog and identity services at `baseUrl`. */
 export function internalClients(baseUrl: string, timeoutMs = 30000): InternalClients {
   const sessionManager = new Http2SessionManager(baseUrl);
-  const transport = createGrpcTransport({ baseUrl, sessionManager, defaultTimeoutMs: timeoutMs });
+  const transport = createGrpcTransport({ baseUrl, sessionManager, defaultTimeoutMs: timeoutMs, interceptors: [credentialInterceptor()] });
   return {
     calendar: createClient(CalendarService, transport),
     catalog: createClient(CatalogService, transport),

@@ -8,6 +8,9 @@
  *   on that server (dropped on stop), and a unique BUS_PREFIX `t<hex>` so concurrent
  *   test files never share a NATS stream (deleted on stop when NATS_URL is set).
  *
+ * Internal API credentials: OPERATOR_TOKEN and INTERNAL_CALLERS accept every role's
+ * test credential (credentials.ts), and a one-role process sends its own INTERNAL_TOKEN.
+ *
  * With a real DATABASE_URL, TOKEN_SIGNING_KEY and SECRETS_ENCRYPTION_KEY get random
  * values unless given (the embedded default generates its own under DATA_DIR).
  *
@@ -27,6 +30,8 @@ import { join } from 'node:path';
 import { connect } from 'nats';
 import { createSql } from '../../services/kit/database';
 import { ROOT, waitForLine } from './process';
+import { TEST_TOKENS, testCallerEnv } from './credentials';
+import { isRole } from '../../services/kit/access-policy';
 
 export interface StartOptions {
   /** Extra environment; wins over everything startSystem chooses. */
@@ -251,6 +256,10 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
       env.BUS_PREFIX = prefix;
       if (process.env.NATS_URL && given.NATS_URL === undefined) cleanups.push(() => deleteBusStream(prefix));
     }
+    // Internal API credentials: the system accepts every test role's, and a process of
+    // one role sends its own (test/support/credentials.ts).
+    Object.assign(env, testCallerEnv());
+    if (role !== 'all' && role !== 'migrate' && isRole(role)) env.INTERNAL_TOKEN = TEST_TOKENS[role];
     Object.assign(env, given);
     // On a real PostgreSQL the services generate no keys (local-keys.ts): configure them,
     // as a deployment does, so the features that need them work in tests too.
@@ -318,7 +327,8 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   }
   const url = (parseLine(line)?.url as string | undefined) ?? /https?:\/\/[^\s"]+/.exec(line)?.[0] ?? '';
   const internalPort = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.port;
-  system.internalUrl = typeof internalPort === 'number' ? `http://127.0.0.1:${internalPort}` : '';
+  const internalTls = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.tls === true;
+  system.internalUrl = typeof internalPort === 'number' ? `${internalTls ? 'https' : 'http'}://127.0.0.1:${internalPort}` : '';
   system.gatewayUrl = line.includes('internal services only') ? '' : url;
   return system;
 }

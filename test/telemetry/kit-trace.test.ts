@@ -9,6 +9,7 @@
  * The outbox's SQL is a stand-in capturing the insert (Jest cannot host PGlite in
  * process); the system-level trace through a real database is in telemetry.test.ts.
  */
+import { credentialInterceptor } from '../support/credentials';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
@@ -31,7 +32,7 @@ let telemetry: Telemetry;
 let server: InternalServer;
 let target: http.Server;
 let targetPort: number;
-const clients = new InternalClients();
+const clients = new InternalClients([credentialInterceptor()]);
 const bus = createMemoryBus({ log });
 
 /** What appendToOutbox inserted, from a stand-in for the postgres.js tag. */

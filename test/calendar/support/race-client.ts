@@ -10,6 +10,7 @@
  * pushes also move blocks, holds, bookings, releases, cancellations, deletions),
  * CLIENT (a label), SEED.
  */
+import { credentialInterceptor } from '../../support/credentials';
 import { createClient, ConnectError } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { CalendarService } from '../../../gen/psync/calendar/v1/calendar_pb';
@@ -43,7 +44,7 @@ const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
 const day = (n: number) => new Date(Date.UTC(2032, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 
 const sm = new Http2SessionManager(url);
-const calendar = createClient(CalendarService, createGrpcTransport({ baseUrl: url, sessionManager: sm, defaultTimeoutMs: 60000 }));
+const calendar = createClient(CalendarService, createGrpcTransport({ baseUrl: url, sessionManager: sm, defaultTimeoutMs: 60000, interceptors: [credentialInterceptor()] }));
 
 const outcome: Record<string, number> = {};
 const unexpected: string[] = [];

@@ -3,6 +3,7 @@
  * partner receiver, the internal NotificationsService client, the operator CLI,
  * and an event driver that makes the calendar publish booking and erasure events.
  */
+import { credentialInterceptor, TEST_TOKENS } from '../../support/credentials';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -49,7 +50,7 @@ export function startWebhookSystem(certs: Certificates, opts: StartOptions = {})
 
 /** Connect clients of one system's internal API. */
 export class SystemClients {
-  private readonly clients = new InternalClients([], 30_000);
+  private readonly clients = new InternalClients([credentialInterceptor()], 30_000);
   constructor(private readonly baseUrl: string) {}
   get notifications(): Client<typeof NotificationsService> {
     return this.clients.client(NotificationsService, this.baseUrl);
@@ -70,14 +71,14 @@ export class SystemClients {
 
 /** Runs `bin/psync …` against `system`; resolves with the parsed JSON (or rejects with stderr). */
 export async function psync(system: RunningSystem, args: string[]): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl });
+  const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl, PSYNC_TOKEN: TEST_TOKENS.operator });
   if (res.code !== 0) throw new Error(`psync ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
   return JSON.parse(res.stdout);
 }
 
 /** Runs `bin/psync …` expecting a failure; resolves with exit code and stderr. */
 export async function psyncFails(system: RunningSystem, args: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl });
+  const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl, PSYNC_TOKEN: TEST_TOKENS.operator });
   return { code: res.code, stderr: res.stderr, stdout: res.stdout };
 }
 
