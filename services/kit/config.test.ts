@@ -204,3 +204,42 @@ describe('SECRETS_ENCRYPTION_KEY_PREVIOUS', () => {
     expect(() => loadConfig({ SECRETS_ENCRYPTION_KEY_PREVIOUS: b })).toThrow(/needs SECRETS_ENCRYPTION_KEY/);
   });
 });
+
+describe('internal API credentials and TLS', () => {
+  const hash = 'a'.repeat(64);
+  const token = 'x'.repeat(32);
+
+  test('INTERNAL_CALLERS: role:sha256 entries, a role may repeat (rotation); hex lower-cased', () => {
+    expect(loadConfig({ INTERNAL_CALLERS: `gateway:${hash}, gateway:${'B'.repeat(64)},operator:${hash}` }).internalCallers).toEqual([
+      { role: 'gateway', sha256: hash },
+      { role: 'gateway', sha256: 'b'.repeat(64) },
+      { role: 'operator', sha256: hash },
+    ]);
+  });
+
+  test('INTERNAL_CALLERS refuses unknown roles, short hashes and plain tokens, without echoing them whole', () => {
+    expectRefused({ INTERNAL_CALLERS: `root:${hash}` }, 'INTERNAL_CALLERS');
+    expectRefused({ INTERNAL_CALLERS: 'gateway:abc' }, 'INTERNAL_CALLERS');
+    const m = expectRefused({ INTERNAL_CALLERS: `gateway-token-${'s'.repeat(60)}` }, 'INTERNAL_CALLERS');
+    expect(m).not.toContain('s'.repeat(40));
+  });
+
+  test('credentials: 32 to 512 visible characters', () => {
+    expect(loadConfig({ OPERATOR_TOKEN: token, INTERNAL_TOKEN: token }).operatorToken).toBe(token);
+    expectRefused({ OPERATOR_TOKEN: 'short' }, 'OPERATOR_TOKEN');
+    expectRefused({ INTERNAL_TOKEN: `${'x'.repeat(20)} ${'y'.repeat(20)}` }, 'INTERNAL_TOKEN');
+  });
+
+  test('OPERATOR_TOKEN_PREVIOUS differs from OPERATOR_TOKEN and needs it', () => {
+    expect(loadConfig({ OPERATOR_TOKEN: token, OPERATOR_TOKEN_PREVIOUS: 'y'.repeat(32) }).operatorTokenPrevious).toBe('y'.repeat(32));
+    expectRefused({ OPERATOR_TOKEN: token, OPERATOR_TOKEN_PREVIOUS: token }, 'OPERATOR_TOKEN_PREVIOUS');
+    expectRefused({ OPERATOR_TOKEN_PREVIOUS: token }, 'OPERATOR_TOKEN_PREVIOUS');
+  });
+
+  test('INTERNAL_TLS_CERT and _KEY together; mutual TLS needs a CA', () => {
+    expectRefused({ INTERNAL_TLS_CERT: '/c.pem' }, 'INTERNAL_TLS_KEY');
+    expectRefused({ INTERNAL_TLS_CERT: '/c.pem', INTERNAL_TLS_KEY: '/k.pem', INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'true' }, 'INTERNAL_TLS_CA');
+    expectRefused({ INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'yes' }, 'INTERNAL_TLS_REQUIRE_CLIENT_CERT');
+    expect(loadConfig({ INTERNAL_TLS_CERT: '/c.pem', INTERNAL_TLS_KEY: '/k.pem', INTERNAL_TLS_CA: '/ca.pem', INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'true' }).internalTlsRequireClientCert).toBe(true);
+  });
+});

@@ -249,6 +249,15 @@ async function isolate(tx: Tx, own: ServiceName, role: string): Promise<void> {
     select nspname as schema, nspowner::regrole::text as owner from pg_namespace
     where nspname in ${tx(SERVICE_NAMES.filter((s) => s !== own))}`;
   for (const { schema } of others) {
+    // Only where the role holds a grant: a REVOKE on an object with default privileges
+    // would write them out explicitly, and a second run would not be a no-op.
+    const [granted] = await tx`
+      select 1 from pg_namespace n
+      where n.nspname = ${schema}
+        and (exists (select 1 from aclexplode(n.nspacl) a where a.grantee = ${role}::regrole)
+          or exists (select 1 from pg_class c, aclexplode(c.relacl) a where c.relnamespace = n.oid and a.grantee = ${role}::regrole)
+          or exists (select 1 from pg_proc p, aclexplode(p.proacl) a where p.pronamespace = n.oid and a.grantee = ${role}::regrole))`;
+    if (!granted) continue;
     await tx`revoke all on schema ${tx(schema)} from ${tx(role)}`;
     await tx`revoke all on all tables in schema ${tx(schema)} from ${tx(role)}`;
     await tx`revoke all on all sequences in schema ${tx(schema)} from ${tx(role)}`;

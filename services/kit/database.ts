@@ -114,17 +114,14 @@ export interface Database {
  */
 export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: readonly string[] = []): Promise<Database> {
   if (usesPostgresServer(cfg)) {
-    for (const service of hosted) {
-      if (!databaseUrlFor(cfg, service)) {
-        throw new Error(`no database URL for the ${service} service: set ${service.toUpperCase()}_DATABASE_URL or DATABASE_URL`);
-      }
-    }
     const urlOf = (service: string): string => {
       const u = databaseUrlFor(cfg, service);
       if (!u) throw new Error(`no database URL for the ${service} service: set ${service.toUpperCase()}_DATABASE_URL or DATABASE_URL`);
       return u;
     };
-    const pingUrl = (hosted[0] && databaseUrlFor(cfg, hosted[0])) || cfg.databaseUrl || SERVICE_NAMES.map((s) => ownDatabaseUrl(cfg, s)).find(Boolean)!;
+    for (const service of hosted) urlOf(service);
+    const withOwnUrl = SERVICE_NAMES.filter((s) => ownDatabaseUrl(cfg, s) !== undefined);
+    const pingUrl = hosted[0] !== undefined ? urlOf(hosted[0]) : (cfg.databaseUrl ?? urlOf(withOwnUrl[0]!));
     const instances = new Map<string, Sql>();
     // postgres.js connects lazily: an instance nobody queries opens no connection.
     const instance = (name: string, url: string, max: number, asyncCommit = false): Sql => {
@@ -136,15 +133,19 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
       return s;
     };
     const sqlFor = (service: string): Sql => instance(`psync-${service}`, urlOf(service), cfg.databasePoolSize);
-    const own = new Map<ServiceName, string>();
-    for (const s of SERVICE_NAMES) {
-      const u = ownDatabaseUrl(cfg, s);
-      if (u) own.set(s, u);
-    }
     const adminUrl = cfg.databaseUrl;
+    const userOf = (url: string) => decodeURIComponent(new URL(url).username);
+    // Services with a role of their own. A DATABASE_URL naming the same user as a
+    // service's URL (a service Deployment given its own URL under both names) is that
+    // role, not an administrator: nothing to set up for it.
+    const own = new Map<ServiceName, string>();
+    for (const s of withOwnUrl) {
+      const u = ownDatabaseUrl(cfg, s)!;
+      if (!(adminUrl && userOf(adminUrl) === userOf(u))) own.set(s, u);
+    }
     const u = new URL(pingUrl);
     log.info(
-      { backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1), service_roles: [...own.keys()] },
+      { backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1), service_urls: withOwnUrl },
       'database: PostgreSQL server',
     );
     return {

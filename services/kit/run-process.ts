@@ -23,6 +23,7 @@ import { serverTracingInterceptor, startInternalServer } from './internal-server
 import { InProcessServices } from './in-process-transport';
 import { InternalClients } from './internal-client';
 import { KIT_MIGRATIONS, runMigrations } from './migrate';
+import { provisionServiceRoles } from './database-roles';
 import { OutboxRelay } from './outbox';
 import { Shutdown } from './shutdown';
 import { startTelemetry } from './telemetry';
@@ -61,10 +62,30 @@ export async function openBus(config: Config, log: Logger): Promise<EventBus> {
   return createMemoryBus({ log });
 }
 
-/** Runs every hosted service's migrations (kit tables first); used at start-up and by Admin/Migrate. */
+/**
+ * Runs every hosted service's migrations (kit tables first); used at start-up and by
+ * Admin/Migrate. With DATABASE_URL and per-service URLs both set, the administrator
+ * first creates or checks those services' roles (database-roles.ts); each service's
+ * migrations run over its own URL, so its role owns what they create.
+ */
 export async function migrateAll(db: Database, services: ServiceModule[], log: Logger): Promise<string[]> {
+  const roles = db.roles;
+  const own = roles ? services.flatMap((m) => (roles.serviceUrls.has(m.name) ? [{ service: m.name, url: roles.serviceUrls.get(m.name)! }] : [])) : [];
+  if (roles && own.length > 0) await provisionServiceRoles(roles.admin, own, log);
   for (const m of services) {
-    await runMigrations(db.sqlFor(m.name), { schema: m.name, sources: [KIT_MIGRATIONS, m.migrations], log });
+    try {
+      await runMigrations(db.sqlFor(m.name), { schema: m.name, sources: [KIT_MIGRATIONS, m.migrations], log });
+    } catch (err) {
+      // 42501: a service role alone cannot create its schema or the extensions; the administrator's run does.
+      const e = err as { code?: string; cause?: { code?: string } };
+      if (!roles && db.kind === 'postgresql' && (e.code ?? e.cause?.code) === '42501') {
+        throw new Error(
+          `${m.name}: insufficient privilege to migrate (${(err as Error).message}); run \`main.ts migrate\` once with DATABASE_URL (an administrator) and the per-service URLs set`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
   }
   return services.map((m) => m.name);
 }
@@ -117,7 +138,7 @@ export async function runMigrationsOnly(services: ServiceModule[]): Promise<void
   // Logs go to stderr so stdout carries only the one JSON result line.
   const log = createLogger({ level: config.logLevel, name: 'migrate' }, pino.destination(2));
   try {
-    const db = await openDatabase(config, log);
+    const db = await openDatabase(config, log, services.map((m) => m.name));
     const schemas = await migrateAll(db, services, log);
     await db.close();
     process.stdout.write(`${JSON.stringify({ migrated: true, schemas })}\n`);
@@ -147,7 +168,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
   let localUrl: string | undefined;
 
   if (opts.services.length > 0) {
-    db = await openDatabase(config, log);
+    db = await openDatabase(config, log, opts.services.map((m) => m.name));
     const database = db;
     shutdown.add('database', () => database.close());
     const bus = await openBus(config, log);

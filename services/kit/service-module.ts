@@ -33,7 +33,8 @@ export interface ServiceContext {
   /** The service's PostgreSQL schema (= its name). */
   schema: ServiceName;
   /**
-   * True on the embedded database (PGlite, no DATABASE_URL): the one-machine default,
+   * True on the embedded database (PGlite: neither DATABASE_URL nor any
+   * `<SERVICE>_DATABASE_URL` set, database.ts): the one-machine default,
    * where a service may generate a missing secret key under DATA_DIR/keys
    * (local-keys.ts). False on a real PostgreSQL, where keys must be configured.
    */

@@ -32,12 +32,15 @@ export interface SplitSystem {
 /** True when the test environment has what a split system needs. */
 export const canSplit = Boolean(process.env.DATABASE_URL && process.env.NATS_URL);
 
-/** Starts the four services (at once) and then the gateway; `env` is added to every process. */
-export async function startSplitSystem(env: Record<string, string> = {}): Promise<SplitSystem> {
+/**
+ * Starts the four services (at once) and then the gateway; `env` is added to every
+ * process. `scheme: 'https'` when `env` configures internal TLS (INTERNAL_TLS_*).
+ */
+export async function startSplitSystem(env: Record<string, string> = {}, scheme: 'http' | 'https' = 'http'): Promise<SplitSystem> {
   const db = await createScratchDatabase();
   const prefix = uniqueBusPrefix();
   const ports = Object.fromEntries(await Promise.all(SERVICE_ROLES.map(async (r) => [r, await freePort()] as const))) as Record<ServiceRole, number>;
-  const urls = Object.fromEntries(SERVICE_ROLES.map((r) => [r, `http://127.0.0.1:${ports[r]}`])) as Record<ServiceRole, string>;
+  const urls = Object.fromEntries(SERVICE_ROLES.map((r) => [r, `${scheme}://127.0.0.1:${ports[r]}`])) as Record<ServiceRole, string>;
   const shared: Record<string, string> = {
     DATABASE_URL: db.url,
     BUS_PREFIX: prefix,

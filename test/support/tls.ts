@@ -45,3 +45,39 @@ export async function createCertificates(): Promise<Certificates> {
   writeFileSync(caFile, ca.cert);
   return { caFile, key: leaf.private, cert: leaf.cert, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/** A certificate authority of the internal API's tests: its PEM, and certificates it signs. */
+export interface InternalCa {
+  caPem: string;
+  /** A certificate for `localhost` and 127.0.0.1, usable as server and as client certificate. */
+  issue(commonName?: string): Promise<{ cert: string; key: string }>;
+}
+
+/** A fresh CA for internal TLS tests. */
+export async function createInternalCa(name = 'Partner Sync internal test CA'): Promise<InternalCa> {
+  const ca = await generate([{ name: 'commonName', value: name }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  });
+  return {
+    caPem: ca.cert,
+    async issue(commonName = 'localhost') {
+      const leaf = await generate([{ name: 'commonName', value: commonName }], {
+        keySize: 2048,
+        algorithm: 'sha256',
+        ca: { key: ca.private, cert: ca.cert },
+        extensions: [
+          { name: 'basicConstraints', cA: false },
+          { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+          { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
+          { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+        ],
+      });
+      return { cert: leaf.cert, key: leaf.private };
+    },
+  };
+}
