@@ -36,7 +36,8 @@ export function operatorTokenFileOf(env: NodeJS.ProcessEnv): string {
 
 /** Finds the operator credential, or throws a CredentialError saying how to provide one. */
 export function resolveOperatorCredential(env: NodeJS.ProcessEnv = process.env): OperatorCredential {
-  const fromEnv = env.PSYNC_TOKEN;
+  // Trimmed as the server trims OPERATOR_TOKEN: `export PSYNC_TOKEN="$(cat file)"` and the like.
+  const fromEnv = env.PSYNC_TOKEN?.trim();
   if (fromEnv !== undefined && fromEnv !== '') {
     if (!USABLE.test(fromEnv)) throw new CredentialError('PSYNC_TOKEN is not a usable credential: expected 1 to 512 visible ASCII characters, no spaces or line breaks');
     return { token: fromEnv, source: { kind: 'env' } };
@@ -44,7 +45,7 @@ export function resolveOperatorCredential(env: NodeJS.ProcessEnv = process.env):
   const file = operatorTokenFileOf(env);
   let token: string | undefined;
   try {
-    token = readOperatorTokenFile(file);
+    token = readOperatorTokenFile(file, false);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code === 'EACCES' ? `cannot read ${file} (permission denied)` : (err as Error).message;
     throw new CredentialError(`no usable operator credential: PSYNC_TOKEN is not set and ${reason}`);

@@ -1,44 +1,114 @@
 /**
- * psync entry point: parse, call the internal API, print exactly one JSON object on
- * stdout and exit 0; on failure one line on stderr and a non-zero exit
- * (2 usage, 1 anything else).
+ * psync entry point: parse, call the internal API with the operator credential, print
+ * exactly one JSON object on stdout and exit 0; on failure one line on stderr and a
+ * non-zero exit (2 usage, 1 anything else). `psync help` and `--help` print usage text
+ * on stdout and exit 0 without calling anything.
  */
-import { ConnectError, Code } from '@connectrpc/connect';
-import { InternalClients } from '../../services/kit/internal-client';
+import type { DescService } from '@bufbuild/protobuf';
+import { ConnectError, Code, type Client } from '@connectrpc/connect';
+import { InternalClients, type InternalTls } from '../../services/kit/internal-client';
+import { internalTls } from '../../services/kit/internal-credentials';
 import { parseArgs, UsageError } from './args';
-import { commands } from './commands';
+import { commands } from './command-set';
+import { CredentialError, describeSource, resolveOperatorCredential, type OperatorCredential } from './credentials';
+import { groupOf, helpText } from './help';
+import { switchesOf, type CommandClients } from './registry';
+
+/**
+ * TLS for an https:// PSYNC_INTERNAL_URL, from the variables the services read
+ * (INTERNAL_TLS_CA, and INTERNAL_TLS_CERT/KEY as the client certificate under mutual
+ * TLS): inside a pod (`kubectl exec … psync`) they are already set.
+ */
+function cliTls(env: NodeJS.ProcessEnv = process.env): InternalTls {
+  return internalTls({
+    internalTlsCa: env.INTERNAL_TLS_CA || undefined,
+    internalTlsCert: env.INTERNAL_TLS_CERT || undefined,
+    internalTlsKey: env.INTERNAL_TLS_KEY || undefined,
+    internalTlsRequireClientCert: false,
+  }).client;
+}
+
+/** How long one call may take. */
+const CALL_TIMEOUT_MS = 30000;
+
+/**
+ * The clients a command calls through. The credential is looked up on the first call,
+ * so usage errors and help never need one.
+ */
+class OperatorClients implements CommandClients {
+  credential?: OperatorCredential;
+  private clients?: InternalClients;
+
+  client<T extends DescService>(service: T, baseUrl: string): Client<T> {
+    this.credential ??= resolveOperatorCredential();
+    this.clients ??= new InternalClients([], CALL_TIMEOUT_MS, { token: this.credential.token, tls: cliTls() });
+    return this.clients.client(service, baseUrl);
+  }
+
+  close(): void {
+    this.clients?.close();
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
   const baseUrl = process.env.PSYNC_INTERNAL_URL || 'http://127.0.0.1:8081';
-  const clients = new InternalClients([], 30000);
+  const clients = new OperatorClients();
   try {
-    const { words, flags } = parseArgs(argv);
+    const { words, flags, help } = parseArgs(argv, (w) => switchesOf(commands[w.join(' ')]));
+    if (help || words[0] === 'help') {
+      if (flags.size > 0 && !help) throw new UsageError(`unknown flag --${[...flags.keys()][0]!}`);
+      process.stdout.write(helpText(commands, words[0] === 'help' ? words.slice(1) : words));
+      return 0;
+    }
     const name = words.join(' ');
     const command = commands[name];
-    if (!command) {
-      throw new UsageError(
-        words.length === 0 ? `usage: psync <command> [--flag value …]; commands: ${Object.keys(commands).join(', ')}` : `unknown command "${name}"`,
-      );
-    }
-    const out = await command({ flags, clients, baseUrl });
+    if (!command) throw new UsageError(unknownCommand(words));
+    const out = await command.execute(flags, { clients, baseUrl });
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return 0;
   } catch (err) {
-    process.stderr.write(`psync: ${describe(err, baseUrl)}\n`);
+    process.stderr.write(`psync: ${describe(err, baseUrl, clients.credential)}\n`);
     return err instanceof UsageError ? 2 : 1;
   } finally {
     clients.close();
   }
 }
 
-/** One human line for an error; never a stack trace. */
-function describe(err: unknown, baseUrl: string): string {
-  if (err instanceof UsageError) return err.message;
-  if (err instanceof ConnectError) {
-    if (err.code === Code.Unavailable) return `cannot reach the internal API at ${baseUrl} (is the system running? set PSYNC_INTERNAL_URL)`;
-    return `${Code[err.code]}: ${err.rawMessage}`.replace(/\s+/g, ' ');
+/** The one line for words that name no command. */
+function unknownCommand(words: string[]): string {
+  if (words.length === 0) {
+    return `usage: psync <command> [--flag value …] (psync help explains each); commands: ${Object.keys(commands).join(', ')}`;
   }
-  return (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
+  const group = groupOf(commands, words);
+  if (group.length > 0) return `"${words.join(' ')}" needs a command: ${group.join(', ')} (psync ${words.join(' ')} --help)`;
+  return `unknown command "${words.join(' ')}" (psync help lists the commands)`;
+}
+
+/** One human line for an error; never a stack trace, never the credential. */
+function describe(err: unknown, baseUrl: string, credential: OperatorCredential | undefined): string {
+  if (err instanceof UsageError || err instanceof CredentialError) return err.message;
+  if (err instanceof ConnectError) {
+    const from = credential ? describeSource(credential.source) : 'the operator credential';
+    if (err.code === Code.Unavailable) return `cannot reach the internal API at ${baseUrl} (is the system running? set PSYNC_INTERNAL_URL)`;
+    if (err.code === Code.Unauthenticated) {
+      return (
+        `the internal API at ${baseUrl} refused the operator credential (${from}): set PSYNC_TOKEN to the system's ` +
+        'operator token (its OPERATOR_TOKEN), or run psync with the DATA_DIR of a system that generated keys/operator.token'
+      );
+    }
+    if (err.code === Code.PermissionDenied) {
+      return (
+        `the internal API at ${baseUrl} does not let this credential (${from}) make the call: ${oneLine(err.rawMessage)}; ` +
+        'PSYNC_TOKEN must be the operator token, not a service\'s or a marketplace client\'s'
+      );
+    }
+    return oneLine(`${Code[err.code]}: ${err.rawMessage}`);
+  }
+  return oneLine(err instanceof Error ? err.message : String(err));
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ');
 }
 
 void main(process.argv.slice(2)).then((code) => process.exit(code));

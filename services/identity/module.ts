@@ -1,6 +1,7 @@
 /**
  * The identity service as hosted by a process (see services/kit/service-module.ts):
- * workspaces, API keys, access tokens and the per-key rate-limit counters.
+ * workspaces, API keys, access tokens, the per-key rate-limit counters and the
+ * marketplace clients of the internal API (internal-clients.ts).
  *
  * The token-signing key is TOKEN_SIGNING_KEY, or on the embedded default a key
  * generated once under DATA_DIR/keys (local-keys.ts). With a real DATABASE_URL and

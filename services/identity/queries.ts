@@ -173,3 +173,51 @@ export async function deleteOldCounters(sql: Sql): Promise<number> {
     where window_start < date_bin(interval '3600 seconds', now(), timestamptz 'epoch') - interval '3600 seconds'`;
   return result.count;
 }
+
+export interface InternalClientRow {
+  client_id: string;
+  name: string;
+  role: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+/** Stores a marketplace client: its id, name and the SHA-256 of its token (never the token). */
+export async function insertInternalClient(
+  sql: Sql,
+  c: { clientId: string; name: string; role: string; tokenSha256: Buffer },
+): Promise<InternalClientRow> {
+  const [row] = await sql<InternalClientRow[]>`
+    insert into identity.internal_clients (client_id, name, role, token_sha256)
+    values (${c.clientId}, ${c.name}, ${c.role}, ${c.tokenSha256})
+    returning client_id, name, role, created_at, revoked_at`;
+  return row!;
+}
+
+/** Revokes a client, keeping the first revocation time; undefined for an unknown client. */
+export async function revokeInternalClient(sql: Sql, clientId: string): Promise<InternalClientRow | undefined> {
+  const [row] = await sql<InternalClientRow[]>`
+    update identity.internal_clients
+    set revoked_at = coalesce(revoked_at, now())
+    where client_id = ${clientId}
+    returning client_id, name, role, created_at, revoked_at`;
+  return row;
+}
+
+/** Every client (live ones only unless `includeRevoked`), newest first. */
+export async function selectInternalClients(sql: Sql, includeRevoked: boolean): Promise<InternalClientRow[]> {
+  return sql<InternalClientRow[]>`
+    select client_id, name, role, created_at, revoked_at
+    from identity.internal_clients
+    where ${includeRevoked}::boolean or revoked_at is null
+    order by created_at desc, client_id desc`;
+}
+
+/** The live client whose token hashes to `tokenSha256`; undefined when none (unknown or revoked). */
+export async function selectLiveClientByTokenHash(sql: Sql, tokenSha256: Uint8Array): Promise<{ client_id: string; role: string } | undefined> {
+  const [row] = await sql<{ client_id: string; role: string }[]>`
+    select client_id, role
+    from identity.internal_clients
+    where token_sha256 = ${Buffer.from(tokenSha256)} and revoked_at is null`;
+  return row;
+}

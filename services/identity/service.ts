@@ -1,10 +1,10 @@
 /**
  * IdentityService RPC implementations: validate the request, call the domain modules
- * (api-keys, access-tokens, rate-limit) and queries, shape the response. Thin on
- * purpose; the rules live in those modules.
+ * (api-keys, access-tokens, rate-limit, internal-clients) and queries, shape the
+ * response. Thin on purpose; the rules live in those modules.
  *
- * Never logged: an API key, its secret, an access token (the logger redacts the
- * field names too; messages never carry them).
+ * Never logged: an API key, its secret, an access token, a marketplace client's token
+ * (the logger redacts the field names too; messages never carry them).
  */
 import { Code, type ServiceImpl } from '@connectrpc/connect';
 import { timestampFromDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
@@ -13,6 +13,7 @@ import {
   AuthorizeDecision,
   type AuthorizeResponseSchema,
   IdentityService,
+  type InternalClientSchema,
   type RateLimitStatusSchema,
   type WorkspaceSchema,
 } from '../../gen/psync/identity/v1/identity_pb';
@@ -26,6 +27,7 @@ import { isKeyId, mintApiKey, parseApiKey, secretMatches } from './api-keys';
 import { fail, invalidApiKey, invalidArgument, rateLimited, toConnectError } from './errors';
 import * as q from './queries';
 import { AuthorizeBatcher } from './authorize-batcher';
+import { CLIENT_ROLE, CLIENT_TOKEN_PREFIX, isClientId, mintClientToken, TOKEN_HASH_BYTES } from './internal-clients';
 import { RateLimitState, rateLimitState } from './rate-limit';
 import { recordTokenIssued } from '../kit/metrics';
 
@@ -47,7 +49,7 @@ export interface IdentityDeps {
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const MAX_NAME_LENGTH = 200;
-/** Attempts at a fresh key id when one collides (80 random bits: practically never). */
+/** Attempts at a fresh key or client id when one collides (80 random bits: practically never). */
 const KEY_ID_ATTEMPTS = 3;
 
 const toEnvironment = (env: EnvironmentName): Environment =>
@@ -59,6 +61,16 @@ function workspaceMessage(row: q.WorkspaceRow): MessageInitShape<typeof Workspac
     name: row.name,
     environment: toEnvironment(row.environment),
     createdAt: timestampFromDate(row.created_at),
+  };
+}
+
+function internalClientMessage(row: q.InternalClientRow): MessageInitShape<typeof InternalClientSchema> {
+  return {
+    clientId: row.client_id,
+    name: row.name,
+    role: row.role,
+    createdAt: timestampFromDate(row.created_at),
+    revokedAt: row.revoked_at ? timestampFromDate(row.revoked_at) : undefined,
   };
 }
 
@@ -226,6 +238,51 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
         rateLimit: rateLimitMessage(state),
         tokenExpiresAt: timestampFromMs(claims.exp * 1000),
       };
+    },
+
+    async issueClient(req) {
+      const length = [...req.name].length;
+      if (length === 0 || req.name.trim() === '') throw invalidArgument('name', 'required', 'name is required');
+      if (length > MAX_NAME_LENGTH) throw invalidArgument('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
+      for (let attempt = 1; ; attempt++) {
+        const minted = mintClientToken();
+        let row: q.InternalClientRow;
+        try {
+          row = await q.insertInternalClient(sql, { clientId: minted.clientId, name: req.name, role: CLIENT_ROLE, tokenSha256: minted.tokenSha256 });
+        } catch (err) {
+          // 23505: the random client id (or, never in practice, the hash) already exists; mint another.
+          if ((err as { code?: string }).code === '23505' && attempt < KEY_ID_ATTEMPTS) continue;
+          throw err;
+        }
+        log.info({ client_id: row.client_id, role: row.role }, 'internal API client issued');
+        return { client: internalClientMessage(row), token: minted.token };
+      }
+    },
+
+    async revokeClient(req) {
+      if (req.clientId === '') throw invalidArgument('client_id', 'required', 'client_id is required');
+      if (req.clientId.startsWith(CLIENT_TOKEN_PREFIX)) {
+        // Someone pasted the whole credential: say so without repeating it anywhere.
+        throw invalidArgument('client_id', 'format', 'client_id must be the 16-character client id, not the token');
+      }
+      if (!isClientId(req.clientId)) throw invalidArgument('client_id', 'format', 'client_id must be 16 lower-case base32 characters');
+      const row = await q.revokeInternalClient(sql, req.clientId);
+      if (!row) throw fail(Code.NotFound, ErrorReason.CLIENT_NOT_FOUND, 'internal API client not found');
+      log.info({ client_id: row.client_id }, 'internal API client revoked');
+      return { client: internalClientMessage(row) };
+    },
+
+    async listClients(req) {
+      const rows = await q.selectInternalClients(sql, req.includeRevoked);
+      return { clients: rows.map(internalClientMessage) };
+    },
+
+    async authenticateClient(req) {
+      // Not a SHA-256 digest: it matches nothing. An answer, never an error.
+      if (req.tokenSha256.length !== TOKEN_HASH_BYTES) return { authenticated: false };
+      const row = await q.selectLiveClientByTokenHash(sql, req.tokenSha256);
+      if (!row) return { authenticated: false };
+      return { authenticated: true, clientId: row.client_id, role: row.role };
     },
   };
 

@@ -87,8 +87,12 @@ export function readOrCreateLocalFile<T>(file: string, generate: () => string, r
   return { value, created };
 }
 
-/** The text of a local secret file, trimmed; undefined when it does not exist. Tightens loose permissions to 0600. */
-export function readLocalSecretText(file: string): string | undefined {
+/**
+ * The text of a local secret file, trimmed; undefined when it does not exist. The
+ * owning process (`tighten`) also narrows loose permissions to 0600; a reader such as
+ * the CLI, possibly another user, leaves them alone.
+ */
+export function readLocalSecretText(file: string, tighten = true): string | undefined {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -97,7 +101,7 @@ export function readLocalSecretText(file: string): string | undefined {
     throw err;
   }
   // Keep it private even if it was copied in with looser permissions.
-  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  if (tighten && (statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
   return text.trim();
 }
 

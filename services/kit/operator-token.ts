@@ -20,9 +20,13 @@ export function operatorTokenPath(dataDir: string): string {
   return join(dataDir, 'keys', 'operator.token');
 }
 
-/** Reads the operator token file; undefined when absent. A file too short to be a credential is an error. */
-export function readOperatorTokenFile(file: string): string | undefined {
-  const text = readLocalSecretText(file);
+/**
+ * Reads the operator token file; undefined when absent. A file too short to be a
+ * credential is an error. `tighten`: narrow loose permissions to 0600 (the server,
+ * which owns the file; not the CLI).
+ */
+export function readOperatorTokenFile(file: string, tighten = true): string | undefined {
+  const text = readLocalSecretText(file, tighten);
   if (text === undefined) return undefined;
   if (!/^[\x21-\x7e]{32,512}$/.test(text)) {
     throw new Error(`operator token file ${file} is damaged (expected 32 to 512 visible ASCII characters); restore it or remove it to generate a new one`);

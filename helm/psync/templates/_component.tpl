@@ -43,6 +43,8 @@ spec:
       annotations:
         # Roll the pods when the non-secret configuration changes.
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        # Roll the pods when this component's own token changes (a rotation's switch step).
+        checksum/internal-token: {{ include "psync.tokenSha256" (dict "root" $root "role" $name) | sha256sum }}
         {{- with $root.Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -115,8 +117,31 @@ spec:
                 name: {{ include "psync.configMapName" $root }}
           env:
             {{- include "psync.podEnv" . | nindent 12 }}
+            # This component's own internal credential, from its own Secret.
+            - name: INTERNAL_TOKEN
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "psync.tokenSecretName" (dict "root" $root "role" $name) }}
+                  key: {{ include "psync.tokenSecretKey" (dict "root" $root "role" $name) }}
             {{- if not $isGateway }}
+            # Hashes of the credentials allowed to call this service (not secret).
+            - name: INTERNAL_CALLERS
+              value: {{ include "psync.internalCallers" . | quote }}
+            {{- end }}
+            # The services this component calls (its own it calls in process).
+            {{- range (include "psync.calleesOf" . | splitList " " | compact) }}
+            - name: {{ upper . }}_URL
+              value: {{ include "psync.internalUrl" (dict "root" $root "component" .) | quote }}
+            {{- end }}
+            {{- if not $isGateway }}
+            {{- if $root.Values.database.perServiceRoles.enabled }}
+            {{- $dbRef := include "psync.serviceDatabaseRef" . | fromYaml }}
+            # Its own PostgreSQL role only, under both names (services/kit/config.ts).
+            {{- include "psync.secretEnv" (dict "root" $root "env" "DATABASE_URL" "ref" $dbRef) | nindent 12 }}
+            {{- include "psync.secretEnv" (dict "root" $root "env" (printf "%s_DATABASE_URL" (upper $name)) "ref" $dbRef) | nindent 12 }}
+            {{- else }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "DATABASE_URL" "ref" $root.Values.database) | nindent 12 }}
+            {{- end }}
             {{- if $root.Values.nats.existingSecret }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "NATS_URL" "ref" $root.Values.nats) | nindent 12 }}
             {{- end }}
@@ -142,9 +167,7 @@ spec:
               path: /healthz
               port: http
             {{- else }}
-            grpc:
-              port: {{ $root.Values.ports.internal }}
-              service: {{ include "psync.grpcServiceName" $name }}
+            {{- include "psync.healthProbe" (dict "root" $root "service" (include "psync.grpcServiceName" $name) "timeoutSeconds" $p.startup.timeoutSeconds) | nindent 12 }}
             {{- end }}
             periodSeconds: {{ $p.startup.periodSeconds }}
             timeoutSeconds: {{ $p.startup.timeoutSeconds }}
@@ -155,9 +178,7 @@ spec:
               path: /readyz
               port: http
             {{- else }}
-            grpc:
-              port: {{ $root.Values.ports.internal }}
-              service: {{ include "psync.grpcServiceName" $name }}
+            {{- include "psync.healthProbe" (dict "root" $root "service" (include "psync.grpcServiceName" $name) "timeoutSeconds" $p.readiness.timeoutSeconds) | nindent 12 }}
             {{- end }}
             periodSeconds: {{ $p.readiness.periodSeconds }}
             timeoutSeconds: {{ $p.readiness.timeoutSeconds }}
@@ -168,10 +189,8 @@ spec:
               path: /healthz
               port: http
             {{- else }}
-            grpc:
-              port: {{ $root.Values.ports.internal }}
-              # "liveness": SERVING while the process runs, whatever the database does.
-              service: liveness
+            # "liveness": SERVING while the process runs, whatever the database does.
+            {{- include "psync.healthProbe" (dict "root" $root "service" "liveness" "timeoutSeconds" $p.liveness.timeoutSeconds) | nindent 12 }}
             {{- end }}
             periodSeconds: {{ $p.liveness.periodSeconds }}
             timeoutSeconds: {{ $p.liveness.timeoutSeconds }}
@@ -190,8 +209,14 @@ spec:
             {{- include "psync.containerSecurityContext" $root | nindent 12 }}
           volumeMounts:
             {{- include "psync.volumeMounts" $root | nindent 12 }}
+            {{- with include "psync.internalTlsVolumeMount" $root }}
+            {{- . | nindent 12 }}
+            {{- end }}
       volumes:
         {{- include "psync.volumes" $root | nindent 8 }}
+        {{- with include "psync.internalTlsVolume" $root }}
+        {{- . | nindent 8 }}
+        {{- end }}
 {{- end -}}
 
 {{/* ClusterIP Service of one component: http (gateway) or grpc (services), plus metrics. */}}
@@ -225,8 +250,13 @@ spec:
       port: {{ $root.Values.ports.internal }}
       targetPort: grpc
       protocol: TCP
+      {{- if $root.Values.internalTls.enabled }}
+      # Connect/gRPC over HTTP/2 with TLS (a mesh passes it through as TLS).
+      appProtocol: https
+      {{- else }}
       # Connect/gRPC over cleartext HTTP/2.
       appProtocol: kubernetes.io/h2c
+      {{- end }}
     {{- end }}
     - name: metrics
       port: {{ $root.Values.ports.metrics }}
@@ -307,12 +337,14 @@ spec:
 
 {{/*
 NetworkPolicy of one component. Ingress: the gateway from anywhere (or the
-configured peers) on its HTTP port; a service only from the release's other
-components on the gRPC port (plus <component>.networkPolicy.extraIngressFrom,
-e.g. marketplace clients of calendar and catalog); metrics from
-networkPolicy.metricsFrom. Egress: DNS; the services' gRPC port; PostgreSQL and
-NATS (services only); the OTLP collector when tracing is on; the public internet
-on networkPolicy.internet.ports for catalog (photos) and notifications (webhooks),
+configured peers) on its HTTP port; a service on the gRPC port only from the
+release components that call it (psync.callees: identity ← gateway, catalog,
+calendar, notifications; catalog ← gateway, calendar; calendar and notifications
+← gateway), plus <component>.networkPolicy.extraIngressFrom (marketplace clients,
+operators); metrics from networkPolicy.metricsFrom. Egress: DNS; the gRPC port of
+exactly the services it calls (none for identity); PostgreSQL and NATS (services
+only); the OTLP collector when tracing is on; the public internet on
+networkPolicy.internet.ports for catalog (photos) and notifications (webhooks),
 with private, link-local, loopback and the cluster's own ranges excepted.
 */}}
 {{- define "psync.component.networkPolicy" -}}
@@ -347,16 +379,21 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
     {{- else }}
-    # Internal gRPC: the gateway and the other services of this release.
+    {{- $callers := include "psync.callersOf" . | splitList " " | compact }}
+    {{- if or $callers $c.networkPolicy.extraIngressFrom }}
+    # Internal gRPC: the release components that call this service, and the extra peers.
     - ports:
         - protocol: TCP
           port: {{ $root.Values.ports.internal }}
       from:
+        {{- with $callers }}
         - podSelector:
-            {{- include "psync.allComponentsSelector" $root | nindent 12 }}
+            {{- include "psync.componentsSelector" (dict "root" $root "components" .) | nindent 12 }}
+        {{- end }}
         {{- with $c.networkPolicy.extraIngressFrom }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+    {{- end }}
     {{- end }}
     - ports:
         - protocol: TCP
@@ -376,13 +413,15 @@ spec:
       to:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-    # Internal gRPC to the services of this release.
+    {{- with include "psync.calleesOf" . | splitList " " | compact }}
+    # Internal gRPC to exactly the services this component calls.
     - ports:
         - protocol: TCP
           port: {{ $root.Values.ports.internal }}
       to:
         - podSelector:
-            {{- include "psync.servicesSelector" $root | nindent 12 }}
+            {{- include "psync.componentsSelector" (dict "root" $root "components" .) | nindent 12 }}
+    {{- end }}
     {{- if not $isGateway }}
     # PostgreSQL.
     {{- include "psync.egressRule" $np.postgres | nindent 4 }}

@@ -143,11 +143,6 @@ One env entry read from a Secret. Call with
       {{- end }}
 {{- end -}}
 
-{{/* In-cluster base URL of a service's internal Connect/gRPC port. Call with (dict "root" $ "component" "identity"). */}}
-{{- define "psync.internalUrl" -}}
-{{- printf "http://%s.%s.svc:%d" (include "psync.componentName" .) .root.Release.Namespace (int .root.Values.ports.internal) -}}
-{{- end -}}
-
 {{/* Pod-level security context. */}}
 {{- define "psync.podSecurityContext" -}}
 {{- toYaml .Values.podSecurityContext -}}
@@ -180,6 +175,32 @@ One env entry read from a Secret. Call with
   mountPath: /tmp
 - name: data
   mountPath: {{ .Values.config.dataDir }}
+{{- end -}}
+
+{{/* The internal certificate, key and CA (read-only), for the Deployments when internal TLS is on. */}}
+{{- define "psync.internalTlsVolume" -}}
+{{- if .Values.internalTls.enabled -}}
+- name: internal-tls
+  secret:
+    secretName: {{ include "psync.internalTlsSecretName" . }}
+    # Readable by the pod's group (fsGroup) only.
+    defaultMode: 0440
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+      - key: ca.crt
+        path: ca.crt
+{{- end -}}
+{{- end -}}
+
+{{- define "psync.internalTlsVolumeMount" -}}
+{{- if .Values.internalTls.enabled -}}
+- name: internal-tls
+  mountPath: {{ .Values.internalTls.mountPath }}
+  readOnly: true
+{{- end -}}
 {{- end -}}
 
 {{/* Downward-API env giving traces and logs the pod's identity. Call with (dict "root" $ "component" "identity"). */}}
@@ -229,28 +250,15 @@ allows those ports to any destination. Call with the dependency's values.
   {{- end }}
 {{- end -}}
 
-{{/* Pod selector matching every Deployment pod of this release (not the migration Job). */}}
-{{- define "psync.allComponentsSelector" -}}
+{{/* Pod selector matching the Deployment pods of the given components of this release. Call with (dict "root" $ "components" (list "identity" "catalog")). */}}
+{{- define "psync.componentsSelector" -}}
 matchLabels:
-  {{- include "psync.selectorLabels" (dict "root" .) | nindent 2 }}
+  {{- include "psync.selectorLabels" (dict "root" .root) | nindent 2 }}
 matchExpressions:
   - key: app.kubernetes.io/component
     operator: In
     values:
-      {{- range (include "psync.components" . | splitList " ") }}
-      - {{ . }}
-      {{- end }}
-{{- end -}}
-
-{{/* Pod selector matching the four internal services of this release. */}}
-{{- define "psync.servicesSelector" -}}
-matchLabels:
-  {{- include "psync.selectorLabels" (dict "root" .) | nindent 2 }}
-matchExpressions:
-  - key: app.kubernetes.io/component
-    operator: In
-    values:
-      {{- range (include "psync.services" . | splitList " ") }}
+      {{- range .components }}
       - {{ . }}
       {{- end }}
 {{- end -}}

@@ -1,0 +1,46 @@
+import { UsageError } from './args';
+import { commands } from './command-set';
+import { helpText, usageOf } from './help';
+
+describe('psync help', () => {
+  test('the overview lists every command with its one-line summary, and help itself', () => {
+    const text = helpText(commands, []);
+    expect(helpText(commands, ['help'])).toBe(text);
+    for (const [name, cmd] of Object.entries(commands)) {
+      expect(cmd.summary).not.toContain('\n');
+      expect(text).toMatch(new RegExp(`^  ${name.replace(/[-]/g, '\\-')} +${cmd.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+    }
+    expect(text).toMatch(/^ {2}help +\S/m);
+    expect(text).toContain('PSYNC_TOKEN');
+    expect(text).toContain('keys/operator.token');
+  });
+
+  test("every command's help has its usage line naming every flag, each flag's description, and --help", () => {
+    for (const [name, cmd] of Object.entries(commands)) {
+      const text = helpText(commands, name.split(' '));
+      const usage = text.split('\n')[0]!;
+      expect(usage).toBe(`usage: ${usageOf(name, cmd)}`);
+      for (const [flag, spec] of Object.entries(cmd.flags)) {
+        expect(usage).toContain(`--${flag}`);
+        expect(text).toContain(spec.doc);
+      }
+      expect(text).toMatch(/^ {2}--help +this help$/m);
+    }
+  });
+
+  test('usage lines: required flags bare, optional ones in brackets, switches without a value', () => {
+    expect(usageOf('key issue', commands['key issue']!)).toBe('psync key issue --workspace WID');
+    expect(usageOf('client list', commands['client list']!)).toBe('psync client list [--all]');
+    expect(usageOf('property show', commands['property show']!)).toBe('psync property show --workspace WID --provider-id PID');
+    expect(usageOf('deliveries list', commands['deliveries list']!)).toBe('psync deliveries list --workspace WID [--state pending|delivered|abandoned]');
+  });
+
+  test("a group lists its commands; unknown words are a usage error", () => {
+    const text = helpText(commands, ['key']);
+    expect(text.split('\n')[0]).toBe('usage: psync key <issue|revoke> [--flag value …]');
+    expect(text).toContain(commands['key issue']!.summary);
+    expect(text).toContain(commands['key revoke']!.summary);
+    expect(text).not.toContain('client issue');
+    expect(() => helpText(commands, ['frobnicate'])).toThrow(UsageError);
+  });
+});

@@ -1,0 +1,272 @@
+{{/*
+The internal trust boundary (README.md, "Credentials and TLS"): who calls whom,
+each role's credential and the hashes the servers accept, internal TLS, and the
+per-service database roles.
+
+One table, psync.callees, says which services each component calls over the
+network. The NetworkPolicies (egress to callees, ingress from callers), the service
+URLs a pod is given and each server's INTERNAL_CALLERS are all derived from it, and
+test/helm/chart.test.ts pins it to services/kit/access-policy.ts.
+*/}}
+
+{{/* Services each component calls over the network (a service calls itself in process). YAML: component → list. */}}
+{{- define "psync.callees" -}}
+gateway: [identity, catalog, calendar, notifications]
+identity: []
+catalog: [identity]
+calendar: [catalog, identity]
+notifications: [identity]
+{{- end -}}
+
+{{/* Services marketplace clients call (and that accept internalAuth.marketplace hashes). */}}
+{{- define "psync.marketplaceServices" -}}
+catalog calendar
+{{- end -}}
+
+{{/* Roles with a credential of their own in the chart: the five components and the operator. */}}
+{{- define "psync.credentialRoles" -}}
+gateway identity catalog calendar notifications operator
+{{- end -}}
+
+{{/* The callees of a component as a space-separated list. Call with (dict "root" $ "component" "calendar"). */}}
+{{- define "psync.calleesOf" -}}
+{{- $all := include "psync.callees" .root | fromYaml -}}
+{{- join " " (get $all .component) -}}
+{{- end -}}
+
+{{/* The components that call a service, in component order, space-separated. Call with (dict "root" $ "component" "identity"). */}}
+{{- define "psync.callersOf" -}}
+{{- $all := include "psync.callees" .root | fromYaml -}}
+{{- $out := list -}}
+{{- range (include "psync.components" .root | splitList " ") -}}
+{{- if has $.component (get $all .) -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- end -}}
+{{- join " " $out -}}
+{{- end -}}
+
+{{/* Name of the Secret holding a role's token. Call with (dict "root" $ "role" "gateway"). */}}
+{{- define "psync.tokenSecretName" -}}
+{{- $c := index .root.Values.internalAuth .role -}}
+{{- if $c.existingSecret -}}
+{{- $c.existingSecret -}}
+{{- else if eq .role "operator" -}}
+{{- printf "%s-operator-token" (include "psync.fullname" .root) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s-internal-token" (include "psync.fullname" .root) .role | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Key of a role's token in its Secret. Call like psync.tokenSecretName. */}}
+{{- define "psync.tokenSecretKey" -}}
+{{- $c := index .root.Values.internalAuth .role -}}
+{{- if $c.existingSecret }}{{ $c.existingSecretKey }}{{ else }}token{{ end -}}
+{{- end -}}
+
+{{/*
+A generated token (only when the role has no existingSecret): the one already in the
+release's Secret when `lookup` finds it (install/upgrade), else a new random one
+("psop_" for the operator, as services/kit/operator-token.ts generates, "psin_"
+otherwise; 43 alphanumerics ≈ 256 bits). Memoised in .Values for the render, so the
+Secret and every hash of it agree across template files.
+*/}}
+{{- define "psync.generatedToken" -}}
+{{- $memo := default (dict) (index .root.Values "__psyncGeneratedTokens") -}}
+{{- if not (hasKey $memo .role) -}}
+{{- $name := include "psync.tokenSecretName" . -}}
+{{- $existing := lookup "v1" "Secret" .root.Release.Namespace $name -}}
+{{- $token := "" -}}
+{{- if and $existing $existing.data (hasKey $existing.data "token") -}}
+{{- $token = index $existing.data "token" | b64dec -}}
+{{- else -}}
+{{- $token = printf "%s%s" (ternary "psop_" "psin_" (eq .role "operator")) (randAlphaNum 43) -}}
+{{- end -}}
+{{- $_ := set $memo .role $token -}}
+{{- $_ := set .root.Values "__psyncGeneratedTokens" $memo -}}
+{{- end -}}
+{{- get $memo .role -}}
+{{- end -}}
+
+{{/* Lower-case hex SHA-256 of a role's current token. Call like psync.tokenSecretName. */}}
+{{- define "psync.tokenSha256" -}}
+{{- $c := index .root.Values.internalAuth .role -}}
+{{- if $c.existingSecret -}}
+{{- required (printf "internalAuth.%s.tokenSha256 is required with internalAuth.%s.existingSecret: the lower-case hex SHA-256 of the token (printf %%s \"$TOKEN\" | sha256sum)" .role .role) $c.tokenSha256 -}}
+{{- else -}}
+{{- include "psync.generatedToken" . | sha256sum -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Every hash accepted for a role: current first, then additionalTokenSha256, without repeats. Space-separated. */}}
+{{- define "psync.acceptedHashes" -}}
+{{- $c := index .root.Values.internalAuth .role -}}
+{{- $hashes := prepend (concat $c.additionalTokenSha256 (list)) (include "psync.tokenSha256" .) -}}
+{{- join " " (uniq $hashes) -}}
+{{- end -}}
+
+{{/*
+INTERNAL_CALLERS of a service: role:sha256 entries of the release components that
+call it (psync.callees), the operator, and on marketplace-facing services the
+static marketplace hashes. Call with (dict "root" $ "component" "catalog").
+*/}}
+{{- define "psync.internalCallers" -}}
+{{- $root := .root -}}
+{{- $entries := list -}}
+{{- $roles := append (include "psync.callersOf" . | splitList " " | compact) "operator" -}}
+{{- range $roles -}}
+{{- $role := . -}}
+{{- range (include "psync.acceptedHashes" (dict "root" $root "role" $role) | splitList " ") -}}
+{{- $entries = append $entries (printf "%s:%s" $role .) -}}
+{{- end -}}
+{{- end -}}
+{{- if has .component (include "psync.marketplaceServices" $root | splitList " ") -}}
+{{- range $root.Values.internalAuth.marketplace.acceptedTokenSha256 -}}
+{{- $entries = append $entries (printf "marketplace:%s" .) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $entries -}}
+{{- end -}}
+
+{{/* Base URL of a service's internal port: https:// with internal TLS, else http://. Call with (dict "root" $ "component" "identity"). */}}
+{{- define "psync.internalUrl" -}}
+{{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" .root.Values.internalTls.enabled) (include "psync.componentName" .) .root.Release.Namespace (int .root.Values.ports.internal) -}}
+{{- end -}}
+
+{{/* Name of the Secret holding the internal certificate, key and CA. */}}
+{{- define "psync.internalTlsSecretName" -}}
+{{- if .Values.internalTls.existingSecret -}}
+{{- .Values.internalTls.existingSecret -}}
+{{- else -}}
+{{- printf "%s-internal-tls" (include "psync.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* True (non-empty) when the chart renders the cert-manager Certificate. */}}
+{{- define "psync.internalTlsCertManager" -}}
+{{- if and .Values.internalTls.enabled (not .Values.internalTls.existingSecret) .Values.internalTls.certManager.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* True (non-empty) when the chart renders its own self-signed CA for the Certificate. */}}
+{{- define "psync.internalTlsOwnCa" -}}
+{{- if and (include "psync.internalTlsCertManager" .) (not .Values.internalTls.certManager.issuerRef) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Name of the chart's own CA objects (Issuers, CA Certificate and its Secret). Call with (dict "root" $ "suffix" "ca"). */}}
+{{- define "psync.internalCaName" -}}
+{{- printf "%s-internal-%s" (include "psync.fullname" .root) .suffix | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Every DNS name the internal certificate covers: each service's short, namespaced and fully-qualified names, localhost, extras. */}}
+{{- define "psync.internalDnsNames" -}}
+{{- $root := . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $names := list -}}
+{{- range (include "psync.services" . | splitList " ") -}}
+{{- $svc := include "psync.componentName" (dict "root" $root "component" .) -}}
+{{- $names = concat $names (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns $root.Values.internalTls.clusterDomain)) -}}
+{{- end -}}
+{{- $names = concat $names (list "localhost") $root.Values.internalTls.extraDnsNames -}}
+{{- toYaml (uniq $names) -}}
+{{- end -}}
+
+{{/*
+A probe action on a service's internal port asking grpc.health.v1 about `service`.
+h2c: the kubelet's gRPC probe. TLS: the kubelet's gRPC probe speaks only
+cleartext, so an exec probe runs Node (in the image) with a few lines that call
+grpc.health.v1.Health/Check in the Connect protocol over HTTP/2 + TLS on loopback,
+presenting the pod's certificate when mutual TLS is required; the server's own
+certificate is not verified (it is this very pod). Exit 0 only for SERVING.
+Call with (dict "root" $ "service" "psync.identity.v1.IdentityService" "timeoutSeconds" 3).
+*/}}
+{{- define "psync.healthProbe" -}}
+{{- if .root.Values.internalTls.enabled -}}
+exec:
+  command:
+    - node
+    - -e
+    - >-
+      const h=require('node:http2'),f=require('node:fs'),e=process.env;
+      setTimeout(()=>process.exit(1),Number(process.argv[2])).unref();
+      const o={rejectUnauthorized:false};
+      if(e.INTERNAL_TLS_REQUIRE_CLIENT_CERT==='true'){o.cert=f.readFileSync(e.INTERNAL_TLS_CERT);o.key=f.readFileSync(e.INTERNAL_TLS_KEY)}
+      const c=h.connect('https://'+((e.HOST||'').includes(':')?'[::1]':'127.0.0.1')+':'+e.INTERNAL_PORT,o);
+      c.on('error',()=>process.exit(1));
+      const r=c.request({':method':'POST',':path':'/grpc.health.v1.Health/Check','content-type':'application/json'});
+      let s=0,b='';r.setEncoding('utf8');
+      r.on('response',x=>{s=x[':status']});r.on('data',d=>{b+=d});r.on('error',()=>process.exit(1));
+      r.on('end',()=>{let ok=false;try{ok=s===200&&JSON.parse(b).status==='SERVING'}catch{}process.exit(ok?0:1)});
+      r.end(JSON.stringify({service:process.argv[1]}));
+    - {{ .service | quote }}
+    - {{ sub (mul (int .timeoutSeconds) 1000) 250 | quote }}
+{{- else -}}
+grpc:
+  port: {{ .root.Values.ports.internal }}
+  service: {{ .service }}
+{{- end -}}
+{{- end -}}
+
+{{/* Secret and key of a service's own database URL (database.perServiceRoles.<service>). Call with (dict "root" $ "component" "identity"). */}}
+{{- define "psync.serviceDatabaseRef" -}}
+{{- $ref := index .root.Values.database.perServiceRoles .component -}}
+{{- $name := default (printf "%s-%s-database" (include "psync.fullname" .root) .component | trunc 63 | trimSuffix "-") $ref.existingSecret -}}
+{{- toYaml (dict "existingSecret" $name "existingSecretKey" $ref.existingSecretKey) -}}
+{{- end -}}
+
+{{/*
+Checks that values cannot express in the schema; rendered by configmap.yaml, so a
+bad combination fails every render: each role's token in a Secret of its own (no
+Secret lets one pod present another's credential), each service's database URL in
+a Secret of its own, and a certificate source when internal TLS is on.
+*/}}
+{{- define "psync.validateTrust" -}}
+{{- $root := . -}}
+{{- $seen := dict -}}
+{{- range (include "psync.credentialRoles" . | splitList " ") -}}
+{{- $name := include "psync.tokenSecretName" (dict "root" $root "role" .) -}}
+{{- if hasKey $seen $name -}}
+{{- fail (printf "internalAuth.%s and internalAuth.%s use the same Secret %q: each role's token must live in a Secret of its own" (get $seen $name) . $name) -}}
+{{- end -}}
+{{- $_ := set $seen $name . -}}
+{{- end -}}
+{{- if .Values.database.perServiceRoles.enabled -}}
+{{- $admin := default (include "psync.defaultSecretName" .) .Values.database.existingSecret -}}
+{{- $dbSeen := dict $admin "database (DATABASE_URL)" -}}
+{{- range (include "psync.services" . | splitList " ") -}}
+{{- $name := (include "psync.serviceDatabaseRef" (dict "root" $root "component" .) | fromYaml).existingSecret -}}
+{{- if hasKey $dbSeen $name -}}
+{{- fail (printf "database.perServiceRoles.%s shares the Secret %q with %s: each service's database URL must live in a Secret of its own" . $name (get $dbSeen $name)) -}}
+{{- end -}}
+{{- $_ := set $dbSeen $name (printf "database.perServiceRoles.%s" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.internalTls.enabled (not .Values.internalTls.existingSecret) (not .Values.internalTls.certManager.enabled) -}}
+{{- fail "internalTls.enabled needs a certificate: set internalTls.existingSecret (a kubernetes.io/tls Secret with ca.crt) or internalTls.certManager.enabled=true; or set internalTls.enabled=false (e.g. a service mesh's mutual TLS)" -}}
+{{- end -}}
+{{- if and .Values.internalTls.requireClientCert (not .Values.internalTls.enabled) -}}
+{{- fail "internalTls.requireClientCert needs internalTls.enabled" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The generated Secret holding a role's token, unless the role has an existingSecret.
+Call with (dict "root" $ "role" "gateway"); labelled with the role as component.
+*/}}
+{{- define "psync.tokenSecret" -}}
+{{- $c := index .root.Values.internalAuth .role -}}
+{{- if not $c.existingSecret -}}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ include "psync.tokenSecretName" . }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "psync.labels" (dict "root" .root "component" .role) | nindent 4 }}
+  annotations:
+    # Not secret: what INTERNAL_CALLERS holds for this token.
+    psync.partner-sync.example/token-sha256: {{ include "psync.tokenSha256" . }}
+type: Opaque
+data:
+  token: {{ include "psync.generatedToken" . | b64enc }}
+{{- end -}}
+{{- end -}}
