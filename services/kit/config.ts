@@ -128,6 +128,8 @@ const setting = <T>(env: string, def: T, parse: Parser<T>, doc: string): Setting
 export const settings = {
   port: setting('PORT', 8080, int(0, 65535), 'public gateway port (base path /v1)'),
   internalPort: setting('INTERNAL_PORT', 8081, int(0, 65535), 'internal Connect/gRPC port (h2c)'),
+  healthPort: setting<number | undefined>('HEALTH_PORT', undefined, int(1, 65535),
+    'an extra clear-text (h2c) port serving only grpc.health.v1.Health, for Kubernetes gRPC probes when the internal port speaks TLS; unset: none'),
   metricsPort: setting('METRICS_PORT', 9464, int(0, 65535), 'Prometheus metrics port (/metrics) of every process'),
   host: setting('HOST', '0.0.0.0', text, 'address the servers bind to'),
   internalHost: setting<string | undefined>('INTERNAL_HOST', undefined, text,

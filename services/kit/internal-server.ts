@@ -51,6 +51,10 @@ export interface InternalServerOptions {
   interceptors?: Interceptor[];
   /** Serve TLS (HTTP/2 over TLS, ALPN h2) instead of h2c. */
   tls?: InternalServerTls;
+  /** Overrides of DEFAULT_INTERNAL_SERVER_LIMITS (tests use small ones). */
+  limits?: Partial<InternalServerLimits>;
+  /** 'health': a listener serving only grpc.health.v1.Health (HEALTH_PORT); named so in the log. */
+  purpose?: 'internal' | 'health';
 }
 
 /** The internal listener's TLS material (PEM) and client-certificate policy. */
@@ -63,9 +67,42 @@ export interface InternalServerTls {
   requireClientCert: boolean;
 }
 
+/**
+ * Resource limits of the internal listener: what one connection or one call may hold.
+ * Sized from the largest legitimate message (an UpsertProperty request made from a
+ * public body of at most 256 KiB; gateway/body.ts) with room to spare, and well below
+ * what would hurt the process.
+ */
+export interface InternalServerLimits {
+  /** Largest request message accepted (RESOURCE_EXHAUSTED above it). */
+  readMaxBytes: number;
+  /** Largest response message sent (a public photo derivative is the largest). */
+  writeMaxBytes: number;
+  /** HTTP/2 streams one connection may have open at once (more are refused, REFUSED_STREAM). */
+  maxConcurrentStreams: number;
+  /** Largest header block of one request. */
+  maxHeaderListSize: number;
+  /** A call must have sent its whole request within this long, or it is cancelled. */
+  requestReadTimeoutMs: number;
+  /** A connection with no activity (frames, pings) for this long is closed. */
+  sessionIdleTimeoutMs: number;
+}
+
+export const DEFAULT_INTERNAL_SERVER_LIMITS: InternalServerLimits = {
+  readMaxBytes: 1024 * 1024,
+  writeMaxBytes: 32 * 1024 * 1024,
+  maxConcurrentStreams: 1000,
+  maxHeaderListSize: 16 * 1024,
+  requestReadTimeoutMs: 10_000,
+  sessionIdleTimeoutMs: 5 * 60_000,
+};
+
 /** Starts the h2c server and resolves once it listens. */
 export async function startInternalServer(opts: InternalServerOptions): Promise<InternalServer> {
+  const limits = { ...DEFAULT_INTERNAL_SERVER_LIMITS, ...opts.limits };
   const handler = connectNodeAdapter({
+    readMaxBytes: limits.readMaxBytes,
+    writeMaxBytes: limits.writeMaxBytes,
     interceptors: [serverTracingInterceptor, ...(opts.interceptors ?? [])],
     routes(router) {
       registerHealth(router, opts.health);
@@ -73,9 +110,14 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
     },
   });
   const tls = opts.tls;
+  const http2Options: http2.ServerOptions = {
+    settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderListSize },
+    maxSessionMemory: 32,
+  };
   const server: http2.Http2Server | http2.Http2SecureServer = tls
     ? http2.createSecureServer(
         {
+          ...http2Options,
           cert: tls.cert,
           key: tls.key,
           ca: tls.ca,
@@ -85,11 +127,23 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
         },
         handler,
       )
-    : http2.createServer(handler);
+    : http2.createServer(http2Options, handler);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (s) => {
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
+    // Idle connections are closed (GOAWAY); clients keep theirs alive with pings.
+    s.setTimeout(limits.sessionIdleTimeoutMs, () => s.close());
+  });
+  // A request that does not finish arriving in time (a trickled or stalled body) is
+  // cancelled: it would otherwise hold a stream and its buffers for ever.
+  server.on('stream', (stream) => {
+    const timer = setTimeout(() => {
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    }, limits.requestReadTimeoutMs);
+    const clear = () => clearTimeout(timer);
+    stream.once('end', clear);
+    stream.once('close', clear);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -100,10 +154,14 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
   });
   const port = (server.address() as AddressInfo).port;
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
-  opts.log.info(
-    { port, host: opts.host, tls: Boolean(tls), client_certificates: tls?.requireClientCert ? 'required' : 'not requested' },
-    `internal Connect/gRPC server bound (${tls ? 'TLS' : 'h2c'})`,
-  );
+  if (opts.purpose === 'health') {
+    opts.log.info({ port, host: opts.host }, 'health-only gRPC server bound (h2c, grpc.health.v1.Health only)');
+  } else {
+    opts.log.info(
+      { port, host: opts.host, tls: Boolean(tls), client_certificates: tls?.requireClientCert ? 'required' : 'not requested' },
+      `internal Connect/gRPC server bound (${tls ? 'TLS' : 'h2c'})`,
+    );
+  }
   return {
     port,
     url,

@@ -32,6 +32,8 @@ import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { authInterceptor, ClientVerifier, CredentialRegistry } from './internal-auth';
 import { acceptedCallers, internalTls } from './internal-credentials';
+import { requestGuardInterceptor } from './request-guard';
+import { errorInterceptor } from './errors';
 
 export interface RunOptions {
   /** Services hosted by this process. */
@@ -218,14 +220,16 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
       }, config.internalAuthCacheSeconds * 1000),
       log: log.child({ component: 'internal-auth' }),
     });
-    const serverInterceptors = [serverTracingInterceptor, auth];
+    // Inside the SERVER span, outside authentication: its identity look-ups are mapped too (errors.ts).
+    const errors = errorInterceptor(log.child({ component: 'errors' }));
+    const serverInterceptors = [serverTracingInterceptor, errors, auth, requestGuardInterceptor];
     const server = await startInternalServer({
       host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
       port: config.internalPort,
       log,
       health,
       tls: tls.server,
-      interceptors: [auth],
+      interceptors: [errors, auth, requestGuardInterceptor],
       routes(networkRouter: ConnectRouter) {
         const router = inProcess.recording(networkRouter);
         router.service(AdminService, {
@@ -241,6 +245,18 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     clients.useInProcess(server.url, inProcess, serverInterceptors);
     Object.assign(urls, serviceUrls(config, localUrl));
     shutdown.add('internal server', () => server.close(config.shutdownGraceMs));
+    if (config.healthPort) {
+      // Kubelet gRPC probes speak clear text only: health (no data, no credential) gets its own port.
+      const healthServer = await startInternalServer({
+        host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
+        port: config.healthPort,
+        log,
+        health,
+        routes: () => undefined,
+        purpose: 'health',
+      });
+      shutdown.add('health server', () => healthServer.close(config.shutdownGraceMs));
+    }
 
     await migrateAll(database, opts.services, log);
     if (bus.drained && !takeDrainedMarker(config.dataDir)) {

@@ -274,16 +274,11 @@ function portsOf(rule: Any): number[] {
 
 const SERVICE_URL_VARS: string[] = SERVICES.map((s) => `${s.toUpperCase()}_URL`);
 
-/** A probe that checks grpc.health.v1 `service` over TLS: node in the container, the service name as its argument, a deadline inside the probe's timeout. */
+/** A kubelet gRPC probe of grpc.health.v1 `service` on the health-only clear-text port (internal TLS on). */
 function expectTlsHealthProbe(probe: Any, service: string): void {
-  expect(probe.grpc).toBeUndefined();
+  expect(probe.exec).toBeUndefined();
   expect(probe.httpGet).toBeUndefined();
-  const [cmd, flag, script, arg, deadline] = probe.exec.command;
-  expect([cmd, flag, arg]).toEqual(['node', '-e', service]);
-  expect(script).toContain("'/grpc.health.v1.Health/Check'");
-  expect(script).toContain("'SERVING'");
-  expect(script).toContain('e.INTERNAL_PORT');
-  expect(Number(deadline)).toBeLessThan(probe.timeoutSeconds * 1000);
+  expect(probe.grpc).toEqual({ port: 8082, service });
 }
 
 /** The env of a Deployment's (or the migration Job's) container, by name. */
@@ -436,12 +431,14 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(c.ports.map((p: Any) => p.containerPort)).not.toContain(8081);
   });
 
-  test.each(SERVICES)('%s probes grpc.health.v1 on its container port 8081 with its service name (over TLS: an exec probe)', (svc) => {
+  test.each(SERVICES)('%s probes grpc.health.v1 with its service name (internal TLS on: on the health-only h2c port 8082)', (svc) => {
     const c = one(objs(), 'Deployment', name(svc)).spec.template.spec.containers[0];
     const grpc = c.ports.find((p: Any) => p.name === 'grpc');
     expect(grpc).toEqual({ name: 'grpc', containerPort: 8081, protocol: 'TCP' });
+    expect(c.ports.find((p: Any) => p.name === 'health')).toEqual({ name: 'health', containerPort: 8082, protocol: 'TCP' });
+    expect(one(objs(), 'ConfigMap', name('config')).data.HEALTH_PORT).toBe('8082');
     // The kubelet's gRPC probe speaks only cleartext: with internal TLS (the default) the
-    // probe runs node in the container against grpc.health.v1 over TLS on loopback.
+    // probes go to HEALTH_PORT, which serves grpc.health.v1 and nothing else.
     expectTlsHealthProbe(c.readinessProbe, GRPC_SERVICE[svc]);
     expectTlsHealthProbe(c.startupProbe, GRPC_SERVICE[svc]);
     // Liveness asks only "is the process alive" (services/kit/health.ts LIVENESS).
@@ -1005,6 +1002,7 @@ describe('internal trust boundary modes', () => {
         expect(container.readinessProbe.grpc).toEqual({ port: 8081, service: GRPC_SERVICE[c] });
         expect(container.livenessProbe.grpc).toEqual({ port: 8081, service: 'liveness' });
         expect(container.readinessProbe.exec).toBeUndefined();
+        expect(container.ports.find((p: Any) => p.name === 'health')).toBeUndefined();
         expect(internalCallers(o, `psync-${c}`)!.has('operator')).toBe(true);
         expect(one(o, 'Service', `psync-${c}`).spec.ports.find((p: Any) => p.name === 'grpc').appProtocol).toBe('kubernetes.io/h2c');
       }

@@ -108,6 +108,11 @@ spec:
             - name: grpc
               containerPort: {{ $root.Values.ports.internal }}
               protocol: TCP
+            {{- if $root.Values.internalTls.enabled }}
+            - name: health
+              containerPort: {{ $root.Values.ports.health }}
+              protocol: TCP
+            {{- end }}
             {{- end }}
             - name: metrics
               containerPort: {{ $root.Values.ports.metrics }}
@@ -167,7 +172,7 @@ spec:
               path: /healthz
               port: http
             {{- else }}
-            {{- include "psync.healthProbe" (dict "root" $root "service" (include "psync.grpcServiceName" $name) "timeoutSeconds" $p.startup.timeoutSeconds) | nindent 12 }}
+            {{- include "psync.healthProbe" (dict "root" $root "service" (include "psync.grpcServiceName" $name)) | nindent 12 }}
             {{- end }}
             periodSeconds: {{ $p.startup.periodSeconds }}
             timeoutSeconds: {{ $p.startup.timeoutSeconds }}
@@ -178,7 +183,7 @@ spec:
               path: /readyz
               port: http
             {{- else }}
-            {{- include "psync.healthProbe" (dict "root" $root "service" (include "psync.grpcServiceName" $name) "timeoutSeconds" $p.readiness.timeoutSeconds) | nindent 12 }}
+            {{- include "psync.healthProbe" (dict "root" $root "service" (include "psync.grpcServiceName" $name)) | nindent 12 }}
             {{- end }}
             periodSeconds: {{ $p.readiness.periodSeconds }}
             timeoutSeconds: {{ $p.readiness.timeoutSeconds }}
@@ -190,7 +195,7 @@ spec:
               port: http
             {{- else }}
             # "liveness": SERVING while the process runs, whatever the database does.
-            {{- include "psync.healthProbe" (dict "root" $root "service" "liveness" "timeoutSeconds" $p.liveness.timeoutSeconds) | nindent 12 }}
+            {{- include "psync.healthProbe" (dict "root" $root "service" "liveness") | nindent 12 }}
             {{- end }}
             periodSeconds: {{ $p.liveness.periodSeconds }}
             timeoutSeconds: {{ $p.liveness.timeoutSeconds }}

@@ -171,39 +171,16 @@ static marketplace hashes. Call with (dict "root" $ "component" "catalog").
 {{- end -}}
 
 {{/*
-A probe action on a service's internal port asking grpc.health.v1 about `service`.
-h2c: the kubelet's gRPC probe. TLS: the kubelet's gRPC probe speaks only
-cleartext, so an exec probe runs Node (in the image) with a few lines that call
-grpc.health.v1.Health/Check in the Connect protocol over HTTP/2 + TLS on loopback,
-presenting the pod's certificate when mutual TLS is required; the server's own
-certificate is not verified (it is this very pod). Exit 0 only for SERVING.
-Call with (dict "root" $ "service" "psync.identity.v1.IdentityService" "timeoutSeconds" 3).
+A probe action asking grpc.health.v1 about `service` with the kubelet's gRPC probe.
+The kubelet's gRPC probe speaks only cleartext: with internal TLS on, the probe goes
+to the health-only h2c port (HEALTH_PORT, ports.health), which serves nothing but
+grpc.health.v1.Health; without TLS, to the internal port itself.
+Call with (dict "root" $ "service" "psync.identity.v1.IdentityService").
 */}}
 {{- define "psync.healthProbe" -}}
-{{- if .root.Values.internalTls.enabled -}}
-exec:
-  command:
-    - node
-    - -e
-    - >-
-      const h=require('node:http2'),f=require('node:fs'),e=process.env;
-      setTimeout(()=>process.exit(1),Number(process.argv[2])).unref();
-      const o={rejectUnauthorized:false};
-      if(e.INTERNAL_TLS_REQUIRE_CLIENT_CERT==='true'){o.cert=f.readFileSync(e.INTERNAL_TLS_CERT);o.key=f.readFileSync(e.INTERNAL_TLS_KEY)}
-      const c=h.connect('https://'+((e.HOST||'').includes(':')?'[::1]':'127.0.0.1')+':'+e.INTERNAL_PORT,o);
-      c.on('error',()=>process.exit(1));
-      const r=c.request({':method':'POST',':path':'/grpc.health.v1.Health/Check','content-type':'application/json'});
-      let s=0,b='';r.setEncoding('utf8');
-      r.on('response',x=>{s=x[':status']});r.on('data',d=>{b+=d});r.on('error',()=>process.exit(1));
-      r.on('end',()=>{let ok=false;try{ok=s===200&&JSON.parse(b).status==='SERVING'}catch{}process.exit(ok?0:1)});
-      r.end(JSON.stringify({service:process.argv[1]}));
-    - {{ .service | quote }}
-    - {{ sub (mul (int .timeoutSeconds) 1000) 250 | quote }}
-{{- else -}}
 grpc:
-  port: {{ .root.Values.ports.internal }}
+  port: {{ ternary .root.Values.ports.health .root.Values.ports.internal .root.Values.internalTls.enabled }}
   service: {{ .service }}
-{{- end -}}
 {{- end -}}
 
 {{/* Secret and key of a service's own database URL (database.perServiceRoles.<service>). Call with (dict "root" $ "component" "identity"). */}}
