@@ -51,7 +51,8 @@ class OperatorClients implements CommandClients {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const baseUrl = process.env.PSYNC_INTERNAL_URL || 'http://127.0.0.1:8081';
+  // Inside a pod whose internal port speaks TLS (INTERNAL_TLS_CERT set), its own port is https.
+  const baseUrl = process.env.PSYNC_INTERNAL_URL || `${process.env.INTERNAL_TLS_CERT ? 'https' : 'http'}://127.0.0.1:8081`;
   const clients = new OperatorClients();
   try {
     const { words, flags, help } = parseArgs(argv, (w) => switchesOf(commands[w.join(' ')]));
