@@ -12,6 +12,7 @@
  */
 import Koa from 'koa';
 import Router from '@koa/router';
+import { TokenFailureThrottle } from './token-failures';
 import type { GatewayDeps } from '../services/kit/run-process';
 import { peekRateLimit } from './auth';
 import type { ContractDeps } from './contract-route';
@@ -27,12 +28,20 @@ export type { GatewayDeps };
 
 /** Builds the Koa app; `draining()` turns /readyz to 503 during shutdown. */
 export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Koa<GatewayState> {
-  const app = new Koa<GatewayState>({ proxy: false });
+  // Behind TRUST_PROXY_HOPS reverse proxies, ctx.ip is the client they saw (the last
+  // X-Forwarded-For entries, which those proxies append); otherwise the socket's peer.
+  const hops = deps.config.trustProxyHops;
+  const app = new Koa<GatewayState>({ proxy: hops > 0, maxIpsCount: hops });
   const log = deps.log;
   const contractQuota = deps.config.rateLimitPerHour;
   const tokenQuota = deps.config.tokenRateLimitPerHour;
   const services = upstreams(deps.clients, deps.urls);
   const contract: ContractDeps = { identity: services.identity, contractQuota, log };
+  const tokenFailures = new TokenFailureThrottle({
+    perAddress: deps.config.tokenFailuresPerAddress,
+    perKey: deps.config.tokenFailuresPerKey,
+    windowSeconds: deps.config.tokenFailureWindowSeconds,
+  });
 
   // Failures are answered by the error mapper; what reaches Koa is a socket-level problem.
   app.on('error', (err: unknown) => log.debug({ err }, 'response stream error'));
@@ -54,7 +63,7 @@ export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Ko
   app.use(ops.routes());
 
   app.use(
-    contractRouter([...contractRoutes({ upstreams: services, contract, tokenQuota }), ...openApiRoutes()], {
+    contractRouter([...contractRoutes({ upstreams: services, contract, tokenQuota, tokenFailures }), ...openApiRoutes()], {
       peek: (ctx) => peekRateLimit(ctx, contract),
     }),
   );

@@ -8,6 +8,8 @@
  * - Every refusal of the key — no header, a malformed one, an unknown, revoked or
  *   wrong key — is one identical `401 {"message": "invalid API key"}`.
  * - Over the endpoint's own ceiling: `429 {message}` with `Retry-After`.
+ * - Too many failed exchanges from one client address, or for one presented key id:
+ *   `429 {message}` with `Retry-After` (gateway/token-failures.ts).
  * - Not configured: `503 {message}`.
  * - Anything unexpected is a problem document (the error mapper).
  * The RateLimit-* headers describe the token ceiling (TOKEN_RATE_LIMIT_PER_HOUR).
@@ -23,6 +25,7 @@ import { secondsLeftInWindow, viewFromStatus } from '../rate-limit';
 import { sendJson } from '../respond';
 import type { GatewayContext } from '../request-context';
 import type { RouteDeps } from './deps';
+import { presentedKeyId } from '../token-failures';
 
 /** The one body of every refusal (spec "Authentication" 7). */
 export const INVALID_API_KEY = { message: 'invalid API key' } as const;
@@ -33,6 +36,15 @@ const REFUSALS = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.Inva
 function refuse(ctx: GatewayContext): void {
   ctx.set('WWW-Authenticate', WWW_AUTHENTICATE);
   sendJson(ctx, 401, INVALID_API_KEY);
+}
+
+/** The body of a refusal for too many failed exchanges. */
+export const TOO_MANY_FAILURES = { message: 'too many failed token requests; retry later' } as const;
+
+function tooManyFailures(ctx: GatewayContext, retryAfter: number, tokenQuota: number): void {
+  ctx.state.rateLimit ??= { limit: tokenQuota, windowSeconds: 3600, remaining: 0, resetSeconds: retryAfter };
+  ctx.set('Retry-After', String(retryAfter));
+  sendJson(ctx, 429, TOO_MANY_FAILURES);
 }
 
 /** The ceiling's state as identity reports it: `rate_limit` of the response, or a RateLimitStatus detail of a refusal. */
@@ -55,8 +67,18 @@ export function tokenRoutes(deps: RouteDeps): Route[] {
       path: '/v1/token',
       async handle(ctx) {
         ctx.state.quota = 'token';
+        const address = ctx.ip;
+        const blocked = deps.tokenFailures.byAddress.retryAfterSeconds(address);
+        if (blocked > 0) return tooManyFailures(ctx, blocked, deps.tokenQuota);
         const apiKey = bearerCredential(ctx.get('Authorization') || undefined);
-        if (!apiKey) return refuse(ctx);
+        const keyId = presentedKeyId(apiKey);
+        /** A refused key: counted; past the key id's limit the answer is 429, not 401. */
+        const failed = () => {
+          const keyBlocked = keyId ? deps.tokenFailures.byKey.retryAfterSeconds(keyId) : 0;
+          deps.tokenFailures.fail(address, keyId);
+          return keyBlocked > 0 ? tooManyFailures(ctx, keyBlocked, deps.tokenQuota) : refuse(ctx);
+        };
+        if (!apiKey) return failed();
         let res: ExchangeTokenResponse;
         try {
           res = await identity.exchangeToken({ apiKey });
@@ -74,7 +96,7 @@ export function tokenRoutes(deps: RouteDeps): Route[] {
           if (reason === ErrorReason.TOKEN_ISSUER_NOT_CONFIGURED) {
             return sendJson(ctx, 503, { message: 'the token endpoint is not configured' });
           }
-          if (REFUSALS.has(err.code)) return refuse(ctx);
+          if (REFUSALS.has(err.code)) return failed();
           throw err;
         }
         if (res.keyId) ctx.state.keyId = res.keyId;

@@ -24,12 +24,14 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { AccessTokens, EnvironmentName } from './access-tokens';
 import { isKeyId, mintApiKey, parseApiKey, secretMatches } from './api-keys';
-import { fail, invalidApiKey, invalidArgument, rateLimited, toConnectError } from './errors';
+import { failure, invalidField } from '../kit/errors';
+import { invalidApiKey, rateLimited } from './errors';
 import * as q from './queries';
 import { AuthorizeBatcher } from './authorize-batcher';
 import { CLIENT_ROLE, CLIENT_TOKEN_PREFIX, isClientId, mintClientToken, TOKEN_HASH_BYTES } from './internal-clients';
 import { RateLimitState, rateLimitState } from './rate-limit';
 import { recordTokenIssued } from '../kit/metrics';
+import { LogSampler } from '../kit/log-sampler';
 
 export interface IdentityDeps {
   sql: Sql;
@@ -87,27 +89,29 @@ function rateLimitMessage(s: RateLimitState): MessageInitShape<typeof RateLimitS
 
 /** A workspace id from a request, lower-cased; INVALID_ARGUMENT unless it is a UUID. */
 function workspaceIdArg(value: string, field = 'workspace_id'): string {
-  if (value === '') throw invalidArgument(field, 'required', `${field} is required`);
-  if (!UUID.test(value)) throw invalidArgument(field, 'format', `${field} must be a UUID`);
+  if (value === '') throw invalidField(field, 'required', `${field} is required`);
+  if (!UUID.test(value)) throw invalidField(field, 'format', `${field} must be a UUID`);
   return value.toLowerCase();
 }
 
-/** The RPC implementations, each wrapped so unexpected failures become clean Connect errors. */
+/** The RPC implementations. */
 export function identityService(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
   const { sql, counterSql, config, log, tokens } = deps;
   // Concurrent Authorize calls share one statement (authorize-batcher.ts).
   const authorizations = new AuthorizeBatcher(counterSql, config.rateLimitPerHour);
+  // Refused exchanges are an outsider's to trigger: one line per reason every 10 s, with a count.
+  const refusals = new LogSampler();
 
   const impl: ServiceImpl<typeof IdentityService> = {
     async createWorkspace(req) {
       const length = [...req.name].length;
-      if (length === 0 || req.name.trim() === '') throw invalidArgument('name', 'required', 'name is required');
-      if (length > MAX_NAME_LENGTH) throw invalidArgument('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
+      if (length === 0 || req.name.trim() === '') throw invalidField('name', 'required', 'name is required');
+      if (length > MAX_NAME_LENGTH) throw invalidField('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
       let environment: EnvironmentName;
       if (req.environment === Environment.SANDBOX) environment = 'sandbox';
       else if (req.environment === Environment.PRODUCTION) environment = 'production';
-      else if (req.environment === Environment.UNSPECIFIED) throw invalidArgument('environment', 'required', 'environment is required (sandbox or production)');
-      else throw invalidArgument('environment', 'enum', 'environment must be sandbox or production');
+      else if (req.environment === Environment.UNSPECIFIED) throw invalidField('environment', 'required', 'environment is required (sandbox or production)');
+      else throw invalidField('environment', 'enum', 'environment must be sandbox or production');
       const row = await q.insertWorkspace(sql, { name: req.name, environment });
       log.info({ workspace_id: row.workspace_id, environment }, 'workspace created');
       return { workspace: workspaceMessage(row) };
@@ -115,7 +119,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
 
     async getWorkspace(req) {
       const row = await q.selectWorkspace(sql, workspaceIdArg(req.workspaceId));
-      if (!row) throw fail(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
+      if (!row) throw failure(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
       return { workspace: workspaceMessage(row) };
     },
 
@@ -131,7 +135,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
           if ((err as { code?: string }).code === '23505' && attempt < KEY_ID_ATTEMPTS) continue;
           throw err;
         }
-        if (!row) throw fail(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
+        if (!row) throw failure(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
         log.info({ key_id: row.key_id, workspace_id: row.workspace_id }, 'API key issued');
         return {
           keyId: row.key_id,
@@ -144,33 +148,33 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
     },
 
     async revokeKey(req) {
-      if (req.keyId === '') throw invalidArgument('key_id', 'required', 'key_id is required');
+      if (req.keyId === '') throw invalidField('key_id', 'required', 'key_id is required');
       if (parseApiKey(req.keyId)) {
         // Someone pasted the whole key: say so without repeating it anywhere.
-        throw invalidArgument('key_id', 'format', 'key_id must be the 16-character key id, not the API key');
+        throw invalidField('key_id', 'format', 'key_id must be the 16-character key id, not the API key');
       }
-      if (!isKeyId(req.keyId)) throw invalidArgument('key_id', 'format', 'key_id must be 16 lower-case base32 characters');
+      if (!isKeyId(req.keyId)) throw invalidField('key_id', 'format', 'key_id must be 16 lower-case base32 characters');
       const row = await q.revokeKey(sql, req.keyId);
-      if (!row) throw fail(Code.NotFound, ErrorReason.KEY_NOT_FOUND, 'API key not found');
+      if (!row) throw failure(Code.NotFound, ErrorReason.KEY_NOT_FOUND, 'API key not found');
       log.info({ key_id: row.key_id, workspace_id: row.workspace_id }, 'API key revoked');
       return { keyId: row.key_id, revoked: true, workspaceId: row.workspace_id, revokedAt: timestampFromDate(row.revoked_at) };
     },
 
     async exchangeToken(req) {
       if (!tokens) {
-        throw fail(Code.Unavailable, ErrorReason.TOKEN_ISSUER_NOT_CONFIGURED, 'the token endpoint is not configured');
+        throw failure(Code.Unavailable, ErrorReason.TOKEN_ISSUER_NOT_CONFIGURED, 'the token endpoint is not configured');
       }
       const parsed = parseApiKey(req.apiKey);
       if (!parsed) {
         secretMatches('', undefined); // the same hashing work as any other refusal
-        log.info({ reason: 'malformed' }, 'token exchange refused');
+        refusals.sample('malformed', (notLogged) => log.info({ reason: 'malformed', refusals_not_logged: notLogged }, 'token exchange refused'));
         throw invalidApiKey();
       }
       const key = await q.selectKeyForExchange(sql, parsed.keyId);
       const matches = secretMatches(parsed.secret, key?.secret_hash);
       if (!key || !matches || key.revoked) {
         const reason = !key ? 'unknown_key' : !matches ? 'wrong_secret' : 'revoked';
-        log.info({ key_id: parsed.keyId, reason }, 'token exchange refused');
+        refusals.sample(reason, (notLogged) => log.info({ key_id: parsed.keyId, reason, refusals_not_logged: notLogged }, 'token exchange refused'));
         throw invalidApiKey();
       }
       // Only authenticated exchanges count toward the endpoint's ceiling.
@@ -206,7 +210,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
 
     async authorize(req): Promise<MessageInitShape<typeof AuthorizeResponseSchema>> {
       if (!tokens) {
-        throw fail(Code.Unavailable, ErrorReason.SERVICE_UNAVAILABLE, 'access tokens cannot be verified: no token-signing key is configured');
+        throw failure(Code.Unavailable, ErrorReason.SERVICE_UNAVAILABLE, 'access tokens cannot be verified: no token-signing key is configured');
       }
       const verified = tokens.verify(req.accessToken);
       // A bad token is an outcome, not an error; nothing is counted (no key is known).
@@ -242,8 +246,8 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
 
     async issueClient(req) {
       const length = [...req.name].length;
-      if (length === 0 || req.name.trim() === '') throw invalidArgument('name', 'required', 'name is required');
-      if (length > MAX_NAME_LENGTH) throw invalidArgument('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
+      if (length === 0 || req.name.trim() === '') throw invalidField('name', 'required', 'name is required');
+      if (length > MAX_NAME_LENGTH) throw invalidField('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
       for (let attempt = 1; ; attempt++) {
         const minted = mintClientToken();
         let row: q.InternalClientRow;
@@ -260,14 +264,14 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
     },
 
     async revokeClient(req) {
-      if (req.clientId === '') throw invalidArgument('client_id', 'required', 'client_id is required');
+      if (req.clientId === '') throw invalidField('client_id', 'required', 'client_id is required');
       if (req.clientId.startsWith(CLIENT_TOKEN_PREFIX)) {
         // Someone pasted the whole credential: say so without repeating it anywhere.
-        throw invalidArgument('client_id', 'format', 'client_id must be the 16-character client id, not the token');
+        throw invalidField('client_id', 'format', 'client_id must be the 16-character client id, not the token');
       }
-      if (!isClientId(req.clientId)) throw invalidArgument('client_id', 'format', 'client_id must be 16 lower-case base32 characters');
+      if (!isClientId(req.clientId)) throw invalidField('client_id', 'format', 'client_id must be 16 lower-case base32 characters');
       const row = await q.revokeInternalClient(sql, req.clientId);
-      if (!row) throw fail(Code.NotFound, ErrorReason.CLIENT_NOT_FOUND, 'internal API client not found');
+      if (!row) throw failure(Code.NotFound, ErrorReason.CLIENT_NOT_FOUND, 'internal API client not found');
       log.info({ client_id: row.client_id }, 'internal API client revoked');
       return { client: internalClientMessage(row) };
     },
@@ -286,20 +290,6 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
     },
   };
 
-  return guard(impl, log);
-}
-
-/** Wraps every method so a non-Connect failure is logged once and mapped (errors.ts). */
-function guard(impl: ServiceImpl<typeof IdentityService>, log: Logger): ServiceImpl<typeof IdentityService> {
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(impl) as [string, (...args: unknown[]) => Promise<unknown>][]) {
-    wrapped[name] = async (...args: unknown[]) => {
-      try {
-        return await fn(...args);
-      } catch (err) {
-        throw toConnectError(err, log, name);
-      }
-    };
-  }
-  return wrapped as unknown as ServiceImpl<typeof IdentityService>;
+  // Failures nobody mapped on purpose are mapped by the kit's error interceptor (kit/errors.ts).
+  return impl;
 }

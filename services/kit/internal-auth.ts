@@ -25,6 +25,7 @@ import { Code, ConnectError, createContextKey, type Interceptor } from '@connect
 import { isAllowed, isRole, UNAUTHENTICATED_SERVICES, type Role } from './access-policy';
 import type { AcceptedCaller } from './config';
 import type { Logger } from './logger';
+import { LogSampler } from './log-sampler';
 import { recordInternalAuthRefusal } from './metrics';
 
 /** Who made a call: its role and, for issued clients, the client id. */
@@ -136,23 +137,14 @@ export interface AuthInterceptorOptions {
   log: Logger;
 }
 
-/** Refusal logs: at most one line per kind every this many ms, with the count since the last. */
-const LOG_EVERY_MS = 10_000;
-
 /** The server interceptor enforcing authentication and the allow-list on every RPC. */
 export function authInterceptor(opts: AuthInterceptorOptions): Interceptor {
-  const sampled = { unauthenticated: { at: 0, skipped: 0 }, permission_denied: { at: 0, skipped: 0 } };
-  const refuse = (code: keyof typeof sampled, role: string, service: string, method: string): never => {
+  const sampler = new LogSampler();
+  const refuse = (code: 'unauthenticated' | 'permission_denied', role: string, service: string, method: string): never => {
     recordInternalAuthRefusal(code, role);
-    const s = sampled[code];
-    const now = Date.now();
-    if (now - s.at >= LOG_EVERY_MS) {
-      opts.log.warn({ code, role: role || undefined, rpc: `${service}/${method}`, refusals_not_logged: s.skipped }, 'internal API call refused');
-      s.at = now;
-      s.skipped = 0;
-    } else {
-      s.skipped++;
-    }
+    sampler.sample(code, (notLogged) =>
+      opts.log.warn({ code, role: role || undefined, rpc: `${service}/${method}`, refusals_not_logged: notLogged }, 'internal API call refused'),
+    );
     throw code === 'unauthenticated'
       ? new ConnectError('missing or invalid internal API credential (authorization: Bearer <token>)', Code.Unauthenticated)
       : new ConnectError(`the caller role "${role}" may not call ${service}/${method}`, Code.PermissionDenied);

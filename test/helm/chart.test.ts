@@ -822,6 +822,16 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
   }
 });
 
+describe.each(VARIANTS)('failed token exchange throttle with $label', (v) => {
+  test('the limits reach the gateway, and TRUST_PROXY_HOPS is 1 only behind the chart\'s ingress', () => {
+    const o = rendered.get(v.label)!;
+    const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
+    expect(cm).toMatchObject({ TOKEN_FAILURES_PER_ADDRESS: '30', TOKEN_FAILURES_PER_KEY: '10', TOKEN_FAILURE_WINDOW_SECONDS: '600' });
+    const ingress = o.some((x) => x.kind === 'Ingress');
+    expect(cm.TRUST_PROXY_HOPS).toBe(ingress ? '1' : '0');
+  });
+});
+
 describe('helm template with every optional part off', () => {
   test('renders only Deployments, Services, the ConfigMap and the generated token Secrets, all valid, using the named ServiceAccount', () => {
     expect([...new Set(toggledOff.map((o) => o.kind))].sort()).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
