@@ -9,7 +9,13 @@
  * renewals stop, the lease runs out and any replica (or the restarted process)
  * claims the row again: processing resumes after a crash. A row claimed more than
  * MAX_ATTEMPTS times (a photo that kills its worker every time) is rejected as
- * `unreachable` instead of looping for ever.
+ * `unreachable` instead of looping for ever; and a photo claimed again after a claim
+ * that never finished is decoded alone (the whole decode budget), so that a photo
+ * that kills its process takes no other photo's attempts with it.
+ *
+ * Memory is bounded before that can happen (issue 13): photos are judged on their
+ * header and decoded within the per-process decode budget (photo-processor.ts), and
+ * one that could never fit is settled `too_large` at its first claim, never retried.
  *
  * A result is written in one transaction that first locks the property, then checks
  * the row is still pending under this claim (a photo dropped by a newer push, or
@@ -50,8 +56,11 @@ export interface PhotoPipelineOptions {
   /** Idle poll interval (picks up other replicas' pushes and expired leases); default 1000 ms. */
   pollMs?: number;
   /** The fetch-and-decode step; injectable for unit tests. */
-  process?: (url: string, signal: AbortSignal) => Promise<PhotoOutcome>;
+  process?: PhotoStep;
 }
+
+/** Fetches and processes one photo; `alone` asks for a decode with the whole budget. */
+export type PhotoStep = (url: string, signal: AbortSignal, opts: { alone: boolean }) => Promise<PhotoOutcome>;
 
 interface Claim {
   property_id: string;
@@ -63,7 +72,7 @@ export class PhotoPipeline {
   private readonly sql: Sql;
   private readonly log: Logger;
   private readonly pollMs: number;
-  private readonly process: (url: string, signal: AbortSignal) => Promise<PhotoOutcome>;
+  private readonly process: PhotoStep;
   private readonly inflight = new Map<string, { token: string; abort: AbortController; done: Promise<void> }>();
   private running = false;
   private loop: Promise<void> | null = null;
@@ -78,7 +87,7 @@ export class PhotoPipeline {
     this.pollMs = opts.pollMs ?? 1000;
     this.process =
       opts.process ??
-      ((url, signal) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal }));
+      ((url, signal, { alone }) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal, alone }));
   }
 
   start(): void {
@@ -175,7 +184,8 @@ export class PhotoPipeline {
       outcome = { ok: false, reason: 'unreachable', detail: `given up after ${MAX_ATTEMPTS} attempts` };
     } else {
       const started = Date.now();
-      outcome = await this.process(c.url, signal);
+      // attempts > 1: an earlier claim ended without a result (a crash, a lost lease, or a shutdown).
+      outcome = await this.process(c.url, signal, { alone: c.attempts > 1 });
       this.log.debug({ property_id: c.property_id, ok: outcome.ok, reason: outcome.ok ? undefined : outcome.reason, ms: Date.now() - started }, 'photo processed');
     }
     if (!outcome.ok && outcome.reason === 'aborted') {

@@ -5,18 +5,26 @@
  * - `forbidden_url`: the outbound rules refuse the URL or every address it resolves to;
  * - `unreachable`: any non-2xx answer (a redirect included: never followed), a
  *   time-out, a connection or TLS failure, a name that does not resolve;
- * - `too_large`: more than 25 MiB of bytes (refused while streaming), or more than
- *   100 megapixels;
+ * - `too_large`: more than 25 MiB of bytes (refused while streaming), more than
+ *   100 megapixels, a progressive JPEG or interlaced PNG over 50 megapixels, or an
+ *   estimated decode larger than the whole decode budget (photo-decode-cost.ts);
  * - `not_an_image`: bytes that do not decode as JPEG, PNG or WebP (other formats too);
  * - `too_small`: the shorter side (after EXIF orientation) is under 300 px.
  *
  * The derivative: EXIF-oriented, longest side at most 2048 px (never enlarged), WebP,
  * metadata stripped; addressed by the sha256 of its bytes.
+ *
+ * Memory (issue 13): every check above is made on the header (sharp's metadata(),
+ * which decodes no pixels), and a photo that passes decodes only once its estimated
+ * cost fits in the per-process decode budget (photo-decode-budget.ts), so the decodes
+ * in flight stay within DECODE_BUDGET_BYTES whatever PHOTO_CONCURRENCY is.
  */
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { EgressError, PHOTO_URL_RULES, guardedRequest, type Resolver } from '../kit/egress';
 import type { RejectionReason } from './property-records';
+import { DecodeBudget, DecodeWaitAborted } from './photo-decode-budget';
+import { DECODE_BUDGET_BYTES, admitDecode } from './photo-decode-cost';
 
 /** 25 MiB: larger sources are refused while streaming. */
 export const MAX_PHOTO_BYTES = 25 * 1024 * 1024;
@@ -37,6 +45,22 @@ const ACCEPTED_FORMATS = new Map([
 
 // Each image is processed once: libvips' operation cache would only hold memory.
 sharp.cache(false);
+// One libvips thread per image (sharp's own default with glibc, made explicit for any
+// allocator): photos run in parallel on libuv's pool, and per-image worker threads
+// would only multiply buffers on a 2-core container.
+sharp.concurrency(1);
+
+/** Options of every decode: bounded by the published pixel ceiling, streamed, no safety feature lifted. */
+const DECODE_OPTIONS: sharp.SharpOptions = {
+  limitInputPixels: MAX_PHOTO_PIXELS,
+  limitInputChannels: 4,
+  sequentialRead: true,
+  unlimited: false,
+  failOn: 'error',
+};
+
+/** The decode budget of this process (memory is per process, so is the budget). */
+export const processDecodeBudget = new DecodeBudget(DECODE_BUDGET_BYTES);
 
 /** A photo that passed: the stored derivative and facts about the source. */
 export interface ProcessedPhoto {
@@ -54,11 +78,23 @@ export type PhotoOutcome =
   /** Shutdown interrupted the fetch: not an outcome, the photo stays pending. */
   | { ok: false; reason: 'aborted'; detail: string };
 
-export interface FetchPhotoOptions {
+export interface DecodeOptions {
+  /** The budget decodes are admitted against; default processDecodeBudget. */
+  budget?: DecodeBudget;
+  /** Aborts the fetch or a wait for the budget (shutdown): the outcome is then `aborted`. */
+  signal?: AbortSignal;
+  /**
+   * Decode with the whole budget, i.e. alone: for a photo whose earlier attempt never
+   * finished (its process died), so that if it kills the process again it takes no
+   * other photo with it.
+   */
+  alone?: boolean;
+}
+
+export interface FetchPhotoOptions extends DecodeOptions {
   allowCidrs: readonly string[];
   /** Deadline of the whole fetch (PHOTO_FETCH_TIMEOUT_MS). */
   timeoutMs: number;
-  signal?: AbortSignal;
   resolver?: Resolver;
 }
 
@@ -86,13 +122,14 @@ export async function fetchAndProcessPhoto(url: string, opts: FetchPhotoOptions)
     }
     throw err;
   }
-  return processPhotoBytes(body);
+  return processPhotoBytes(body, opts);
 }
 
-/** Decodes and checks fetched bytes and builds the derivative. */
-export async function processPhotoBytes(body: Buffer): Promise<PhotoOutcome> {
+/** Checks fetched bytes on their header, then (within the decode budget) decodes them and builds the derivative. */
+export async function processPhotoBytes(body: Buffer, opts: DecodeOptions = {}): Promise<PhotoOutcome> {
   let meta: sharp.Metadata;
   try {
+    // Header only: no pixel is decoded, so no limit is needed here.
     meta = await sharp(body, { limitInputPixels: false }).metadata();
   } catch (err) {
     return { ok: false, reason: 'not_an_image', detail: (err as Error).message };
@@ -104,10 +141,20 @@ export async function processPhotoBytes(body: Buffer): Promise<PhotoOutcome> {
   if (!width || !height) return { ok: false, reason: 'not_an_image', detail: 'no dimensions' };
   if (width * height > MAX_PHOTO_PIXELS) return { ok: false, reason: 'too_large', detail: `${width}x${height} is over 100 megapixels` };
   if (Math.min(width, height) < MIN_PHOTO_SIDE) return { ok: false, reason: 'too_small', detail: `${width}x${height}: shorter side under ${MIN_PHOTO_SIDE} px` };
+  const budget = opts.budget ?? processDecodeBudget;
+  const admission = admitDecode(meta, budget.capacity, body);
+  if (!admission.ok) return { ok: false, reason: 'too_large', detail: admission.detail };
 
+  let release: () => void;
+  try {
+    release = await budget.acquire(opts.alone ? budget.capacity : admission.cost, opts.signal);
+  } catch (err) {
+    if (err instanceof DecodeWaitAborted) return { ok: false, reason: 'aborted', detail: err.message };
+    throw err;
+  }
   let out: { data: Buffer; info: sharp.OutputInfo };
   try {
-    out = await sharp(body, { limitInputPixels: MAX_PHOTO_PIXELS, failOn: 'error' })
+    out = await sharp(body, DECODE_OPTIONS)
       .autoOrient()
       .resize({ width: DERIVATIVE_MAX_SIDE, height: DERIVATIVE_MAX_SIDE, fit: 'inside', withoutEnlargement: true })
       .webp({ quality: DERIVATIVE_QUALITY, effort: DERIVATIVE_EFFORT })
@@ -115,6 +162,8 @@ export async function processPhotoBytes(body: Buffer): Promise<PhotoOutcome> {
   } catch (err) {
     // Headers parsed but the pixels do not decode (truncated or corrupt data).
     return { ok: false, reason: 'not_an_image', detail: (err as Error).message };
+  } finally {
+    release();
   }
   return {
     ok: true,

@@ -71,9 +71,13 @@ describe('deploy/Dockerfile', () => {
     expect(readFileSync(join(REPO_ROOT, 'bin', 'psync'), 'utf8')).toContain('dist/bin/cli/main.js');
   });
 
-  test('exposes the gateway, internal and metrics ports', () => {
+  test('exposes the gateway, internal, health-only and metrics ports', () => {
     const ports = inRuntime('EXPOSE').flatMap((i) => i.args.split(/\s+/));
-    expect(ports.sort()).toEqual(['8080', '8081', '9464']);
+    expect(ports.sort()).toEqual(['8080', '8081', '8082', '9464']);
+  });
+
+  test('limits glibc malloc arenas (image decodes would otherwise keep freed memory)', () => {
+    expect(inRuntime('ENV').map((i) => i.args).join(' ')).toMatch(/MALLOC_ARENA_MAX=2\b/);
   });
 
   test('has a HEALTHCHECK, or says why not', () => {
