@@ -3,7 +3,8 @@
  * checks of spec "Errors" and docs/decisions.md:
  *
  *   authentication (401) → rate limit (429) → authorisation (403)
- *   → validation of path, query and body, all violations at once (400)
+ *   → validation of path, query and body, all violations at once (400), including
+ *     text that cannot be stored in any decoded string (storable-text.ts)
  *   → 501 not_enabled for a production workspace, and for the route's own 501 cases
  *   → the internal call and the presenter.
  *
@@ -19,6 +20,7 @@ import { readJsonBody, ReadJsonOptions } from './body';
 import type { HttpMethod, Route } from './contract-router';
 import { ProblemError, validationFailed, Violation } from './problems';
 import type { GatewayContext, Principal } from './request-context';
+import { unstorableTextViolations } from './storable-text';
 import { MAX_VIOLATIONS, queryForSchema, Validator } from './validate';
 
 /** What a validated request carries into the handler. */
@@ -105,6 +107,12 @@ export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, 
           }
         }
       }
+      // One rule for every decoded string, whatever its schema says: only text that can be stored.
+      violations.push(
+        ...unstorableTextViolations(decoded.values, 'parameters', violations),
+        ...unstorableTextViolations(query, 'parameters', violations),
+        ...(body === undefined ? [] : unstorableTextViolations(body, 'body', violations)),
+      );
       if (violations.length > 0) throw validationFailed(violations.slice(0, MAX_VIOLATIONS));
 
       const input: ContractInput<P, Q, B> = { params: decoded.values as P, query: query as Q, body: body as B };

@@ -23,6 +23,7 @@ import { ConnectError } from '@connectrpc/connect';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { recordHttpRequest, recordRateLimitRefusal } from '../services/kit/metrics';
 import { inSpan } from '../services/kit/telemetry';
+import { withRequestId } from '../services/kit/request-id';
 import type { Logger } from '../services/kit/logger';
 import { isNetworkError, problemFromConnectError } from './connect-errors';
 import { logAccess } from './access-log';
@@ -95,7 +96,8 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
     ctx.state.startedAt = performance.now();
     ctx.set('X-Request-Id', ctx.state.requestId);
     try {
-      await next();
+      // Internal calls below carry the id as `x-request-id`: services log it (services/kit/errors.ts).
+      await withRequestId(ctx.state.requestId, next);
       // Nothing answered (cannot happen with the contract router last, but never Koa's text 404).
       if (ctx.body == null && ctx.status === 404 && !ctx.state.operational) {
         sendProblem(ctx, new ProblemError('not_found'), opts.docsUrl);

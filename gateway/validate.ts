@@ -17,6 +17,7 @@
  */
 import Ajv2020, { type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { storableDate, storableDateTime } from './instant-formats';
 import type { Violation, ViolationCode } from './problems';
 import propertySchema from './schemas/property.json';
 import blockSchema from './schemas/block.json';
@@ -31,6 +32,9 @@ const MAX_SEGMENT_LENGTH = 128;
 
 const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true, useDefaults: true });
 addFormats(ajv);
+// Only dates and instants the system can store, wherever a schema says `date` or `date-time`.
+ajv.addFormat('date', storableDate);
+ajv.addFormat('date-time', storableDateTime);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
 for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, parametersSchema]) ajv.addSchema(s as SchemaObject);

@@ -9,6 +9,7 @@ import type {
   AcknowledgeDeletionRequestSchema,
   AcknowledgeDeletionResponse,
 } from '../../gen/psync/notifications/v1/notifications_pb';
+import { instantMs } from '../instant-formats';
 import type { AcknowledgeBody } from '../validate';
 
 /** The 200 body of the acknowledge call. */
@@ -17,10 +18,9 @@ export interface AcknowledgementJson {
   acknowledged_at: string;
 }
 
-/** Milliseconds of an RFC 3339 date-time that passed the schema; NaN when JavaScript cannot represent it. */
+/** Milliseconds of an RFC 3339 date-time that passed the schema (a leap second is :59.999); NaN for anything else. */
 export function dateTimeMs(text: string): number {
-  // A leap second (…:60) is valid RFC 3339 that Date cannot parse; it is the same instant as :59.999.
-  return Date.parse(text.replace(/T(\d\d):(\d\d):60/i, 'T$1:$2:59.999'));
+  return instantMs(text);
 }
 
 export function acknowledgeDeletionRequest(

@@ -12,12 +12,23 @@ import { sendJson } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
 
-/** A `completed_at` that is valid RFC 3339 but not a representable instant is a `format` violation. */
-export function acknowledgeViolations(body: Record<string, unknown>, found: readonly Violation[] = []): Violation[] {
+/**
+ * How far ahead of the gateway's clock `completed_at` may be (clock skew); the
+ * notifications service applies the same bound (COMPLETED_AT_MAX_AHEAD_MS; a test pins
+ * both). Deletion cannot have been completed after it is acknowledged.
+ */
+export const COMPLETED_AT_MAX_AHEAD_MS = 5 * 60_000;
+
+/**
+ * `completed_at` beyond the schema's `date-time` (which already refuses instants
+ * outside 0001–9999): not representable → `format`; more than
+ * COMPLETED_AT_MAX_AHEAD_MS in the future → `maximum` (docs/decisions.md).
+ */
+export function acknowledgeViolations(body: Record<string, unknown>, found: readonly Violation[] = [], now = Date.now()): Violation[] {
   if (typeof body.completed_at !== 'string' || found.some((v) => v.field === 'completed_at')) return [];
-  if (Number.isNaN(dateTimeMs(body.completed_at))) {
-    return [{ field: 'completed_at', code: 'format' }];
-  }
+  const ms = dateTimeMs(body.completed_at);
+  if (Number.isNaN(ms)) return [{ field: 'completed_at', code: 'format' }];
+  if (ms > now + COMPLETED_AT_MAX_AHEAD_MS) return [{ field: 'completed_at', code: 'maximum' }];
   return [];
 }
 

@@ -8,7 +8,8 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { GetAvailabilityRequest, GetAvailabilityResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { checkRange, nightsOf, parseDay } from './dates';
-import { invalidArgument, type Violation } from './errors';
+import type { Violation } from '../kit/errors';
+import { invalidArgument } from './errors';
 import type { CalendarDeps } from './calendar-deps';
 
 const KIND = new Map<string, NightHolderKind>([

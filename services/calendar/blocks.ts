@@ -29,7 +29,8 @@ import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { checkRange, parseDay, formatDay } from './dates';
-import { invalidArgument, notEnabled, type Violation } from './errors';
+import type { Violation } from '../kit/errors';
+import { invalidArgument, notEnabled } from './errors';
 import { appendEvents, calendarChanged } from './event-log';
 import { lockListing, refuseConflicts, scanConflicts, withListingTransaction, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';

@@ -28,7 +28,8 @@ import { CalendarChangeKind, CancellationInitiator, NightHolderKind } from '../.
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { checkRange, type NightSpan } from './dates';
-import { failedPrecondition, invalidArgument, notFound, type Violation } from './errors';
+import { notFound, type Violation } from '../kit/errors';
+import { failedPrecondition, invalidArgument } from './errors';
 import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged, eventWrites } from './event-log';
 import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
 import { isHoldId, refuseSandboxPayment } from './holds';

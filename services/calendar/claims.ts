@@ -13,7 +13,8 @@
  */
 import type { Sql, Tx } from '../kit/database';
 import { currentTraceHeaders } from '../kit/telemetry';
-import { conflict, sqlState, SqlState } from './errors';
+import { sqlState, SqlState } from '../kit/errors';
+import { conflict } from './errors';
 
 /** Which holders a scan looks at: marketplace only (for blocks) or everything (for holds and bookings). */
 export type ScanScope = 'marketplace' | 'all';

@@ -18,7 +18,7 @@ import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { CatalogService, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { notFound, unavailable } from './errors';
+import { notFound } from '../kit/errors';
 
 /** What the calendar needs to know about a listing. */
 export interface ListingInfo {
@@ -77,7 +77,9 @@ export class ListingDirectory {
     try {
       listing = (await this.catalog().getListing({ workspaceId, listingId })).listing;
     } catch (err) {
-      if (ConnectError.from(err).code !== Code.NotFound) throw unavailable('the catalog could not be asked about the listing', err);
+      // Anything but NOT_FOUND travels as the catalog (or its transport) said it: an
+      // unreachable catalog is UNAVAILABLE already, an INVALID_ARGUMENT never becomes one.
+      if (ConnectError.from(err).code !== Code.NotFound) throw err;
     }
     // Unknown and another workspace's listing: one answer (spec "Errors").
     if (!listing || listing.workspaceId.toLowerCase() !== workspaceId.toLowerCase()) {
@@ -100,7 +102,7 @@ export class ListingDirectory {
       listing = (await this.catalog().resolveListing({ listingId })).listing;
     } catch (err) {
       if (ConnectError.from(err).code === Code.NotFound) throw notFound(ErrorReason.LISTING_NOT_FOUND, 'no such listing');
-      throw unavailable('the catalog could not resolve the listing', err);
+      throw err;
     }
     if (!listing) throw notFound(ErrorReason.LISTING_NOT_FOUND, 'no such listing');
     const info = toInfo(listing);

@@ -1,29 +1,11 @@
 /**
- * The errors the catalog raises on purpose: the nearest standard Code plus an
- * ErrorDetail reason (and a ValidationDetail for INVALID_ARGUMENT), which the gateway
- * maps to problem documents (common/v1/errors.proto). Never the submitted value.
+ * The catalog's own named errors, built from the kit's `failure` (services/kit/errors.ts
+ * holds the shared constructors, `validationFailed` among them, and the one interceptor
+ * mapping failures nobody mapped on purpose). Never the submitted value.
  */
-import { Code, ConnectError } from '@connectrpc/connect';
-import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
-
-/** One `{field, code}` entry (operator-interface.md, `errors[].code` values). */
-export interface Violation {
-  field: string;
-  code: string;
-}
-
-/** INVALID_ARGUMENT / VALIDATION_FAILED with every violation found. */
-export function validationFailed(violations: Violation[], message = 'request validation failed'): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument, undefined, [
-    { desc: ErrorDetailSchema, value: { reason: ErrorReason.VALIDATION_FAILED } },
-    { desc: ValidationDetailSchema, value: { violations } },
-  ]);
-}
-
-/** An error with a Connect code and an ErrorDetail reason. */
-export function failure(code: Code, reason: ErrorReason, message: string): ConnectError {
-  return new ConnectError(message, code, undefined, [{ desc: ErrorDetailSchema, value: { reason } }]);
-}
+import { Code, type ConnectError } from '@connectrpc/connect';
+import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import { failure } from '../kit/errors';
 
 /** NOT_FOUND / PROPERTY_NOT_FOUND: unknown and foreign are indistinguishable (spec "Errors"). */
 export const propertyNotFound = (): ConnectError => failure(Code.NotFound, ErrorReason.PROPERTY_NOT_FOUND, 'property not found');

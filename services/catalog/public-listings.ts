@@ -15,7 +15,7 @@ import {
   type SearchPublicListingsRequest,
 } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { Sql } from '../kit/database';
-import { validationFailed, type Violation } from './errors';
+import { validationFailed, type Violation } from '../kit/errors';
 import type { PropertyRow } from './property-records';
 
 const DEFAULT_PAGE_SIZE = 50;

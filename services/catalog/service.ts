@@ -11,7 +11,8 @@ import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { AMENITIES } from './amenities';
-import { isUuid, listingNotFound, propertyNotFound, validationFailed, type Violation } from './errors';
+import { validationFailed, type Violation } from '../kit/errors';
+import { isUuid, listingNotFound, propertyNotFound } from './errors';
 import { listingMessage, readListing } from './listing-records';
 import { DEFAULT_MARKETPLACE_LISTING, createMarketplaceListing } from './marketplace-listings';
 import { photoStatusMessage, propertyMessage, toMissingReason, toPropertyStatus, toRejectionReason } from './messages';
@@ -33,21 +34,8 @@ export interface CatalogDeps {
 
 const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
 
-/** Unexpected failures become INTERNAL with the cause logged, never leaked. */
-function guard<A extends unknown[], R>(log: Logger, name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-  return async (...args: A) => {
-    try {
-      return await fn(...args);
-    } catch (err) {
-      if (err instanceof ConnectError) throw err;
-      log.error({ err, rpc: name }, 'catalog: unexpected failure');
-      throw new ConnectError('internal error', Code.Internal);
-    }
-  };
-}
-
 export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogService> {
-  const { sql, log, workspaces } = deps;
+  const { sql, workspaces } = deps;
 
   const impl: ServiceImpl<typeof CatalogService> = {
     async upsertProperty(req) {
@@ -141,8 +129,6 @@ export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogSer
     },
   };
 
-  for (const name of Object.keys(impl) as (keyof typeof impl)[]) {
-    (impl as Record<string, unknown>)[name] = guard(log, name, impl[name] as (...a: unknown[]) => Promise<unknown>);
-  }
+  // Failures nobody mapped on purpose are mapped by the kit's error interceptor (kit/errors.ts).
   return impl;
 }

@@ -10,7 +10,8 @@
  */
 import type { UpsertPropertyRequest } from '../../gen/psync/catalog/v1/catalog_pb';
 import { PropertyStatus } from '../../gen/psync/catalog/v1/catalog_pb';
-import { isUuid, validationFailed, type Violation } from './errors';
+import { validationFailed, type Violation } from '../kit/errors';
+import { isUuid } from './errors';
 
 /** A property after validation: the catalog's own, protobuf-free shape. */
 export interface PropertyInput {

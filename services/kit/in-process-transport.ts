@@ -103,6 +103,19 @@ export class InProcessServices {
   }
 }
 
+/**
+ * Where a network call crosses the wire: as the network server does, a ConnectError
+ * travels as it is; anything else becomes a bare `internal error`, its message kept
+ * from the caller (the cause stays attached for in-process callers' logs).
+ */
+const wireBoundary: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (err) {
+    throw err instanceof ConnectError ? err : new ConnectError('internal error', Code.Internal, undefined, undefined, err);
+  }
+};
+
 /** Applies interceptors the way Connect does: the first in the list is the outermost. */
 function intercept(next: UnaryFn, interceptors: Interceptor[]): UnaryFn {
   return interceptors.reduceRight<UnaryFn>((fn, i) => i(fn as never) as unknown as UnaryFn, next);
@@ -186,8 +199,10 @@ export function createInProcessTransport(opts: {
   defaultTimeoutMs?: number;
 }): Transport {
   const { services } = opts;
-  // Client interceptors wrap the server's, as a network call is wrapped on both ends.
-  const interceptors = [...opts.clientInterceptors, ...opts.serverInterceptors];
+  // Client interceptors wrap the server's, as a network call is wrapped on both ends;
+  // between them, what the wire would do to a non-Connect error (the server's
+  // interceptors, kit/errors.ts among them, see the handler's own error first).
+  const interceptors = [...opts.clientInterceptors, wireBoundary, ...opts.serverInterceptors];
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -205,9 +220,8 @@ export function createInProcessTransport(opts: {
         return new Promise<UnaryResponse>((resolve, reject) => {
           const fail = (err: unknown) => {
             ctx.end(err instanceof ConnectError ? err : CALL_COMPLETED);
-            // As the network server does: a ConnectError travels as it is; anything
-            // else becomes a bare `internal error`, its message kept from the caller.
-            reject(err instanceof ConnectError ? err : new ConnectError('internal error', Code.Internal, undefined, undefined, err));
+            // Raw, as a handler's error reaches the server interceptors; wireBoundary converts it.
+            reject(err);
           };
           // The deadline and the caller's signal end the call even if the handler
           // ignores its signal (a network client would stop waiting too).

@@ -15,10 +15,14 @@ import type { DescService } from '@bufbuild/protobuf';
 import { SpanKind } from '@opentelemetry/api';
 import { currentTraceHeaders, inSpan } from './telemetry';
 import { createInProcessTransport, type InProcessServices } from './in-process-transport';
+import { currentRequestId, REQUEST_ID_HEADER } from './request-id';
 import type { Role } from './access-policy';
 import { bearerInterceptor } from './internal-auth';
 
-/** A CLIENT span per call; its trace context travels in the request headers (`traceparent`). */
+/**
+ * A CLIENT span per call; its trace context travels in the request headers (`traceparent`),
+ * and the public request being served, if any, as `x-request-id` (request-id.ts).
+ */
 export const clientTracingInterceptor: Interceptor = (next) => (req) => {
   if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
   return inSpan(
@@ -29,6 +33,8 @@ export const clientTracingInterceptor: Interceptor = (next) => (req) => {
     },
     async () => {
       for (const [k, v] of Object.entries(currentTraceHeaders())) req.header.set(k, v);
+      const requestId = currentRequestId();
+      if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) req.header.set(REQUEST_ID_HEADER, requestId);
       return next(req);
     },
   );

@@ -4,7 +4,11 @@
  *
  * - One request per user.erased delivery, created with it (intake.ts).
  * - Acknowledge: workspace-scoped; an unknown event_id and another workspace's get
- *   the same NOT_FOUND. `completed_at` defaults to the time of receipt. A second
+ *   the same NOT_FOUND. `completed_at` defaults to the time of receipt; one more than
+ *   COMPLETED_AT_MAX_AHEAD_MS ahead of this service's clock is INVALID_ARGUMENT
+ *   (`completed_at`, `maximum`), checked before anything is looked up; one ahead by
+ *   less (clock skew) is recorded as the time of receipt, so `completed_at` is never
+ *   after `acknowledged_at`. A second
  *   acknowledgement answers the first `acknowledged_at` (and `completed_at`) again.
  *   There is no failure state.
  * - Escalation: a request still unacknowledged DELETION_ESCALATION_SECONDS (default
@@ -18,7 +22,9 @@
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { isUuid, notFound, requireUuid } from './errors';
+import { notFound } from '../kit/errors';
+import { isUuid, requireUuid } from './errors';
+import { invalidRequest } from '../kit/request-guard';
 import { notificationsMetrics } from './metrics';
 
 export type DeletionRequestState = 'open' | 'acknowledged' | 'escalated';
@@ -45,6 +51,16 @@ export const RETENTION_DAYS = 30;
 
 const notFoundError = () => notFound(ErrorReason.DELETION_REQUEST_NOT_FOUND, 'no deletion request with that event_id');
 
+/**
+ * How far ahead of the receiving clock `completed_at` may be: the clock skew tolerated
+ * between a partner's machines and ours (the same five minutes as the signature
+ * timestamp tolerance, spec "Limits"). Deletion cannot have been completed later than
+ * its acknowledgement: within the bound the value is clamped to the time of receipt,
+ * beyond it refused (docs/decisions.md). The gateway applies the same bound
+ * (gateway/routes/deletion-requests.ts; a test pins both).
+ */
+export const COMPLETED_AT_MAX_AHEAD_MS = 5 * 60_000;
+
 export class DeletionRequests {
   private timer: NodeJS.Timeout | null = null;
   private sweeping: Promise<void> | null = null;
@@ -53,12 +69,15 @@ export class DeletionRequests {
 
   /** Records the acknowledgement (once); returns the first acknowledged_at and completed_at. */
   async acknowledge(workspaceId: string, eventId: string, completedAt: Date | undefined): Promise<{ eventId: string; acknowledgedAt: Date; completedAt: Date }> {
+    if (completedAt && completedAt.getTime() > Date.now() + COMPLETED_AT_MAX_AHEAD_MS) {
+      throw invalidRequest([{ field: 'completed_at', code: 'maximum' }]);
+    }
     // A malformed id can name no request: the same answer as an unknown one.
     if (!isUuid(workspaceId) || !isUuid(eventId)) throw notFoundError();
     const { sql } = this.deps;
     const [first] = await sql<{ event_id: string; acknowledged_at: Date; completed_at: Date }[]>`
       update notifications.deletion_requests
-      set acknowledged_at = now(), completed_at = coalesce(${completedAt ?? null}::timestamptz, now())
+      set acknowledged_at = now(), completed_at = least(coalesce(${completedAt ?? null}::timestamptz, now()), now())
       where workspace_id = ${workspaceId} and event_id = ${eventId} and acknowledged_at is null
       returning event_id, acknowledged_at, completed_at`;
     if (first) {

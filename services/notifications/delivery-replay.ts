@@ -27,7 +27,8 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { DeliveryListRow } from './delivery-list';
-import { requireUuid, validationFailed } from './errors';
+import { validationFailed } from '../kit/errors';
+import { requireUuid } from './errors';
 import type { EndpointStatus } from './registration';
 
 /** Which abandoned deliveries to replay. */

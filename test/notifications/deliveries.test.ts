@@ -348,9 +348,11 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
   withEvents('user.erased: delivered with references and provider ids; acknowledgement rules', async (d) => {
     const p = await partner(d);
     const other = await partner(d);
+    const skewed = await partner(d);
     const g = guest();
     const booking = await d.confirmBooking(p.ws, g);
     const otherBooking = await d.confirmBooking(other.ws, g);
+    await d.confirmBooking(skewed.ws, g);
     await receiver.waitFor(() => deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference).length > 0);
     await d.eraseGuest(g.guestId);
     const [erased] = await receiver.waitFor(() => deliveriesFor(p.path, 'user.erased').length > 0 && deliveriesFor(p.path, 'user.erased'));
@@ -388,6 +390,15 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     const done = new Date(Date.now() - 3_600_000);
     const otherAck = await c.notifications.acknowledgeDeletion({ workspaceId: other.ws, eventId: otherErased!.json.event_id, completedAt: timestampFromDate(done) });
     expect(Number(otherAck.completedAt!.seconds)).toBe(Math.floor(done.getTime() / 1000));
+
+    // A completed_at ahead of our clock by less than the skew bound: recorded as the time of receipt, never after it.
+    const [skewedErased] = await receiver.waitFor(() => deliveriesFor(skewed.path, 'user.erased').length > 0 && deliveriesFor(skewed.path, 'user.erased'));
+    const skewedAck = await c.notifications.acknowledgeDeletion({
+      workspaceId: skewed.ws,
+      eventId: skewedErased!.json.event_id,
+      completedAt: timestampFromDate(new Date(Date.now() + 60_000)),
+    });
+    expect(skewedAck.completedAt).toEqual(skewedAck.acknowledgedAt);
 
     const listed = await psync(system, ['deletion-requests', 'list', '--workspace', p.ws]);
     expect(listed.items).toEqual([expect.objectContaining({ event_id: eventId, state: 'acknowledged', booking_references: [booking.bookingReference] })]);
