@@ -19,9 +19,9 @@ export interface Certificates {
   remove(): void;
 }
 
-/** A CA and a server certificate for `localhost` signed by it. */
-export async function createCertificates(): Promise<Certificates> {
-  const ca = await generate([{ name: 'commonName', value: 'Partner Sync test CA' }], {
+/** A self-signed certificate authority named `name`. */
+function generateCa(name: string) {
+  return generate([{ name: 'commonName', value: name }], {
     keySize: 2048,
     algorithm: 'sha256',
     extensions: [
@@ -29,6 +29,11 @@ export async function createCertificates(): Promise<Certificates> {
       { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     ],
   });
+}
+
+/** A CA and a server certificate for `localhost` signed by it. */
+export async function createCertificates(): Promise<Certificates> {
+  const ca = await generateCa('Partner Sync test CA');
   const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
     keySize: 2048,
     algorithm: 'sha256',
@@ -55,14 +60,7 @@ export interface InternalCa {
 
 /** A fresh CA for internal TLS tests. */
 export async function createInternalCa(name = 'Partner Sync internal test CA'): Promise<InternalCa> {
-  const ca = await generate([{ name: 'commonName', value: name }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    ],
-  });
+  const ca = await generateCa(name);
   return {
     caPem: ca.cert,
     async issue(commonName = 'localhost') {
