@@ -32,6 +32,7 @@ import { checkRange, parseDay, formatDay } from './dates';
 import type { Violation } from '../kit/errors';
 import { invalidArgument, notEnabled } from './errors';
 import { appendEvents, calendarChanged } from './event-log';
+import { blockPageQuery } from './blocks-list';
 import { lockListing, refuseConflicts, scanConflicts, withListingTransaction, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
 import { currentTraceHeaders } from '../kit/telemetry';
@@ -189,6 +190,7 @@ const PAGE_SIZE_MAX = 200;
  * ListBlocks: the workspace's blocks holding a night in [from, to] (both optional; a
  * block whose check_out equals `from` holds no night on or after it), ordered by
  * check_in, check_out, external_uid; one row more than the page is read for has_more.
+ * The statement: blocks-list.ts.
  */
 export async function listBlocks(deps: CalendarDeps, req: ListBlocksRequest): Promise<MessageInitShape<typeof ListBlocksResponseSchema>> {
   const violations: Violation[] = [];
@@ -204,27 +206,17 @@ export async function listBlocks(deps: CalendarDeps, req: ListBlocksRequest): Pr
   if (req.to !== undefined && to === undefined) violations.push({ field: 'to', code: 'format' });
   if (violations.length > 0) throw invalidArgument(violations);
 
-  const sql = deps.sql;
-  const fromText = from === undefined ? null : formatDay(from);
-  const toText = to === undefined ? null : formatDay(to);
   const offset = (page - 1) * pageSize;
-  // The page's ids first, from the covering index alone (blocks_page_idx: deep pages
-  // skip index entries, not table rows), then only those rows.
-  const rows = await sql<BlockRow[]>`
-    with page as (
-      select p.id, p.check_in, p.check_out, p.external_uid
-      from calendar.blocks p
-      where p.workspace_id = ${req.workspaceId.toLowerCase()}
-        ${fromText === null ? sql`` : sql`and p.check_out > ${fromText}::date`}
-        ${toText === null ? sql`` : sql`and p.check_in <= ${toText}::date`}
-      order by p.check_in, p.check_out, p.external_uid
-      limit ${pageSize + 1} offset ${offset}
-    )
-    select b.id, b.external_uid, b.listing_id, b.check_in::text, b.check_out::text, b.reason,
-           b.check_out - b.check_in as nights, b.created_at, b.updated_at
-    from page join calendar.blocks b on b.id = page.id
-    order by page.check_in, page.check_out, page.external_uid
-  `;
+  // The page's ids from an index alone, then only those rows; with `from`, one bounded
+  // range per length class so the history before `from` is never read (blocks-list.ts,
+  // migration 0006).
+  const rows = await blockPageQuery(deps.sql, {
+    workspaceId: req.workspaceId.toLowerCase(),
+    from: from === undefined ? null : formatDay(from),
+    to: to === undefined ? null : formatDay(to),
+    limit: pageSize + 1,
+    offset,
+  });
   const hasMore = rows.length > pageSize;
   return { items: rows.slice(0, pageSize).map(toBlock), hasMore };
 }
