@@ -2,7 +2,8 @@
  * The marketplace's view (issue 5 item 6): CalendarService called by a stock
  * @grpc/grpc-js client that loads the published .proto files with
  * @grpc/proto-loader — no generated code of ours, unary and server-streaming, with
- * standard status codes and the ConflictDetail readable from grpc-status-details-bin.
+ * standard status codes and the ConflictDetail readable from grpc-status-details-bin,
+ * authenticated as the marketplace with `authorization` metadata.
  */
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -10,6 +11,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { fromBinary } from '@bufbuild/protobuf';
 import { ConflictDetailSchema } from '../../gen/psync/common/v1/errors_pb';
+import { TEST_TOKENS } from '../support/credentials';
 import { ROOT } from '../support/process';
 import { startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { clientsFor, day, newListing, newWorkspace, type Clients } from './support';
@@ -45,7 +47,15 @@ beforeAll(async () => {
   });
   const pkg = grpc.loadPackageDefinition(def) as unknown as { psync: { calendar: { v1: { CalendarService: grpc.ServiceClientConstructor } } } };
   const Ctor = pkg.psync.calendar.v1.CalendarService;
-  stock = new Ctor(new URL(system.internalUrl).host, grpc.credentials.createInsecure()) as unknown as StockCalendarClient;
+  // The marketplace's credential as gRPC metadata on every call (docs/security/internal-access.md).
+  const marketplace: grpc.Interceptor = (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set('authorization', `Bearer ${TEST_TOKENS.marketplace}`);
+        next(metadata, listener);
+      },
+    });
+  stock = new Ctor(new URL(system.internalUrl).host, grpc.credentials.createInsecure(), { interceptors: [marketplace] }) as unknown as StockCalendarClient;
 }, 120_000);
 
 afterAll(async () => {
