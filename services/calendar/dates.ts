@@ -77,9 +77,3 @@ export function nightsOf(checkIn: string, checkOut: string): string[] {
   for (let d = a; d < b; d++) out.push(formatDay(d));
   return out;
 }
-
-/** A PostgreSQL `date` as returned by postgres.js (a Date at UTC midnight, or text) to "YYYY-MM-DD". */
-export function dateText(value: Date | string): string {
-  if (typeof value === 'string') return value.slice(0, 10);
-  return formatDay(Math.round(value.getTime() / DAY_MS));
-}

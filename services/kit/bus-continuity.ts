@@ -7,7 +7,7 @@
  * lose them. So a run that ends DRAINED (bus.drained(): every event handled) leaves a
  * marker file, `DATA_DIR/bus/drained`; the next start takes it away, and when it
  * was not there, every retained published outbox row (7 days) is published again.
- * Consumers dedupe on the event id (inbox.ts processed_events), so what they had
+ * Consumers dedupe on the event id (processed_events), so what they had
  * handled is skipped and nothing is handled twice. With NATS none of this runs:
  * JetStream stores an event before the outbox marks it.
  */

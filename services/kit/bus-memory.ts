@@ -10,7 +10,7 @@
  * Nothing survives a restart: the outbox (PostgreSQL) stays the source of truth.
  * `drained()` says whether anything handed to the bus is still unhandled; when a run
  * ends without that (a crash), the next start re-publishes the retained outbox rows
- * and consumers skip what they had already handled (run-process.ts, inbox.ts).
+ * and consumers skip what they had already handled (their processed_events marks).
  */
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import type { Logger } from './logger';

@@ -11,7 +11,8 @@
  *
  * Events enter the bus only through the transactional outbox (outbox.ts), so a
  * published event always corresponds to a committed change. Delivery is
- * at-least-once: handlers must be idempotent (dedupe on `id`, see inbox.ts).
+ * at-least-once: handlers must be idempotent (dedupe on `id` in the kit's
+ * processed_events table, as notifications/intake.ts does).
  */
 
 /** One domain event on the wire. */

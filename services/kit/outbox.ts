@@ -6,7 +6,7 @@
  * `OutboxRelay` then copies unpublished rows to the bus in `seq` order, with the event
  * id as JetStream `msgID`: a relay killed after publishing but before marking rows
  * published re-publishes them on restart and JetStream drops the copies inside its
- * duplicate window (consumers dedupe beyond it, inbox.ts). Nothing is lost or skipped:
+ * duplicate window (consumers dedupe beyond it, on processed_events). Nothing is lost or skipped:
  * a failed publish leaves the row unpublished and the relay retries it.
  *
  * Table (created by the kit migrations in every service schema):
@@ -24,7 +24,7 @@ const SCHEMA_PATTERN = /^[a-z][a-z0-9_]*$/;
 /** Published rows are kept this long (for investigations), then deleted. */
 const RETENTION_DAYS = 7;
 /**
- * Consumers' dedupe marks (inbox.ts processed_events) are kept this long. It must
+ * Consumers' dedupe marks (processed_events) are kept this long. It must
  * exceed RETENTION_DAYS: after an unclean run of the in-process bus every retained
  * outbox row is published again (bus-continuity.ts) and its mark must still be there.
  * On NATS a redelivery comes within minutes (ack wait); a consumer stuck for a month
@@ -222,7 +222,7 @@ export class OutboxRelay {
    * Marks every retained published row unpublished again, so the relay publishes it
    * once more; returns how many. For the in-process bus after a run that ended with
    * events still unhandled (its log was in memory): consumers dedupe on the event id
-   * (inbox.ts), so what they had handled is skipped. Never used with NATS, whose
+   * (processed_events), so what they had handled is skipped. Never used with NATS, whose
    * stream keeps what it acknowledged.
    */
   async requeuePublished(): Promise<number> {

@@ -2,7 +2,7 @@
  * From domain events to deliveries: a durable bus consumer turns the calendar's
  * BookingConfirmed, BookingCancelled and UserErased events into delivery rows.
  *
- * Each event is handled once, as the kit's `processOnce` does it (inbox.ts), in
+ * Each event is handled once, deduplicated on the kit's processed_events table, in
  * batches: the delivery row (and, for user.erased, the deletion request) commits in
  * the same transaction as the event's processed_events mark, so a redelivered event
  * creates nothing twice and a crash before the commit leaves the event unacknowledged

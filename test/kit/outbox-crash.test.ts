@@ -11,6 +11,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Subscription } from '../../services/kit/bus';
+import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { appendToOutbox } from '../../services/kit/outbox';
 import { startTestBus, TestBus } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
@@ -32,18 +33,7 @@ maybe('outbox relay crash (needs NATS_URL and DATABASE_URL: a bus and a database
 
   beforeAll(async () => {
     [db, t] = await Promise.all([startTestDatabase(), startTestBus()]);
-    await db.sql.unsafe(`
-      create schema ${SCHEMA};
-      create table ${SCHEMA}.outbox (
-        seq bigserial primary key,
-        id uuid not null unique,
-        subject text not null,
-        data bytea not null,
-        headers jsonb not null default '{}',
-        created_at timestamptz not null default now(),
-        published_at timestamptz
-      );
-    `);
+    await runMigrations(db.sql, { schema: SCHEMA, sources: [KIT_MIGRATIONS] });
   });
 
   afterAll(async () => {

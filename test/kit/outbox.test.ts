@@ -1,12 +1,12 @@
 /**
- * Transactional outbox (outbox.ts) and inbox dedupe (inbox.ts) against the test
+ * Transactional outbox (outbox.ts), on the kit migrations' tables, against the test
  * database (real PostgreSQL with DATABASE_URL, embedded PGlite otherwise) and the
  * test bus (real NATS with NATS_URL, in-process otherwise).
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { BusEvent, EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
-import { processOnce } from '../../services/kit/inbox';
+import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { appendToOutbox, OutboxRelay } from '../../services/kit/outbox';
 import { startTestBus, testLogger, TestBus } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
@@ -31,26 +31,7 @@ async function waitFor(what: string, cond: () => boolean | Promise<boolean>, tim
 
 beforeAll(async () => {
   [db, t] = await Promise.all([startTestDatabase(), startTestBus()]);
-  // The kit migrations create these in every service schema; plain DDL here.
-  await db.sql.unsafe(`
-    create schema ${SCHEMA};
-    create table ${SCHEMA}.outbox (
-      seq bigserial primary key,
-      id uuid not null unique,
-      subject text not null,
-      data bytea not null,
-      headers jsonb not null default '{}',
-      created_at timestamptz not null default now(),
-      published_at timestamptz
-    );
-    create table ${SCHEMA}.processed_events (
-      consumer text not null,
-      event_id uuid not null,
-      processed_at timestamptz not null default now(),
-      primary key (consumer, event_id)
-    );
-    create table ${SCHEMA}.effects (event_id uuid not null, note text not null);
-  `);
+  await runMigrations(db.sql, { schema: SCHEMA, sources: [KIT_MIGRATIONS] });
 });
 
 afterAll(async () => {
@@ -232,35 +213,4 @@ test('requeuePublished marks every published row unpublished again, and the rela
   const after = await db.sql<{ n: number }[]>`select count(*)::int as n from ${table} where published_at is null`;
   expect(after[0]!.n).toBe(0);
   await db.sql`delete from ${table} where subject = 'requeue.x'`;
-});
-
-test('processOnce runs a handler once per consumer and event, together with its writes', async () => {
-  const eventId = randomUUID();
-  const effects = db.sql(`${SCHEMA}.effects`);
-  const write = (note: string) => async (tx: Parameters<Parameters<typeof processOnce>[4]>[0]) => {
-    await tx`insert into ${effects} (event_id, note) values (${eventId}, ${note})`;
-  };
-
-  // A failing handler rolls back its writes and the dedupe mark: the retry runs again.
-  await expect(
-    processOnce(db.sql, SCHEMA, 'c1', eventId, async (tx) => {
-      await write('failed')(tx);
-      throw new Error('handler failed');
-    }),
-  ).rejects.toThrow('handler failed');
-
-  expect(await processOnce(db.sql, SCHEMA, 'c1', eventId, write('first'))).toBe(true);
-  expect(await processOnce(db.sql, SCHEMA, 'c1', eventId, write('again'))).toBe(false);
-  // Another consumer of the same event has its own mark.
-  expect(await processOnce(db.sql, SCHEMA, 'c2', eventId, write('other consumer'))).toBe(true);
-  // Concurrent deliveries of one event: exactly one runs.
-  const concurrentId = randomUUID();
-  const results = await Promise.all(
-    [1, 2, 3].map(() => processOnce(db.sql, SCHEMA, 'c1', concurrentId, async (tx) => void (await tx`select pg_sleep(0.05)`))),
-  );
-  expect(results.filter(Boolean)).toHaveLength(1);
-
-  const notes = await db.sql<{ note: string }[]>`select note from ${effects} where event_id = ${eventId} order by note`;
-  expect(notes.map((n) => n.note)).toEqual(['first', 'other consumer']);
-  await expect(processOnce(db.sql, 'x-y', 'c1', eventId, write('no'))).rejects.toThrow(/invalid schema/);
 });

@@ -53,23 +53,26 @@ begin
     group by i.key_id
     order by i.key_id
   loop
-    -- The window's first requests create the row; otherwise lock it and add. The row of
-    -- the current window is never deleted (deleteOldCounters keeps it), so once the insert
-    -- meets it, the select finds it.
-    insert into identity.rate_counters (key_id, bucket, window_start, count)
-    values (k.key_id, 'contract', v_window, least(k.n, p_limit))
-    on conflict (key_id, bucket, window_start) do nothing;
-    if found then
-      v_old := 0;
-    else
-      select c.count into strict v_old from identity.rate_counters c
+    loop
+      select c.count into v_old from identity.rate_counters c
       where c.key_id = k.key_id and c.bucket = 'contract' and c.window_start = v_window
       for update;
-      if v_old < p_limit then
-        update identity.rate_counters c set count = least(v_old + k.n, p_limit)
-        where c.key_id = k.key_id and c.bucket = 'contract' and c.window_start = v_window;
+      if found then
+        if v_old < p_limit then
+          update identity.rate_counters c set count = least(v_old + k.n, p_limit)
+          where c.key_id = k.key_id and c.bucket = 'contract' and c.window_start = v_window;
+        end if;
+        exit;
       end if;
-    end if;
+      -- The window's first requests: create the row; if another replica just did, lock theirs.
+      insert into identity.rate_counters (key_id, bucket, window_start, count)
+      values (k.key_id, 'contract', v_window, least(k.n, p_limit))
+      on conflict (key_id, bucket, window_start) do nothing;
+      if found then
+        v_old := 0;
+        exit;
+      end if;
+    end loop;
     v_keys := v_keys || k.key_id;
     v_before := v_before || v_old;
   end loop;

@@ -286,10 +286,11 @@ class CalendarDriver implements EventDriver {
 
 /**
  * The best available driver for `system`: the calendar's own RPCs when they are
- * implemented (every backend), else direct publication on NATS (real NATS only),
- * else null (the caller skips, saying why).
+ * implemented (every backend), else direct publication on NATS (real NATS only).
+ * Throws when neither is there: a test that needs events fails rather than passing
+ * without them.
  */
-export async function eventDriver(system: RunningSystem, clients: SystemClients): Promise<EventDriver | null> {
+export async function eventDriver(system: RunningSystem, clients: SystemClients): Promise<EventDriver> {
   try {
     await clients.calendar.confirmBooking({});
     return new CalendarDriver(clients);
@@ -301,5 +302,5 @@ export async function eventDriver(system: RunningSystem, clients: SystemClients)
     const bus = await connectNatsBus({ url: natsUrl, prefix: system.env.BUS_PREFIX!, log: testLogger() });
     return new BusDriver(bus);
   }
-  return null;
+  throw new Error('no event source: the calendar answers ConfirmBooking UNIMPLEMENTED and NATS_URL is unset');
 }

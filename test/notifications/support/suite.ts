@@ -14,21 +14,17 @@ export interface WebhookSuite {
   receiver: Receiver;
   system: RunningSystem;
   clients: SystemClients;
-  /** Null when events cannot be made happen (tests using `withEvents` then skip). */
-  driver: EventDriver | null;
-  /** `test` that skips itself when there is no way to make events happen. */
+  /** How the tests make events happen (harness.ts `eventDriver`). */
+  driver: EventDriver;
+  /** `test` whose body gets the suite's event driver. */
   withEvents(name: string, fn: (d: EventDriver) => Promise<void>, timeout?: number): void;
 }
 
 /** Registers the hooks; the returned object's fields are set once beforeAll has run. */
 export function webhookSuite(label: string, opts: StartOptions = {}): WebhookSuite {
   const suite = {
-    driver: null,
     withEvents(name, fn, timeout) {
-      test(name, async () => {
-        if (!suite.driver) return;
-        await fn(suite.driver);
-      }, timeout);
+      test(name, () => fn(suite.driver), timeout);
     },
   } as Partial<WebhookSuite> as WebhookSuite;
 
@@ -39,7 +35,6 @@ export function webhookSuite(label: string, opts: StartOptions = {}): WebhookSui
     suite.system = await startWebhookSystem(suite.certs, opts);
     suite.clients = new SystemClients(suite.system.internalUrl);
     suite.driver = await eventDriver(suite.system, suite.clients);
-    if (!suite.driver) console.warn(`${label}: no event source (calendar RPCs unimplemented and no NATS_URL); tests skipped`);
   }, 600_000);
 
   afterAll(async () => {

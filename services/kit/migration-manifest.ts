@@ -1,0 +1,108 @@
+/**
+ * The checked-in manifest of landed migrations: `services/migrations.manifest.json`
+ * maps every migration id (`<prefix>/<file name without .sql>`, as in
+ * `schema_migrations`) to the sha256 runMigrations records for it (migrate.ts).
+ *
+ * Migrations are immutable once landed (docs/operations.md "Migrate"): the test
+ * test/kit/migration-manifest.test.ts fails when a listed file changed or disappeared,
+ * and when a file is not listed yet. `npm run migrations:manifest` (this file run
+ * directly) adds the entries of new files and never rewrites an existing one.
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from './migrate';
+
+/** The folder holding `kit/` and one folder per service. */
+const SERVICES_DIR = join(__dirname, '..');
+
+/** Where the manifest lives. */
+export const MANIFEST_PATH = join(SERVICES_DIR, 'migrations.manifest.json');
+
+/** The manifest's fixed explanation, kept in the file for whoever opens it. */
+const MANIFEST_COMMENT =
+  'sha256 of every landed migration (services/kit/migration-manifest.ts). Never edit an entry: ' +
+  'change a landed migration by adding a new one; `npm run migrations:manifest` adds the entries of new files.';
+
+export interface Manifest {
+  $comment: string;
+  /** migration id → sha256 hex */
+  migrations: Record<string, string>;
+}
+
+/**
+ * Every migration folder: the kit's, then `<services>/<name>/migrations` of each
+ * service, prefixed with the folder's name as each service module declares it.
+ */
+export function allMigrationSources(servicesDir = SERVICES_DIR): MigrationSource[] {
+  const services = readdirSync(servicesDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && d.name !== 'kit' && existsSync(join(servicesDir, d.name, 'migrations')))
+    .map((d) => d.name)
+    .sort();
+  return [
+    { prefix: KIT_MIGRATIONS.prefix, dir: join(servicesDir, 'kit', 'migrations') },
+    ...services.map((name) => ({ prefix: name, dir: join(servicesDir, name, 'migrations') })),
+  ];
+}
+
+/** Every migration file on disk, read and checksummed exactly as runMigrations does. */
+export function currentMigrations(servicesDir = SERVICES_DIR): MigrationFile[] {
+  return loadMigrations(allMigrationSources(servicesDir));
+}
+
+export function readManifest(path = MANIFEST_PATH): Manifest {
+  return JSON.parse(readFileSync(path, 'utf8')) as Manifest;
+}
+
+/** Sorted ids, two-space indentation, a final newline: regenerating it never reorders the file. */
+export function formatManifest(manifest: Manifest): string {
+  const migrations = Object.fromEntries(Object.entries(manifest.migrations).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return `${JSON.stringify({ $comment: MANIFEST_COMMENT, migrations }, null, 2)}\n`;
+}
+
+export interface ManifestCheck {
+  /** Listed files whose content changed. */
+  changed: Array<{ id: string; file: string; listed: string; current: string }>;
+  /** Listed ids with no file any more. */
+  missing: string[];
+  /** Files not listed yet. */
+  unlisted: MigrationFile[];
+}
+
+/** Compares the manifest with the files. */
+export function checkManifest(manifest: Manifest, files: MigrationFile[]): ManifestCheck {
+  const onDisk = new Map(files.map((f) => [f.id, f]));
+  const changed: ManifestCheck['changed'] = [];
+  const missing: string[] = [];
+  for (const [id, listed] of Object.entries(manifest.migrations)) {
+    const f = onDisk.get(id);
+    if (!f) missing.push(id);
+    else if (f.checksum !== listed) changed.push({ id, file: f.file, listed, current: f.checksum });
+  }
+  const unlisted = files.filter((f) => !(f.id in manifest.migrations));
+  return { changed, missing, unlisted };
+}
+
+/** The manifest with the unlisted files added; existing entries are kept as they are, changed or not. */
+export function withNewEntries(manifest: Manifest, files: MigrationFile[]): Manifest {
+  const migrations = { ...manifest.migrations };
+  for (const f of checkManifest(manifest, files).unlisted) migrations[f.id] = f.checksum;
+  return { $comment: MANIFEST_COMMENT, migrations };
+}
+
+/** `npm run migrations:manifest`: adds new files' entries; reports (never rewrites) changed or missing ones and exits 1 for them. */
+function main(): void {
+  const files = currentMigrations();
+  const manifest: Manifest = existsSync(MANIFEST_PATH) ? readManifest(MANIFEST_PATH) : { $comment: MANIFEST_COMMENT, migrations: {} };
+  const check = checkManifest(manifest, files);
+  writeFileSync(MANIFEST_PATH, formatManifest(withNewEntries(manifest, files)));
+  const where = relative(process.cwd(), MANIFEST_PATH);
+  for (const f of check.unlisted) process.stdout.write(`added ${f.id} ${f.checksum} to ${where}\n`);
+  if (check.unlisted.length === 0) process.stdout.write(`${where}: no new migrations\n`);
+  for (const c of check.changed) {
+    process.stderr.write(`${c.id} (${c.file}) changed after it landed: restore it and put the change in a new migration\n`);
+  }
+  for (const id of check.missing) process.stderr.write(`${id} is listed but its file is gone: restore it\n`);
+  if (check.changed.length > 0 || check.missing.length > 0) process.exitCode = 1;
+}
+
+if (require.main === module) main();

@@ -1,0 +1,120 @@
+/**
+ * Landed migrations are immutable (docs/operations.md "Migrate"): every migration file
+ * is pinned in services/migrations.manifest.json with the sha256 migrate.ts records,
+ * and this test fails when a listed file changes or disappears, or when a file is not
+ * listed (the message says how to add it).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/migrate';
+import {
+  MANIFEST_PATH,
+  allMigrationSources,
+  checkManifest,
+  currentMigrations,
+  formatManifest,
+  readManifest,
+  withNewEntries,
+  type Manifest,
+} from '../../services/kit/migration-manifest';
+import { identityModule } from '../../services/identity/module';
+import { catalogModule } from '../../services/catalog/module';
+import { calendarModule } from '../../services/calendar/module';
+import { notificationsModule } from '../../services/notifications/module';
+import { ROOT } from '../support/process';
+
+const manifest = readManifest();
+const files = currentMigrations();
+const check = checkManifest(manifest, files);
+const where = relative(ROOT, MANIFEST_PATH);
+
+describe('the checked-in manifest', () => {
+  test('no listed migration changed: a landed migration is never edited', () => {
+    expect(
+      check.changed.map(
+        (c) =>
+          `${relative(ROOT, c.file)} changed after it landed (sha256 ${c.listed} in ${where}, ${c.current} on disk): ` +
+          'restore it and put the change in a new migration',
+      ),
+    ).toEqual([]);
+  });
+
+  test('no listed migration disappeared', () => {
+    expect(check.missing.map((id) => `${id} is listed in ${where} but has no file: restore it`)).toEqual([]);
+  });
+
+  test('every migration file is listed', () => {
+    expect(check.unlisted.map((f) => `${relative(ROOT, f.file)} is not in ${where}: run \`npm run migrations:manifest\` to add it`)).toEqual([]);
+  });
+
+  test('is in the form the generator writes (sorted ids), so adding an entry never rewrites the others', () => {
+    expect(readFileSync(MANIFEST_PATH, 'utf8')).toBe(formatManifest(manifest));
+  });
+
+  test('covers the folders every service module migrates from', () => {
+    const sources = allMigrationSources().map((s) => [s.prefix, relative(ROOT, s.dir)]);
+    for (const m of [identityModule, catalogModule, calendarModule, notificationsModule]) {
+      expect(sources).toContainEqual([m.migrations!.prefix, relative(ROOT, m.migrations!.dir)]);
+    }
+    expect(sources[0]).toEqual(['kit', 'services/kit/migrations']);
+  });
+
+  test('KNOWN_EDITS names only listed migrations, with checksums other than the current one', () => {
+    for (const [id, superseded] of Object.entries(KNOWN_EDITS)) {
+      expect(manifest.migrations[id]).toEqual(expect.stringMatching(/^[0-9a-f]{64}$/));
+      expect(superseded.length).toBeGreaterThan(0);
+      for (const old of superseded) {
+        expect(old).toMatch(/^[0-9a-f]{64}$/);
+        expect(old).not.toBe(manifest.migrations[id]);
+      }
+    }
+  });
+
+  test('identity/0002 is the text that first landed; the version it was edited to is accepted only for that file', () => {
+    const edited = readFileSync(join(__dirname, '../identity/fixtures/0002_authorize_batch.edited.sql'));
+    const editedSum = migrationChecksum(edited);
+    expect(manifest.migrations['identity/0002_authorize_batch']).toBe('2460892e2ad6460cbccd94fa8eaf9cf9f5d40cb3f9f38c45aa39224cb8fab331');
+    expect(KNOWN_EDITS['identity/0002_authorize_batch']).toEqual([editedSum]);
+    expect(acceptsChecksum('identity/0002_authorize_batch', manifest.migrations['identity/0002_authorize_batch']!, editedSum)).toBe(true);
+    expect(acceptsChecksum('identity/0003_internal_clients', manifest.migrations['identity/0003_internal_clients']!, editedSum)).toBe(false);
+    expect(acceptsChecksum('identity/0002_authorize_batch', manifest.migrations['identity/0002_authorize_batch']!, '0'.repeat(64))).toBe(false);
+  });
+});
+
+describe('checkManifest and withNewEntries', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'psync-manifest-'));
+    for (const folder of ['kit', 'alpha']) mkdirSync(join(dir, folder, 'migrations'), { recursive: true });
+    mkdirSync(join(dir, 'no-migrations'));
+    writeFileSync(join(dir, 'kit', 'migrations', '0001_base.sql'), 'create table base (id int);');
+    writeFileSync(join(dir, 'alpha', 'migrations', '0001_a.sql'), 'create table a (id int);');
+    writeFileSync(join(dir, 'alpha', 'migrations', '0002_b.sql'), 'create table b (id int);');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('reports changed, missing and unlisted files; adding new entries keeps every existing one as it is', () => {
+    const sum = (s: string) => migrationChecksum(Buffer.from(s));
+    expect(allMigrationSources(dir).map((s) => s.prefix)).toEqual(['kit', 'alpha']);
+    const listed: Manifest = {
+      $comment: '',
+      migrations: {
+        'kit/0001_base': sum('create table base (id int);'),
+        'alpha/0001_a': sum('create table a (id integer);'), // the file differs
+        'alpha/0000_gone': sum('select 1;'),
+      },
+    };
+    const onDisk = currentMigrations(dir);
+    const result = checkManifest(listed, onDisk);
+    expect(result.changed.map((c) => [c.id, c.listed, c.current])).toEqual([
+      ['alpha/0001_a', sum('create table a (id integer);'), sum('create table a (id int);')],
+    ]);
+    expect(result.missing).toEqual(['alpha/0000_gone']);
+    expect(result.unlisted.map((f) => f.id)).toEqual(['alpha/0002_b']);
+
+    const next = withNewEntries(listed, onDisk);
+    expect(next.migrations).toEqual({ ...listed.migrations, 'alpha/0002_b': sum('create table b (id int);') });
+    expect(Object.keys(JSON.parse(formatManifest(next)).migrations)).toEqual(['alpha/0000_gone', 'alpha/0001_a', 'alpha/0002_b', 'kit/0001_base']);
+  });
+});

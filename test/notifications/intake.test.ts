@@ -1,0 +1,98 @@
+/**
+ * The consumer-side dedupe on the kit's processed_events table, through its consumer,
+ * the notifications intake (services/notifications/intake.ts): a redelivered event
+ * creates nothing twice, concurrent deliveries of one event create one delivery, and
+ * a failed write leaves no mark, so the redelivery creates the delivery.
+ *
+ * Schemas from the real migrations; real PostgreSQL when DATABASE_URL is set, else
+ * embedded PGlite.
+ */
+import { randomUUID } from 'node:crypto';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { BookingConfirmedSchema } from '../../gen/psync/calendar/v1/events_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import type { ReceivedEvent } from '../../services/kit/bus';
+import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { notificationsModule } from '../../services/notifications/module';
+import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from '../../services/notifications/intake';
+import { testLogger } from '../support/bus';
+import { startTestDatabase, type TestDatabase } from '../support/database';
+
+let db: TestDatabase;
+let intake: DeliveryIntake;
+let created = 0;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations!] });
+  intake = new DeliveryIntake({ sql: db.sql, log: testLogger(), onDeliveryCreated: () => void created++ });
+}, 60_000);
+afterAll(async () => db?.stop());
+
+/** A sandbox workspace whose active endpoint takes booking.confirmed. */
+async function endpoint(): Promise<string> {
+  const ws = randomUUID();
+  await db.sql`
+    insert into notifications.endpoints (workspace_id, url, events, status, secret_ciphertext)
+    values (${ws}, ${`https://partner.example/${ws}`}, ${db.sql.array(['booking.confirmed'])}::text[], 'active', '\\x00')`;
+  return ws;
+}
+
+function confirmed(workspaceId: string, eventId = randomUUID(), deliveryCount = 1): ReceivedEvent {
+  const msg = create(BookingConfirmedSchema, {
+    eventId,
+    occurredAt: timestampFromDate(new Date()),
+    workspaceId,
+    environment: Environment.SANDBOX,
+    bookingReference: `BK-${eventId.slice(0, 8)}`,
+    listingId: 'L1',
+    checkIn: '2031-01-01',
+    checkOut: '2031-01-03',
+    checkInTime: '15:00',
+    checkOutTime: '11:00',
+    partySize: 2,
+    guestName: 'Ada Lovelace',
+    amountPaid: { value: '123.45', currency: 'EUR' },
+  });
+  return { id: eventId, subject: CALENDAR_SUBJECTS.bookingConfirmed, data: toBinary(BookingConfirmedSchema, msg), headers: {}, deliveryCount };
+}
+
+async function deliveries(ws: string): Promise<string[]> {
+  return (await db.sql<{ event_id: string }[]>`select event_id from notifications.deliveries where workspace_id = ${ws} order by id`).map((r) => r.event_id);
+}
+
+async function marks(eventId: string): Promise<string[]> {
+  return (await db.sql<{ consumer: string }[]>`select consumer from notifications.processed_events where event_id = ${eventId}`).map((r) => r.consumer);
+}
+
+test('a redelivered event is marked once and creates one delivery; concurrent deliveries of one event too', async () => {
+  const ws = await endpoint();
+  const first = confirmed(ws);
+  const before = created;
+  await intake.handle(first);
+  await intake.handle({ ...first, deliveryCount: 2 });
+  expect(await deliveries(ws)).toEqual([first.id]);
+  expect(await marks(first.id)).toEqual([INTAKE_CONSUMER]);
+  expect(created).toBe(before + 1);
+
+  const second = confirmed(ws);
+  await Promise.all([1, 2, 3, 4].map((n) => intake.handle({ ...second, deliveryCount: n })));
+  expect(await deliveries(ws)).toEqual([first.id, second.id]);
+  expect(await marks(second.id)).toEqual([INTAKE_CONSUMER]);
+});
+
+test('a failed write rolls back the mark with it: the redelivery creates the delivery', async () => {
+  const ws = await endpoint();
+  const event = confirmed(ws);
+  await db.sql`alter table notifications.deliveries rename to deliveries_away`;
+  try {
+    await expect(intake.handle(event)).rejects.toMatchObject({ code: '42P01' });
+  } finally {
+    await db.sql`alter table notifications.deliveries_away rename to deliveries`;
+  }
+  expect(await marks(event.id)).toEqual([]);
+  await intake.handle({ ...event, deliveryCount: 2 });
+  expect(await deliveries(ws)).toEqual([event.id]);
+  expect(await marks(event.id)).toEqual([INTAKE_CONSUMER]);
+});
