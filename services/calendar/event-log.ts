@@ -5,6 +5,12 @@
  *    events; see the migration for why it is read in (xid, seq) order), and
  *  - `calendar.outbox`, relayed to the bus by the kit (outbox.ts) under the same id.
  *
+ * A transaction that writes `calendar.events` must have registered as an event writer
+ * before its first write (SQL `calendar.lock_listing`, which every writer calls first,
+ * or `calendar.begin_event_write`; migration 0005): the stream's horizon is computed
+ * from the registered writers (event-horizon.ts), and the database refuses an event
+ * from a transaction that did not register.
+ *
  * Bus subjects (below BUS_PREFIX) are the event message's full name, as events.proto
  * suggests: `psync.calendar.v1.CalendarChanged`, `psync.calendar.v1.BookingConfirmed`,
  * `psync.calendar.v1.BookingCancelled`, `psync.calendar.v1.UserErased`. The payload is

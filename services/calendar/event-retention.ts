@@ -4,10 +4,11 @@
  *
  * Only a prefix of the stream order (xid, seq) is ever deleted — from the last
  * position deleted up to, not including, the first event still young or not yet below
- * the horizon — and that position is recorded in the same transaction
- * (`calendar.events_pruned`, migration 0004). So what is retained is exactly what
- * comes after the watermark, and WatchEvents (watch.ts) compares a cursor with it:
- * a cursor at or after it resumes as before, one before it fails OUT_OF_RANGE.
+ * the calendar's horizon (event-horizon.ts, as WatchEvents reads) — and that
+ * position is recorded in the same transaction (`calendar.events_pruned`, migration
+ * 0004). So what is retained is exactly what comes after the watermark, and
+ * WatchEvents (watch.ts) compares a cursor with it: a cursor at or after it resumes as
+ * before, one before it fails OUT_OF_RANGE.
  *
  * One pruner at a time across replicas (a transaction-scoped advisory lock; the
  * others find it taken and skip that batch).
@@ -31,7 +32,10 @@ export async function pruneEventsOnce(sql: Sql, retentionDays: number, batch = P
     const [lock] = await tx<{ locked: boolean }[]>`
       select pg_try_advisory_xact_lock(hashtextextended('psync.calendar.event-retention', 0)) as locked`;
     if (!lock!.locked) return 0;
-    const [from] = await tx<{ xid: string; seq: string }[]>`select xid::text, seq::text from calendar.events_pruned`;
+    // The watermark, and the calendar's horizon (event-horizon.ts), read in this
+    // statement so that the events below it are read in a later one.
+    const [from] = await tx<{ xid: string; seq: string; horizon: string }[]>`
+      select xid::text, seq::text, calendar.event_horizon()::text as horizon from calendar.events_pruned`;
     // The last event to delete: the batch is read in stream order from the watermark,
     // `doomed` is true up to its first young event and false from there on (a running
     // bool_and), so what is deleted is a prefix. Rows at or above the horizon are not
@@ -42,7 +46,7 @@ export async function pruneEventsOnce(sql: Sql, retentionDays: number, batch = P
         from (
           select x.xid, x.seq, x.created_at from calendar.events x
           where (x.xid, x.seq) > (${from!.xid}::xid8, ${from!.seq}::bigint)
-            and x.xid < pg_snapshot_xmin(pg_current_snapshot())
+            and x.xid < ${from!.horizon}::xid8
           order by x.xid, x.seq
           limit ${batch}
         ) e

@@ -1,12 +1,14 @@
 /**
  * WatchEvents: a server stream of calendar and booking events in order, resumable.
  *
- * It reads `calendar.events` in (xid, seq) order, only up to the oldest transaction
- * still running (see the migration), so every reader sees the same order and nothing
- * can later appear before a position already streamed. Each message carries its
- * cursor, the event's `seq`; a reconnect with that cursor resumes right after it.
- * After the backlog the stream tails: it is woken at once by commits in this process
- * and polls every POLL_MS for commits made by other replicas.
+ * It reads `calendar.events` in (xid, seq) order, only below the calendar's horizon
+ * (event-horizon.ts, migration 0005: the oldest event-writing transaction still
+ * running; transactions that write no calendar event, anywhere on the server, do not
+ * count), so every reader sees the same order and nothing can later appear before a
+ * position already streamed. Each message carries its cursor, the event's `seq`; a
+ * reconnect with that cursor resumes right after it. After the backlog the stream
+ * tails: it is woken at once by commits in this process and polls every POLL_MS for
+ * commits made by other replicas.
  *
  * Retention (event-retention.ts) deletes a prefix of that order and records where it
  * ends (the watermark). A cursor before it, or a stream it overtakes, fails
@@ -19,15 +21,18 @@ import type { WatchEventsRequest, WatchEventsResponseSchema } from '../../gen/ps
 import { BookingCancelledSchema, BookingConfirmedSchema, CalendarChangedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import type { Sql } from '../kit/database';
 import { cursorExpired, invalidArgument } from './errors';
+import { SharedHorizon } from './event-horizon';
 import type { StreamType } from './event-log';
 
 const POLL_MS = 250;
 const BATCH = 500;
 
-/** Wakes waiting streams when this process commits events. */
+/** Wakes waiting streams when this process commits events; shares their horizon reads. */
 export class WatchHub {
   private readonly waiters = new Set<() => void>();
   private closed = false;
+  /** The horizon reads of this process's streams (event-horizon.ts). */
+  readonly horizon = new SharedHorizon();
 
   /** Something was committed: wake every waiting stream. */
   notify(): void {
@@ -113,7 +118,6 @@ async function startPosition(sql: Sql, cursor: string | undefined): Promise<Posi
 }
 
 interface ReadRow extends Partial<EventRow> {
-  horizon: string;
   /** The prune watermark is past the position: events after it may be gone. */
   overtaken: boolean;
 }
@@ -129,19 +133,21 @@ export async function* watchEvents(sql: Sql, hub: WatchHub, req: WatchEventsRequ
   const workspaceId = req.workspaceId?.toLowerCase() ?? null;
 
   while (!ctx.signal.aborted && !hub.isClosed) {
-    // One statement, one snapshot: the events after `pos` and whether a prune
-    // (which deletes and moves the watermark in one transaction) got past `pos`.
+    // The horizon first, in its own statement: the events below it must be read in a
+    // later snapshot (event-horizon.ts).
+    const horizon = await hub.horizon.get(sql);
+    // Then one statement, one snapshot: the events after `pos` below the horizon and
+    // whether a prune (which deletes and moves the watermark in one transaction) got
+    // past `pos`.
     const rows = await sql<ReadRow[]>`
-      with horizon as (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-      select h.xmin::text as horizon,
-             (select (m.xid, m.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint) from calendar.events_pruned m) as overtaken,
+      select (select (m.xid, m.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint) from calendar.events_pruned m) as overtaken,
              e.seq::text, e.xid::text, e.type, e.data
-      from horizon h
+      from (select) h
       left join lateral (
         select x.seq, x.xid, x.type, x.data
         from calendar.events x
         where (x.xid, x.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint)
-          and x.xid < h.xmin
+          and x.xid < ${horizon}::xid8
           ${listingId === null ? sql`` : sql`and x.listing_id = ${listingId}`}
           ${workspaceId === null ? sql`` : sql`and x.workspace_id = ${workspaceId}`}
         order by x.xid, x.seq
@@ -161,7 +167,7 @@ export async function* watchEvents(sql: Sql, hub: WatchHub, req: WatchEventsRequ
     if (events.length < BATCH) {
       // Every matching event below the horizon has been read: the position moves up to
       // it, so a filtered stream of a quiet listing is not overtaken by the retention.
-      if (BigInt(head.horizon) > BigInt(pos.xid)) pos = { xid: head.horizon, seq: '0' };
+      if (BigInt(horizon) > BigInt(pos.xid)) pos = { xid: horizon, seq: '0' };
       await hub.wait(POLL_MS, ctx.signal);
     }
   }

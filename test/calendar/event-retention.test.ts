@@ -23,6 +23,7 @@ import { HealthState } from '../../services/kit/health';
 import { startInternalServer, type InternalServer } from '../../services/kit/internal-server';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import type { CalendarDeps } from '../../services/calendar/calendar-deps';
+import { readEventHorizon } from '../../services/calendar/event-horizon';
 import { EventPruner, PRUNE_BATCH, pruneEventsOnce } from '../../services/calendar/event-retention';
 import type { ListingDirectory } from '../../services/calendar/listings';
 import { calendarModule } from '../../services/calendar/module';
@@ -85,13 +86,17 @@ const fresh = (label: string) => `${label}-${++counter}`;
  * transaction (one xid); returns their seqs in stream order.
  */
 async function addEvents(listing: string, ...holders: string[]): Promise<string[]> {
-  const rows = await db.sql<{ seq: string }[]>`
-    insert into calendar.events (id, workspace_id, listing_id, type, data)
-    select v.id, ${WS}, ${listing}, 'calendar_changed',
-           calendar.calendar_changed_pb(v.id, now(), ${WS}, ${listing}, 1, 1, v.h, null, '[2031-01-01,2031-01-02)'::daterange)
-    from (select gen_random_uuid() as id, u.h, u.i from unnest(${db.sql.array(holders)}::text[]) with ordinality as u(h, i)) v
-    order by v.i
-    returning seq::text`;
+  // A writer of events registers first (migration 0005).
+  const rows = await db.sql.begin(async (tx) => {
+    await tx`select calendar.begin_event_write()`;
+    return tx<{ seq: string }[]>`
+      insert into calendar.events (id, workspace_id, listing_id, type, data)
+      select v.id, ${WS}, ${listing}, 'calendar_changed',
+             calendar.calendar_changed_pb(v.id, now(), ${WS}, ${listing}, 1, 1, v.h, null, '[2031-01-01,2031-01-02)'::daterange)
+      from (select gen_random_uuid() as id, u.h, u.i from unnest(${db.sql.array(holders)}::text[]) with ordinality as u(h, i)) v
+      order by v.i
+      returning seq::text`;
+  });
   return rows.map((r) => r.seq).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
 }
 
@@ -107,11 +112,12 @@ async function age(seqs: string[], days: number): Promise<void> {
   await db.sql`update calendar.events set created_at = now() - make_interval(days => ${days}) where seq in ${db.sql(seqs)}`;
 }
 
-/** Waits until every event is below the horizon (no older transaction anywhere still running). */
+/** Waits until every event is below the calendar's horizon (no older event writer still running). */
 async function settled(): Promise<void> {
   await eventually(async () => {
+    const horizon = await readEventHorizon(db.sql);
     const [r] = await db.sql<{ ok: boolean }[]>`
-      select not exists (select 1 from calendar.events where xid >= pg_snapshot_xmin(pg_current_snapshot())) as ok`;
+      select not exists (select 1 from calendar.events where xid >= ${horizon}::xid8) as ok`;
     return r!.ok;
   }, 20000, 'the horizon to pass every event');
 }
@@ -215,10 +221,13 @@ describe('pruning', () => {
   test(`the pruner deletes ${PRUNE_BATCH.toLocaleString('en')} rows per statement until done, logs the count, and stops`, async () => {
     const l = fresh('lst');
     const n = PRUNE_BATCH + 50;
-    await db.sql`
-      insert into calendar.events (id, workspace_id, listing_id, type, data, created_at)
-      select gen_random_uuid(), ${WS}, ${l}, 'calendar_changed', '\\x'::bytea, now() - interval '31 days'
-      from generate_series(1, ${n})`;
+    await db.sql.begin(async (tx) => {
+      await tx`select calendar.begin_event_write()`;
+      await tx`
+        insert into calendar.events (id, workspace_id, listing_id, type, data, created_at)
+        select gen_random_uuid(), ${WS}, ${l}, 'calendar_changed', '\\x'::bytea, now() - interval '31 days'
+        from generate_series(1, ${n})`;
+    });
     const young = await addEvents(l, 'young');
     await settled();
     const lines: Record<string, unknown>[] = [];

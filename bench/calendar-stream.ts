@@ -1,0 +1,242 @@
+/**
+ * WatchEvents lag benchmark (issue 14 items 3 and 5), on a real PostgreSQL:
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:calendar-stream
+ *
+ * Starts the whole system (`services/main.ts all`) on a scratch database created on
+ * DATABASE_URL's server (dropped afterwards), opens one WatchEvents stream (gRPC, no
+ * filter) and pushes blocks with `CalendarService.PutBlock` at a fixed rate
+ * (BENCH_RATE per second, default 200; open loop: a push starts every 1/rate s
+ * whether or not the previous one answered), fresh uids over 20 listings, for
+ * BENCH_SECONDS (default 15) in each phase:
+ *   1. nothing else running;
+ *   2. a foreign write transaction open in ANOTHER database of the same server: it
+ *      inserts a row and stays open for FOREIGN_HOLD_MS (5,000), then commits, again
+ *      and again for the whole phase (the issue's reproduction);
+ *   3. the same in another schema of the calendar's own database;
+ *   4. a long read-only transaction (repeatable read, a snapshot held) on the
+ *      calendar's database.
+ * Lag of an event = when the stream delivered it − when its PutBlock answered (the
+ * writer knows it committed); negative values (the stream was faster than the answer)
+ * count as 0. Prints p50, p99 and max per phase, plus the pushes' own latency.
+ */
+import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { createSql, type Sql } from '../services/kit/database';
+import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
+import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
+import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
+import { Environment } from '../gen/psync/common/v1/environment_pb';
+import { freePort } from '../test/support/system';
+import { credentialInterceptor, testCallerEnv } from '../test/support/credentials';
+
+const ROOT = resolve(__dirname, '..');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? '15');
+const RATE = Number(process.env.BENCH_RATE ?? '200');
+const FOREIGN_HOLD_MS = Number(process.env.FOREIGN_HOLD_MS ?? '5000');
+const LISTINGS = 20;
+
+const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function waitReady(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 240; i++) {
+    if (child.exitCode !== null) throw new Error('the system exited during start-up');
+    try {
+      const r = await fetch(`${url}/readyz`);
+      if (r.status === 200) return;
+    } catch {
+      // not yet
+    }
+    await sleep(500);
+  }
+  throw new Error('the system did not become ready');
+}
+
+const quantile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+const ms = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+
+/**
+ * Something open beside the calendar for a phase: `run` keeps it going until `stop`
+ * resolves. Each transaction is reserved on its own connection.
+ */
+type Background = (stop: Promise<void>) => Promise<void>;
+
+/** A write transaction on `sql` (insert into `table`), open for FOREIGN_HOLD_MS, committed, again until stopped. */
+function writeTransactions(sql: Sql, table: string): Background {
+  return async (stop) => {
+    let stopped = false;
+    void stop.then(() => (stopped = true));
+    while (!stopped) {
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`insert into ${table} (at) values (now())`);
+        await Promise.race([sleep(FOREIGN_HOLD_MS), stop]);
+      });
+    }
+  };
+}
+
+/** A read-only repeatable-read transaction holding its snapshot until stopped. */
+function readOnlyTransaction(sql: Sql): Background {
+  return async (stop) => {
+    await sql.begin('isolation level repeatable read read only', async (tx) => {
+      await tx`select count(*) from calendar.events`;
+      await stop;
+    });
+  };
+}
+
+async function main(): Promise<void> {
+  const loadStart = loadavg();
+  const adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) throw new Error('set DATABASE_URL to a PostgreSQL server (the benchmark creates and drops its own databases)');
+  const suffix = randomBytes(4).toString('hex');
+  const dbName = `psync_bench_${suffix}`;
+  const foreignName = `psync_bench_foreign_${suffix}`;
+  const admin = createSql(adminUrl, { max: 1 });
+  await admin.unsafe(`create database ${dbName}`);
+  await admin.unsafe(`create database ${foreignName}`);
+  const urlOf = (name: string) => {
+    const u = new URL(adminUrl);
+    u.pathname = `/${name}`;
+    return u.toString();
+  };
+  const dbUrl = urlOf(dbName);
+
+  const port = await freePort();
+  const internalPort = await freePort();
+  const env = {
+    ...process.env,
+    DATABASE_URL: dbUrl,
+    PORT: String(port),
+    INTERNAL_PORT: String(internalPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
+    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    BUS_PREFIX: `bench${randomBytes(3).toString('hex')}`,
+    ...testCallerEnv(),
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const internal = `http://127.0.0.1:${internalPort}`;
+  const sm = new Http2SessionManager(internal);
+  const transport = createGrpcTransport({ baseUrl: internal, sessionManager: sm, defaultTimeoutMs: 60000, interceptors: [credentialInterceptor()] });
+  const identity = createClient(IdentityService, transport);
+  const catalog = createClient(CatalogService, transport);
+  const calendar = createClient(CalendarService, transport);
+  const sql = createSql(dbUrl, { max: 3 });
+  const foreign = createSql(urlOf(foreignName), { max: 2 });
+  const abort = new AbortController();
+  const out: string[] = [];
+  try {
+    await waitReady(`http://127.0.0.1:${port}`, child);
+    await foreign`create table bench_rows (at timestamptz)`;
+    await sql`create schema bench_other`;
+    await sql`create table bench_other.bench_rows (at timestamptz)`;
+    const ws = (await identity.createWorkspace({ name: 'bench-stream', environment: Environment.SANDBOX })).workspace!.workspaceId;
+    const listings: string[] = [];
+    for (let i = 0; i < LISTINGS; i++) listings.push((await catalog.createListing({ workspaceId: ws })).listing!.listingId);
+
+    // The consumer: every CalendarChanged's holder id (the block's uid) → arrival time.
+    const arrived = new Map<string, number>();
+    const stream = (async () => {
+      try {
+        for await (const m of calendar.watchEvents({}, { signal: abort.signal, timeoutMs: 0 })) {
+          if (m.event.case === 'calendarChanged' && m.event.value.holder) arrived.set(m.event.value.holder.id, performance.now());
+        }
+      } catch (err) {
+        if (!abort.signal.aborted) throw err;
+      }
+    })();
+
+    const run = randomBytes(3).toString('hex');
+    let n = 0;
+    /** Pushes at RATE per second for `seconds`; resolves with each uid's answer time and the push latencies. */
+    async function pushes(phase: string, seconds: number): Promise<{ answered: Map<string, number>; latency: number[]; failed: number }> {
+      const answered = new Map<string, number>();
+      const latency: number[] = [];
+      let failed = 0;
+      const inFlight: Promise<void>[] = [];
+      const t0 = performance.now();
+      const total = Math.round(seconds * RATE);
+      for (let i = 0; i < total; i++) {
+        const due = t0 + (i * 1000) / RATE;
+        const wait = due - performance.now();
+        if (wait > 1) await sleep(wait);
+        const k = n++;
+        const uid = `${phase}-${run}-${k}`;
+        const start = Math.floor(Math.random() * 700);
+        const began = performance.now();
+        inFlight.push(
+          calendar
+            .putBlock({ workspaceId: ws, externalUid: uid, target: { case: 'listingId', value: listings[k % LISTINGS]! }, checkIn: day(start), checkOut: day(start + 1 + Math.floor(Math.random() * 30)) })
+            .then(() => {
+              const now = performance.now();
+              answered.set(uid, now);
+              latency.push(now - began);
+            })
+            .catch(() => void failed++),
+        );
+      }
+      await Promise.all(inFlight);
+      return { answered, latency, failed };
+    }
+
+    async function phase(name: string, label: string, background?: Background): Promise<void> {
+      let release!: () => void;
+      const stop = new Promise<void>((r) => (release = r));
+      const bg = background?.(stop);
+      if (background) await sleep(300); // the foreign transaction is open before the first push
+      const { answered, latency, failed } = await pushes(name, SECONDS);
+      release();
+      await bg;
+      // Every event must arrive; wait for the stragglers (bounded).
+      const deadline = performance.now() + 30_000;
+      while ([...answered.keys()].some((u) => !arrived.has(u)) && performance.now() < deadline) await sleep(50);
+      const missing = [...answered.keys()].filter((u) => !arrived.has(u)).length;
+      const lags = [...answered].filter(([u]) => arrived.has(u)).map(([u, t]) => Math.max(0, arrived.get(u)! - t)).sort((a, b) => a - b);
+      latency.sort((a, b) => a - b);
+      out.push(
+        `| ${label} | ${answered.size} | ${ms(quantile(lags, 0.5))} ms | ${ms(quantile(lags, 0.99))} ms | ${ms(lags[lags.length - 1] ?? NaN)} ms | ${ms(quantile(latency, 0.5))} / ${ms(quantile(latency, 0.99))} ms | ${failed + missing} |`,
+      );
+    }
+
+    // Warm-up: connections, plans, the listing cache.
+    await pushes('warm', 3);
+    await phase('quiet', 'nothing else open');
+    await phase('otherdb', `write transaction open in another database (${FOREIGN_HOLD_MS / 1000} s each, back to back)`, writeTransactions(foreign, 'bench_rows'));
+    await phase('otherschema', `write transaction open in another schema of the calendar's database (${FOREIGN_HOLD_MS / 1000} s each)`, writeTransactions(sql, 'bench_other.bench_rows'));
+    await phase('readonly', 'read-only repeatable-read transaction open on the calendar\'s database', readOnlyTransaction(sql));
+    abort.abort();
+    await stream;
+
+    const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
+    out.unshift(
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
+      `Command: DATABASE_URL=${adminUrl.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar-stream (BENCH_RATE=${RATE}, BENCH_SECONDS=${SECONDS}, FOREIGN_HOLD_MS=${FOREIGN_HOLD_MS})`,
+      '',
+      '| while the pushes run | events | lag p50 | lag p99 | lag max | PutBlock p50 / p99 | lost or failed |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+    );
+    process.stdout.write(`${out.join('\n')}\n`);
+  } finally {
+    abort.abort();
+    sm.abort();
+    await sql.end({ timeout: 5 });
+    await foreign.end({ timeout: 5 });
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+    await admin.unsafe(`drop database if exists ${foreignName} with (force)`);
+    await admin.end({ timeout: 5 });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench:calendar-stream: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});
