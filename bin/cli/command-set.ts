@@ -23,6 +23,7 @@ export const commands: Readonly<Record<string, Command>> = {
   'booking show': show['booking show']!,
   'user erase': op['user erase']!,
   'webhook show': show['webhook show']!,
+  'webhook health': show['webhook health']!,
   'webhook rotate-secret': op['webhook rotate-secret']!,
   'deliveries list': op['deliveries list']!,
   'deliveries replay': op['deliveries replay']!,

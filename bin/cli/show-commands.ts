@@ -1,5 +1,5 @@
 /**
- * Operator reads: `psync workspace show`, `property show`, `webhook show`,
+ * Operator reads: `psync workspace show`, `property show`, `webhook show`, `webhook health`,
  * `booking show`, `amenities list`. Each prints the record as the service holds it
  * (present.ts: snake_case fields, lower-case enum names, ISO 8601 times, null for
  * what is absent). Secrets are never part of these records.
@@ -7,7 +7,7 @@
 import { IdentityService, WorkspaceSchema } from '../../gen/psync/identity/v1/identity_pb';
 import { AmenitySchema, CatalogService, GetPropertyResponseSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { BookingSchema, CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
-import { EndpointSchema, NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
+import { EndpointHealthSchema, EndpointSchema, NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { UsageError } from './args';
 import { command, type Command } from './registry';
 import { presentMessage, UUID } from './present';
@@ -47,6 +47,20 @@ export const showCommands: Record<string, Command> = {
       if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
       const res = await clients.client(NotificationsService, baseUrl).getEndpoint({ workspaceId: f.workspace });
       return presentMessage(EndpointSchema, res.endpoint!);
+    },
+  }),
+
+  'webhook health': command({
+    summary: 'how deliveries to a workspace\'s endpoint are going: circuit breaker, hold (Retry-After), failures, backlog',
+    flags: { workspace: WORKSPACE_FLAG },
+    notes: [
+      'breaker: closed (deliveries flow), open (attempts kept failing: nothing is sent before not_before, then one probe),',
+      'half_open (the probe is in flight). hold_reason: breaker or retry_after while not_before holds the endpoint.',
+    ],
+    async run(f, { clients, baseUrl }) {
+      if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
+      const res = await clients.client(NotificationsService, baseUrl).getEndpoint({ workspaceId: f.workspace });
+      return { workspace_id: res.endpoint!.workspaceId, ...presentMessage(EndpointHealthSchema, res.health!) };
     },
   }),
 

@@ -10,9 +10,21 @@
  *   with the same event_id (at-least-once; partners dedupe on event_id).
  * - With the embedded database there is only one process, so leases left by a
  *   previous run are released at start-up instead of waiting for them to expire.
- * - Per endpoint at most PER_ENDPOINT_CONCURRENCY attempts run at once in a process
- *   (and MAX_IN_FLIGHT in all): the claim query skips saturated endpoints, so one
- *   slow partner holds at most its own slots and never delays the others.
+ * - Scheduling is fair and isolated (docs/notifications.md, "Scheduling and
+ *   isolation"): a claim walks the endpoints that have pending deliveries and takes
+ *   each one's due deliveries in order, at most PER_ENDPOINT_CONCURRENCY in flight per
+ *   endpoint in a process (one while its attempts fail), round-robin across endpoints
+ *   (every endpoint's first before anyone's second), so one endpoint's backlog never
+ *   sits ahead of another's fresh event. Endpoints whose attempts fail or are slow
+ *   draw from a lane of their own (SLOW_LANE_SLOTS), healthy ones from FAST_LANE_SLOTS:
+ *   however many endpoints are in trouble, they never hold the slots healthy ones need.
+ * - Adaptive (endpoint-health.ts): a circuit breaker per endpoint, shared by replicas
+ *   through `endpoint_health`; Retry-After on a 429 or 503 holds the endpoint; a 410
+ *   suspends it. Deliveries held back wait uncounted; a delivery that has waited
+ *   behind an open breaker longer than the whole retry schedule (plus one longest open
+ *   interval) is abandoned.
+ * - A delivery of a booking is not sent while an earlier one of the same booking (in
+ *   the same workspace) is pending: per-booking order holds through retries.
  * - stop() (SIGTERM) claims nothing more, lets in-flight attempts finish within the
  *   grace period, then aborts the rest and releases their leases without counting
  *   an attempt, so another replica can send them at once.
@@ -35,15 +47,22 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { EventKind } from './envelope';
 import { GroupCommit } from '../kit/group-commit';
+import { breakerWaitLimitSeconds, EndpointHealthStore, honoursRetryAfter, parseRetryAfter } from './endpoint-health';
 import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
 import { signatureHeaders } from './signature';
 import type { WebhookPoster } from './webhook-poster';
 
-/** Deliveries in flight per endpoint per process. */
+/** Deliveries in flight per endpoint per process while its attempts succeed (one while they fail). */
 export const PER_ENDPOINT_CONCURRENCY = 8;
-/** Deliveries in flight per process. */
-export const MAX_IN_FLIGHT = 64;
+/** Deliveries in flight per process to endpoints whose attempts succeed promptly. */
+export const FAST_LANE_SLOTS = 256;
+/** Deliveries in flight per process to endpoints that fail, are slow, or are being probed. */
+export const SLOW_LANE_SLOTS = 256;
+/** Deliveries in flight per process in all. */
+export const MAX_IN_FLIGHT = FAST_LANE_SLOTS + SLOW_LANE_SLOTS;
+/** An endpoint whose recent attempts take longer than this (moving average) moves to the slow lane. */
+export const SLOW_ATTEMPT_MS = 2000;
 /** Time-out of one delivery attempt (connect, TLS, request, response head). */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** How long a claim is valid; well over one attempt, so a live worker never loses it. */
@@ -52,10 +71,12 @@ export const LEASE_MS = 30_000;
 export const SUSPEND_AFTER_ABANDONED = 5;
 /** Response bytes read (and discarded) at most. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
-/** Rows looked at per claim. */
-const SCAN_LIMIT = 256;
 /** Outcomes written in one statement at most. */
 const OUTCOME_BATCH = 64;
+/** How often deliveries stuck behind an open breaker past their schedule are looked for. */
+const SWEEP_MS = 5000;
+/** Endpoints whose attempt latency is remembered per process at most. */
+const LATENCY_MEMORY = 10_000;
 
 export interface DispatcherOptions {
   sql: Sql;
@@ -85,12 +106,25 @@ interface ClaimedRow {
   previous_secret_ciphertext: Buffer | null;
   previous_valid: boolean | null;
   traceparent: string | null;
+  /** 'probe': this attempt is the half-open breaker's one probe. */
+  mode: 'normal' | 'probe';
+  slow_lane: boolean;
+  /** The endpoint had failures, a hold or a breaker not closed when claimed: a 2xx must reset it. */
+  health_dirty: boolean;
 }
 
 /** The result of one attempt, as recorded. */
 type Outcome =
   | { delivered: true; status: number }
-  | { delivered: false; status: number | null; error: string; /** made no connection because the endpoint was not active */ skipped?: boolean };
+  | {
+      delivered: false;
+      status: number | null;
+      error: string;
+      /** made no connection because the endpoint was not active */
+      skipped?: boolean;
+      /** Seconds the partner asked to wait (Retry-After on a 429 or 503), capped. */
+      retryAfterS?: number;
+    };
 
 /** An outcome written in a batch: a delivery, or a failed attempt with its retry scheduled `delayS` from now. */
 interface OutcomeWrite {
@@ -105,6 +139,7 @@ interface OutcomeWrite {
 
 interface InFlight {
   workspaceId: string;
+  slowLane: boolean;
   abort: AbortController;
   done: Promise<void>;
 }
@@ -116,6 +151,12 @@ export class DeliveryDispatcher {
   private readonly pollMs: number;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly perEndpoint = new Map<string, number>();
+  /** In-flight attempts per lane in this process. */
+  private readonly laneUse = { fast: 0, slow: 0 };
+  /** Moving average of attempt latency (ms) per endpoint, most recently updated last. */
+  private readonly latency = new Map<string, number>();
+  private readonly health: EndpointHealthStore;
+  private lastSweep = 0;
   private running = false;
   private stopping = false;
   private loop: Promise<void> | null = null;
@@ -129,6 +170,7 @@ export class DeliveryDispatcher {
     this.sql = opts.sql;
     this.log = opts.log;
     this.pollMs = opts.pollMs ?? 250;
+    this.health = new EndpointHealthStore(opts.sql, opts.schedule);
     this.outcomes = new GroupCommit({
       maxBatch: OUTCOME_BATCH,
       write: async (batch: OutcomeWrite[]) => {
@@ -146,6 +188,8 @@ export class DeliveryDispatcher {
         update notifications.deliveries set lease_owner = null, lease_until = null
         where state = 'pending' and lease_owner is not null`;
       if (released.count > 0) this.log.info({ released: released.count }, 'webhooks: released leases left by the previous run');
+      const probes = await this.health.releaseAllProbes();
+      if (probes > 0) this.log.info({ probes }, 'webhooks: released breaker probes left by the previous run');
     }
     this.running = true;
     this.loop = this.run();
@@ -187,22 +231,28 @@ export class DeliveryDispatcher {
     let failures = 0;
     while (this.running) {
       this.nudged = false;
-      const free = MAX_IN_FLIGHT - this.inFlight.size;
-      let claimed = 0;
-      if (free > 0) {
-        try {
-          claimed = await this.claimAndSend(free);
-          failures = 0;
-        } catch (err) {
-          failures++;
-          const backoff = Math.min(10_000, this.pollMs * 2 ** Math.min(failures, 6));
-          this.log.error({ err, retry_in_ms: backoff }, 'webhooks: claiming deliveries failed');
-          await this.sleep(backoff);
-          continue;
+      const freeFast = FAST_LANE_SLOTS - this.laneUse.fast;
+      const freeSlow = SLOW_LANE_SLOTS - this.laneUse.slow;
+      let filled = false;
+      try {
+        if (Date.now() - this.lastSweep >= SWEEP_MS) {
+          this.lastSweep = Date.now();
+          await this.abandonExpiredBehindBreaker();
         }
+        if (freeFast > 0 || freeSlow > 0) {
+          const claimed = await this.claimAndSend(Math.max(0, freeFast), Math.max(0, freeSlow));
+          // A lane filled: more may be due; go again at once (if slots are free by then).
+          filled = claimed.fast > 0 && claimed.fast === freeFast || claimed.slow > 0 && claimed.slow === freeSlow;
+        }
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const backoff = Math.min(10_000, this.pollMs * 2 ** Math.min(failures, 6));
+        this.log.error({ err, retry_in_ms: backoff }, 'webhooks: claiming deliveries failed');
+        await this.sleep(backoff);
+        continue;
       }
-      // A full claim means more may be due: go again at once (if slots are free).
-      if (claimed > 0 && claimed === free) continue;
+      if (filled) continue;
       if (!this.nudged) await this.sleep(this.pollMs);
     }
   }
@@ -219,52 +269,137 @@ export class DeliveryDispatcher {
     });
   }
 
-  /** Claims up to `free` due deliveries, respecting per-endpoint slots; starts sending them. */
-  private async claimAndSend(free: number): Promise<number> {
+  /** Endpoints whose recent attempts in this process were slow. */
+  private slowEndpoints(): string[] {
+    const out: string[] = [];
+    for (const [ws, ms] of this.latency) if (ms > SLOW_ATTEMPT_MS) out.push(ws);
+    return out;
+  }
+
+  private noteLatency(workspaceId: string, ms: number): void {
+    const prev = this.latency.get(workspaceId);
+    this.latency.delete(workspaceId);
+    this.latency.set(workspaceId, prev === undefined ? ms : prev * 0.7 + ms * 0.3);
+    if (this.latency.size > LATENCY_MEMORY) this.latency.delete(this.latency.keys().next().value!);
+  }
+
+  /**
+   * Claims due deliveries fairly and starts sending them: up to `freeFast` to healthy
+   * endpoints and `freeSlow` to endpoints in trouble (failing, slow, probed).
+   */
+  private async claimAndSend(freeFast: number, freeSlow: number): Promise<{ fast: number; slow: number }> {
+    const sql = this.sql;
     const busy = [...this.perEndpoint];
     const token = randomUUID();
-    // One statement (committed asynchronously, see record()): lock due rows with SKIP
-    // LOCKED, keep at most PER_ENDPOINT_CONCURRENCY per endpoint counting what this
-    // process already has in flight, at most `free` in all, lease them, and return them
-    // with their endpoint.
-    const rows = await this.sql<ClaimedRow[]>`
-      with cfg as (
+    // One statement (committed asynchronously, see record()):
+    // 1. ws: the endpoints (workspaces) that have pending deliveries, by a skip scan of
+    //    deliveries_pending_by_endpoint (one index probe per endpoint, however long its backlog);
+    // 2. eps: what each may have now (endpointAllowance in endpoint-health.ts says the
+    //    same in TypeScript): held (Retry-After, breaker open and not yet due) nothing; a
+    //    due open breaker one probe; otherwise PER_ENDPOINT_CONCURRENCY (1 while failing)
+    //    less what this process already has in flight there; and its lane;
+    // 3. cand: each endpoint's first due deliveries in order, skipping leased ones and
+    //    ones with an earlier delivery of the same booking still pending;
+    // 4. chosen: round-robin, every endpoint's first before anyone's second, up to the
+    //    lane's free slots;
+    // 5. probes: the breaker goes half-open under this claim's token (one replica wins);
+    // 6. locked/leased: lock (SKIP LOCKED, re-checked) and lease them.
+    const rows = await sql<ClaimedRow[]>`
+      with recursive cfg as (
         select set_config('synchronous_commit', 'off', true)
+      ), ws(workspace_id) as (
+        (select workspace_id from notifications.deliveries where state = 'pending' order by workspace_id limit 1)
+        union all
+        select (select d.workspace_id from notifications.deliveries d
+                where d.state = 'pending' and d.workspace_id > ws.workspace_id order by d.workspace_id limit 1)
+        from ws where ws.workspace_id is not null
       ), used as (
-        select * from unnest(${this.sql.array(busy.map(([ws]) => ws))}::uuid[], ${this.sql.array(busy.map(([, n]) => n))}::int[]) as u(workspace_id, n)
-      ), candidates as (
-        select d.id, d.workspace_id, d.next_attempt_at
-        from notifications.deliveries d, cfg
-        where d.state = 'pending' and d.next_attempt_at <= now()
-          and (d.lease_until is null or d.lease_until < now())
-          and not exists (select 1 from used where used.workspace_id = d.workspace_id and used.n >= ${PER_ENDPOINT_CONCURRENCY})
-        order by d.next_attempt_at, d.id
-        limit ${SCAN_LIMIT}
-        for update of d skip locked
-      ), ranked as (
-        select c.id, c.next_attempt_at,
-               row_number() over (partition by c.workspace_id order by c.next_attempt_at, c.id) + coalesce(u.n, 0) as slot
-        from candidates c left join used u on u.workspace_id = c.workspace_id
+        select * from unnest(${sql.array(busy.map(([ws]) => ws))}::uuid[], ${sql.array(busy.map(([, n]) => n))}::int[]) as u(workspace_id, n)
+      ), slow as (
+        select * from unnest(${sql.array(this.slowEndpoints())}::uuid[]) as s(workspace_id)
+      ), eps as (
+        select ws.workspace_id,
+               case
+                 when e.status is distinct from 'active' or h.workspace_id is null then 'normal'
+                 when h.breaker = 'open' then
+                   case when (h.not_before is null or h.not_before <= now()) and u.n is null then 'probe' else 'held' end
+                 when h.breaker = 'half_open' then
+                   case when h.probe_until < now() and u.n is null then 'probe' else 'held' end
+                 when h.not_before > now() then 'held'
+                 else 'normal'
+               end as mode,
+               coalesce(e.status = 'active' and (h.consecutive_failures > 0 or h.breaker <> 'closed' or h.not_before > now()), false)
+                 or s.workspace_id is not null as slow_lane,
+               coalesce(e.status = 'active' and (h.consecutive_failures > 0 or h.breaker <> 'closed' or h.not_before is not null), false) as health_dirty,
+               case when e.status = 'active' and h.consecutive_failures > 0 then 1 else ${PER_ENDPOINT_CONCURRENCY} end - coalesce(u.n, 0) as room
+        from ws
+        left join notifications.endpoints e on e.workspace_id = ws.workspace_id
+        left join notifications.endpoint_health h on h.workspace_id = ws.workspace_id
+        left join used u on u.workspace_id = ws.workspace_id
+        left join slow s on s.workspace_id = ws.workspace_id
+        where ws.workspace_id is not null
+      ), cand as (
+        select eps.workspace_id, eps.mode, eps.slow_lane, eps.health_dirty, x.id, x.next_attempt_at,
+               row_number() over (partition by eps.workspace_id order by x.next_attempt_at, x.id) as turn
+        from eps cross join lateral (
+          select d.id, d.next_attempt_at
+          from notifications.deliveries d
+          where d.workspace_id = eps.workspace_id and d.state = 'pending' and d.next_attempt_at <= now()
+            and (d.lease_until is null or d.lease_until < now())
+            and (d.booking_reference is null or not exists (
+              select 1 from notifications.deliveries p
+              where p.workspace_id = d.workspace_id and p.booking_reference = d.booking_reference
+                and p.state = 'pending' and (p.occurred_at, p.id) < (d.occurred_at, d.id)))
+          order by d.next_attempt_at, d.id
+          limit case when eps.mode = 'probe' then 1 else greatest(eps.room, 0) end
+        ) x
+        where eps.mode = 'probe' or (eps.mode = 'normal' and eps.room > 0)
+      ), lane as (
+        select cand.*, row_number() over (partition by cand.slow_lane order by cand.turn, cand.next_attempt_at, cand.id) as pos
+        from cand
       ), chosen as (
-        select id from ranked where slot <= ${PER_ENDPOINT_CONCURRENCY} order by next_attempt_at, id limit ${free}
+        select id, workspace_id, mode, slow_lane, health_dirty from lane
+        where pos <= case when slow_lane then ${freeSlow}::int else ${freeFast}::int end
+      ), probes as (
+        update notifications.endpoint_health h
+        set breaker = 'half_open', probe_owner = ${token}, probe_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second', updated_at = now()
+        from cfg
+        where h.workspace_id in (select workspace_id from chosen where mode = 'probe')
+          and ((h.breaker = 'open' and (h.not_before is null or h.not_before <= now())) or (h.breaker = 'half_open' and h.probe_until < now()))
+        returning h.workspace_id
+      ), locked as (
+        select d.id from notifications.deliveries d
+        where d.id in (select id from chosen where mode = 'normal' or workspace_id in (select workspace_id from probes))
+          and d.state = 'pending' and (d.lease_until is null or d.lease_until < now())
+        for update of d skip locked
       ), leased as (
         update notifications.deliveries d
         set lease_owner = ${token}, lease_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second'
-        from chosen where d.id = chosen.id
+        from locked where d.id = locked.id
         returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts, d.traceparent
       )
       select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts, l.traceparent,
+             c.mode, c.slow_lane, c.health_dirty,
              e.url, e.status, e.events, e.secret_ciphertext, e.previous_secret_ciphertext,
              (e.previous_valid_until > now()) as previous_valid
-      from leased l left join notifications.endpoints e on e.workspace_id = l.workspace_id
+      from leased l
+      join chosen c on c.id = l.id
+      left join notifications.endpoints e on e.workspace_id = l.workspace_id
       order by l.id`;
-    for (const row of rows) this.launch(row, token);
-    return rows.length;
+    const claimed = { fast: 0, slow: 0 };
+    for (const row of rows) {
+      if (row.slow_lane) claimed.slow++;
+      else claimed.fast++;
+      this.launch(row, token);
+    }
+    return claimed;
   }
 
   private launch(row: ClaimedRow, token: string): void {
     const abort = new AbortController();
     this.perEndpoint.set(row.workspace_id, (this.perEndpoint.get(row.workspace_id) ?? 0) + 1);
+    if (row.slow_lane) this.laneUse.slow++;
+    else this.laneUse.fast++;
     // Each attempt continues the trace of the event that created the delivery (its
     // egress span is a child of the intake's consumer span); none: a trace of its own.
     const parent = contextFromHeaders(row.traceparent ? { traceparent: row.traceparent } : undefined);
@@ -272,12 +407,14 @@ export class DeliveryDispatcher {
       .catch((err) => this.log.error({ err, event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: delivery attempt failed unexpectedly'))
       .finally(() => {
         this.inFlight.delete(row.id);
+        if (row.slow_lane) this.laneUse.slow--;
+        else this.laneUse.fast--;
         const n = (this.perEndpoint.get(row.workspace_id) ?? 1) - 1;
         if (n <= 0) this.perEndpoint.delete(row.workspace_id);
         else this.perEndpoint.set(row.workspace_id, n);
         if (!this.stopping) this.nudge();
       });
-    this.inFlight.set(row.id, { workspaceId: row.workspace_id, abort, done });
+    this.inFlight.set(row.id, { workspaceId: row.workspace_id, slowLane: row.slow_lane, abort, done });
   }
 
   private async attempt(row: ClaimedRow, token: string, signal: AbortSignal): Promise<void> {
@@ -301,10 +438,12 @@ export class DeliveryDispatcher {
         await this.sql`
           update notifications.deliveries set lease_owner = null, lease_until = null, next_attempt_at = now() + interval '60 seconds'
           where id = ${row.id} and lease_owner = ${token}`;
+        if (row.mode === 'probe') await this.health.releaseProbe(row.workspace_id, token);
         return;
       }
       const headers = { ...signatureHeaders(keys, row.body), 'Content-Type': 'application/json', 'User-Agent': 'PartnerSync-Webhooks/1' };
       notificationsMetrics.inc('attempts', { event_type: row.event_type });
+      const started = performance.now();
       const res = await this.opts.poster.post(row.url!, row.body, headers, {
         timeoutMs: ATTEMPT_TIMEOUT_MS,
         maxResponseBytes: MAX_RESPONSE_BYTES,
@@ -313,18 +452,79 @@ export class DeliveryDispatcher {
       });
       if (signal.aborted && this.stopping) {
         await this.sql`update notifications.deliveries set lease_owner = null, lease_until = null where id = ${row.id} and lease_owner = ${token}`;
+        if (row.mode === 'probe') await this.health.releaseProbe(row.workspace_id, token);
         this.log.info({ event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: attempt aborted by shutdown; delivery stays pending');
         return;
       }
+      const ms = performance.now() - started;
+      this.noteLatency(row.workspace_id, ms);
       if ('status' in res) {
+        const retryAfterS = honoursRetryAfter(res.status) ? parseRetryAfter(res.retryAfter) : undefined;
         outcome = res.status >= 200 && res.status < 300
           ? { delivered: true, status: res.status }
-          : { delivered: false, status: res.status, error: res.status >= 300 && res.status < 400 ? 'redirect' : 'http_status' };
+          : { delivered: false, status: res.status, error: res.status >= 300 && res.status < 400 ? 'redirect' : 'http_status', retryAfterS };
       } else {
         outcome = { delivered: false, status: null, error: res.error };
       }
+      notificationsMetrics.observe('attempt_seconds', ms / 1000, { outcome: outcome.delivered ? 'delivered' : outcome.error });
+      await this.recordHealth(row, token, outcome);
     }
     await this.record(row, token, outcome);
+  }
+
+  /**
+   * The endpoint's side of an attempt that reached the network (endpoint-health.ts): a
+   * 2xx closes the breaker and ends holds (written only when there was something to
+   * reset); a failure counts towards opening it, re-opens it after a failed probe, and
+   * a Retry-After holds the endpoint; a 410 Gone suspends it.
+   */
+  private async recordHealth(row: ClaimedRow, token: string, outcome: Outcome): Promise<void> {
+    const ws = row.workspace_id;
+    try {
+      if (outcome.delivered) {
+        if (!row.health_dirty && row.mode !== 'probe') return;
+        const was = await this.health.success(ws);
+        if (was === 'open' || was === 'half_open') {
+          notificationsMetrics.inc('breaker_closed');
+          this.log.info({ workspace_id: ws }, 'webhook endpoint circuit closed: a delivery got its 2xx; its waiting deliveries flow again');
+        }
+        return;
+      }
+      const r = await this.health.failure({
+        workspaceId: ws,
+        status: outcome.status,
+        error: outcome.error,
+        retryAfterS: outcome.retryAfterS,
+        probeToken: row.mode === 'probe' ? token : undefined,
+      });
+      if (outcome.retryAfterS !== undefined) {
+        notificationsMetrics.inc('retry_after_honoured');
+        this.log.info({ workspace_id: ws, status: outcome.status, retry_after_s: outcome.retryAfterS, not_before: r.notBefore }, 'webhook endpoint asked to wait (Retry-After); nothing is sent to it before not_before');
+      }
+      if (r.opened) {
+        notificationsMetrics.inc('breaker_opened');
+        this.log.warn(
+          { workspace_id: ws, consecutive_failures: r.consecutiveFailures, not_before: r.notBefore, status: outcome.status, error: outcome.error, probe: row.mode === 'probe' },
+          'webhook endpoint circuit open: attempts keep failing; its deliveries wait (uncounted) until a probe gets a 2xx',
+        );
+      }
+      if (outcome.status === 410) await this.suspendGone(ws);
+    } catch (err) {
+      // The breaker is an optimisation of the endpoint's load, never a reason to lose an outcome.
+      this.log.error({ err, workspace_id: ws }, 'webhooks: recording the endpoint\'s health failed');
+    }
+  }
+
+  /** 410 Gone: the partner says the endpoint is gone for good; suspend it at once (docs/notifications.md, "Status"). */
+  private async suspendGone(workspaceId: string): Promise<void> {
+    const [s] = await this.sql<{ workspace_id: string }[]>`
+      update notifications.endpoints set status = 'suspended', suspended_at = now()
+      where workspace_id = ${workspaceId} and status = 'active'
+      returning workspace_id`;
+    if (!s) return;
+    notificationsMetrics.inc('endpoints_suspended');
+    notificationsMetrics.inc('endpoints_gone');
+    this.log.warn({ workspace_id: workspaceId, status: 410 }, 'webhook endpoint suspended: it answered 410 Gone; a registration whose challenge is echoed reactivates it');
   }
 
   /**
@@ -332,7 +532,8 @@ export class DeliveryDispatcher {
    * can lose the last few hundred milliseconds of outcomes (and claims), which at worst
    * repeats an attempt with the same event_id — at-least-once, as promised — while
    * saving a disk flush per attempt. Deliveries and scheduled retries are written in
-   * batches (writeOutcome); the last failed attempt (abandonment) on its own.
+   * batches (writeOutcome); the last failed attempt (abandonment) on its own. A retry
+   * after a Retry-After is scheduled no earlier than the partner asked.
    */
   private async record(row: ClaimedRow, token: string, outcome: Outcome): Promise<void> {
     const sql = this.sql;
@@ -348,7 +549,7 @@ export class DeliveryDispatcher {
     if (!outcome.skipped) notificationsMetrics.inc('failed_attempts', { event_type: row.event_type, error: outcome.error });
     const schedule = this.opts.schedule;
     if (attempts <= schedule.length) {
-      const delayS = schedule[attempts - 1]!;
+      const delayS = Math.max(schedule[attempts - 1]!, outcome.retryAfterS ?? 0);
       const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: false, status: outcome.status, error: outcome.error, delayS });
       if (!r) return this.lostLease(row);
       this.log.info({ ...log, status: outcome.status, error: outcome.error, next_attempt_at: r.next_attempt_at }, 'webhook attempt failed; retry scheduled');
@@ -367,18 +568,60 @@ export class DeliveryDispatcher {
     notificationsMetrics.inc('abandoned', { event_type: row.event_type });
     this.log.warn({ ...log, status: outcome.status, error: outcome.error }, 'webhook delivery abandoned after its last attempt');
     if (outcome.skipped) return;
-    // A run of abandoned deliveries without a 2xx between them suspends an active endpoint.
-    const [s] = await sql<{ consecutive_abandoned: number; status: string }[]>`
+    await this.countAbandoned(row.workspace_id, 1);
+  }
+
+  /** A run of abandoned deliveries without a 2xx between them suspends an active endpoint. */
+  private async countAbandoned(workspaceId: string, n: number): Promise<void> {
+    const [s] = await this.sql<{ consecutive_abandoned: number; status: string }[]>`
       update notifications.endpoints
-      set consecutive_abandoned = consecutive_abandoned + 1,
-          status = case when status = 'active' and consecutive_abandoned + 1 >= ${SUSPEND_AFTER_ABANDONED} then 'suspended' else status end,
-          suspended_at = case when status = 'active' and consecutive_abandoned + 1 >= ${SUSPEND_AFTER_ABANDONED} then now() else suspended_at end
-      where workspace_id = ${row.workspace_id} and status = 'active'
+      set consecutive_abandoned = consecutive_abandoned + ${n},
+          status = case when status = 'active' and consecutive_abandoned + ${n} >= ${SUSPEND_AFTER_ABANDONED} then 'suspended' else status end,
+          suspended_at = case when status = 'active' and consecutive_abandoned + ${n} >= ${SUSPEND_AFTER_ABANDONED} then now() else suspended_at end
+      where workspace_id = ${workspaceId} and status = 'active'
       returning consecutive_abandoned, status`;
     if (s?.status === 'suspended') {
       notificationsMetrics.inc('endpoints_suspended');
-      this.log.warn({ workspace_id: row.workspace_id, consecutive_abandoned: s.consecutive_abandoned }, 'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it');
+      this.log.warn({ workspace_id: workspaceId, consecutive_abandoned: s.consecutive_abandoned }, 'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it');
     }
+  }
+
+  /**
+   * Deliveries that waited behind an open (or half-open) breaker for longer than the
+   * whole retry schedule (plus one longest open interval) since they were queued are abandoned without another attempt
+   * (`last_error` `circuit_open`): a dead endpoint's backlog ends on the same clock as
+   * it would have without the breaker, and counts towards suspension.
+   */
+  private async abandonExpiredBehindBreaker(): Promise<void> {
+    const span = breakerWaitLimitSeconds(this.opts.schedule);
+    const rows = await this.sql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
+      with cfg as (
+        select set_config('synchronous_commit', 'off', true)
+      ), gone as (
+        select d.id from notifications.deliveries d
+        join notifications.endpoint_health h on h.workspace_id = d.workspace_id and h.breaker <> 'closed'
+        join notifications.endpoints e on e.workspace_id = d.workspace_id and e.status = 'active'
+        where h.breaker <> 'closed' and d.state = 'pending' and d.created_at < now() - ${span}::float8 * interval '1 second'
+          and (d.lease_until is null or d.lease_until < now())
+        order by d.id
+        limit 500
+        for update of d skip locked
+      )
+      update notifications.deliveries d
+      set state = 'abandoned', last_error = 'circuit_open', next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
+      from gone, cfg where d.id = gone.id
+      returning d.workspace_id, d.event_id, d.event_type, d.attempts, d.last_status`;
+    if (rows.length === 0) return;
+    const perEndpoint = new Map<string, number>();
+    for (const r of rows) {
+      notificationsMetrics.inc('abandoned', { event_type: r.event_type });
+      this.log.warn(
+        { workspace_id: r.workspace_id, event_id: r.event_id, event_type: r.event_type, attempts: r.attempts, status: r.last_status, error: 'circuit_open' },
+        'webhook delivery abandoned after its last attempt',
+      );
+      perEndpoint.set(r.workspace_id, (perEndpoint.get(r.workspace_id) ?? 0) + 1);
+    }
+    for (const [ws, n] of perEndpoint) await this.countAbandoned(ws, n);
   }
 
   /**

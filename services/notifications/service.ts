@@ -7,10 +7,12 @@ import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
 import {
+  BreakerState,
   DeletionRequestSchema,
   DeletionRequestState,
   DeliverySchema,
   DeliveryState,
+  EndpointHealthSchema,
   EndpointSchema,
   EndpointStatus,
   NotificationsService,
@@ -20,6 +22,7 @@ import type { Logger } from '../kit/logger';
 import { DeletionRequests, stateOf } from './deletion-requests';
 import { listDeliveries, type DeliveryListRow, type DeliveryStateName } from './delivery-list';
 import { replayDeliveries, replaySelection } from './delivery-replay';
+import { readEndpointHealth, type BreakerState as BreakerName, type EndpointHealthView } from './endpoint-health';
 import { kindEnum } from './envelope';
 import type { EndpointRegistry, EndpointStatus as StatusName } from './registration';
 
@@ -28,6 +31,31 @@ const STATUS: Record<StatusName, EndpointStatus> = {
   active: EndpointStatus.ACTIVE,
   suspended: EndpointStatus.SUSPENDED,
 };
+
+const BREAKER: Record<BreakerName, BreakerState> = {
+  closed: BreakerState.CLOSED,
+  open: BreakerState.OPEN,
+  half_open: BreakerState.HALF_OPEN,
+};
+
+const ts = (d: Date | null) => (d ? timestampFromDate(d) : undefined);
+
+/** An endpoint's delivery health as the EndpointHealth message. */
+function healthMessage(h: EndpointHealthView) {
+  return create(EndpointHealthSchema, {
+    breaker: BREAKER[h.breaker],
+    consecutiveFailures: h.consecutive_failures,
+    notBefore: ts(h.not_before),
+    holdReason: h.hold_reason ?? undefined,
+    openedAt: ts(h.opened_at),
+    lastFailureAt: ts(h.last_failure_at),
+    lastFailureStatus: h.last_status ?? undefined,
+    lastFailureError: h.last_error ?? undefined,
+    lastSuccessAt: ts(h.last_success_at),
+    pending: h.pending,
+    due: h.due,
+  });
+}
 
 const DELIVERY_STATE: Record<DeliveryStateName, DeliveryState> = {
   pending: DeliveryState.PENDING,
@@ -89,6 +117,7 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
           createdAt: timestampFromDate(e.created_at),
           updatedAt: timestampFromDate(e.updated_at),
         }),
+        health: healthMessage(await readEndpointHealth(deps.sql, e.workspace_id)),
       };
     },
 

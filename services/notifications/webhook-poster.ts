@@ -23,7 +23,14 @@ import {
 /** Why a POST produced no HTTP status (recorded as a delivery's `last_error`). */
 export type PostError = 'timeout' | 'connection_failed' | 'tls_failed' | 'address_refused' | 'too_large' | 'aborted';
 
-export type PostResult = { status: number; body: Buffer } | { error: PostError };
+export type PostResult =
+  | {
+      status: number;
+      body: Buffer;
+      /** The response's Retry-After header, as sent (parsed by the dispatcher for 429 and 503). */
+      retryAfter?: string;
+    }
+  | { error: PostError };
 
 export interface PostOptions {
   /** Deadline of the whole request. */
@@ -113,7 +120,8 @@ export function createWebhookPoster(opts: WebhookPosterOptions): WebhookPoster {
           signal: o.signal,
           ...(o.endpoint === undefined ? {} : { pool, poolKey: o.endpoint }),
         });
-        return { status: res.status, body: res.body };
+        const retryAfter = res.headers['retry-after'];
+        return { status: res.status, body: res.body, ...(retryAfter === undefined ? {} : { retryAfter }) };
       } catch (err) {
         return { error: classify(err) };
       }
