@@ -24,6 +24,8 @@ interface Instruments {
   webhookDeliveries: Counter;
   webhookAbandoned: Counter;
   internalAuthRefusals: Counter;
+  webhookEndpointEvents: Counter;
+  webhookAttemptDuration: Histogram;
 }
 
 let current: Instruments | undefined;
@@ -37,6 +39,8 @@ export interface WebhookGaugeSources {
   deliveryBacklog: () => Promise<{ pending: number; oldestAgeSeconds: number }>;
   /** Deletion requests escalated (past DELETION_ESCALATION_SECONDS) and not acknowledged. */
   erasuresUnacknowledged: () => Promise<number>;
+  /** Endpoints whose circuit breaker is open or half-open (closed ones are not counted). */
+  endpointBreakers: () => Promise<{ open: number; halfOpen: number }>;
 }
 let webhookSources: WebhookGaugeSources | undefined;
 
@@ -68,6 +72,14 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
     webhookAbandoned: meter.createCounter('psync_webhook_deliveries_abandoned_total', {
       description: 'Webhook deliveries abandoned after the last retry',
     }),
+    webhookEndpointEvents: meter.createCounter('psync_webhook_endpoint_events_total', {
+      description: 'Per-endpoint delivery control events: breaker_opened, breaker_closed, retry_after_honoured (a 429/503 Retry-After held the endpoint), gone (410: suspended)',
+    }),
+    webhookAttemptDuration: meter.createHistogram('psync_webhook_attempt_duration_seconds', {
+      description: 'Duration of webhook delivery attempts that reached the network, by outcome (delivered, http_status, timeout, connection_failed …)',
+      unit: 's',
+      advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
+    }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
       description: 'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
     }),
@@ -76,6 +88,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   inst.rateLimitRefusals.add(0);
   inst.tokensIssued.add(0);
   inst.webhookAbandoned.add(0);
+  inst.webhookEndpointEvents.add(0, { event: 'breaker_opened' });
   inst.internalAuthRefusals.add(0, { code: 'unauthenticated', role: '' });
 
   const lag = meter.createObservableGauge('psync_outbox_lag_seconds', {
@@ -109,6 +122,9 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
     description: 'Age of the oldest pending webhook delivery (0 when none)',
     unit: 's',
   });
+  const breakers = meter.createObservableGauge('psync_webhook_endpoints_breaker', {
+    description: 'Webhook endpoints whose circuit breaker is open or half_open (state label); closed ones are not counted',
+  });
   const erasures = meter.createObservableGauge('psync_erasures_unacknowledged', {
     description: 'user.erased deletion requests escalated (unacknowledged past DELETION_ESCALATION_SECONDS)',
   });
@@ -127,13 +143,20 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
         (n) => r.observe(erasures, n),
         () => undefined,
       ),
+      src.endpointBreakers().then(
+        (b) => {
+          r.observe(breakers, b.open, { state: 'open' });
+          r.observe(breakers, b.halfOpen, { state: 'half_open' });
+        },
+        () => undefined,
+      ),
     ]);
   };
-  meter.addBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures]);
+  meter.addBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures, breakers]);
 
   current = inst;
   return () => {
-    meter.removeBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures]);
+    meter.removeBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures, breakers]);
     lag.removeCallback(lagCb);
     pending.removeCallback(pendingCb);
     if (current === inst) current = undefined;
@@ -193,4 +216,14 @@ export function registerOutboxLag(schema: string, read: OutboxLag): () => void {
 /** One internal API call refused by the authentication interceptor (internal-auth.ts). */
 export function recordInternalAuthRefusal(code: 'unauthenticated' | 'permission_denied', role: string): void {
   current?.internalAuthRefusals.add(1, { code, role });
+}
+
+/** A per-endpoint delivery control event (psync_webhook_endpoint_events_total). */
+export function recordWebhookEndpointEvent(event: 'breaker_opened' | 'breaker_closed' | 'retry_after_honoured' | 'gone'): void {
+  current?.webhookEndpointEvents.add(1, { event });
+}
+
+/** One webhook attempt that reached the network, in seconds, by outcome class. */
+export function recordWebhookAttempt(seconds: number, outcome: string): void {
+  current?.webhookAttemptDuration.record(seconds, { outcome });
 }

@@ -9,7 +9,13 @@ import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
 import { resolveSecretKey } from '../kit/local-keys';
 import type { Sql } from '../kit/database';
-import { recordWebhookDelivery, registerWebhookGauges, type WebhookDeliveryOutcome } from '../kit/metrics';
+import {
+  recordWebhookAttempt,
+  recordWebhookDelivery,
+  recordWebhookEndpointEvent,
+  registerWebhookGauges,
+  type WebhookDeliveryOutcome,
+} from '../kit/metrics';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { DeletionRequests } from './deletion-requests';
 import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from './dispatcher';
@@ -79,6 +85,14 @@ const DELIVERY_OUTCOMES: Partial<Record<MetricName, WebhookDeliveryOutcome>> = {
   abandoned: 'abandoned',
 };
 
+/** The per-endpoint control events, as psync_webhook_endpoint_events_total labels them. */
+const ENDPOINT_EVENTS: Partial<Record<MetricName, Parameters<typeof recordWebhookEndpointEvent>[0]>> = {
+  breaker_opened: 'breaker_opened',
+  breaker_closed: 'breaker_closed',
+  retry_after_honoured: 'retry_after_honoured',
+  endpoints_gone: 'gone',
+};
+
 /**
  * Scrape-time gauges (docs/operations.md, "Observability"): the delivery backlog in one
  * query, and the erasures the PsyncErasuresUnacknowledged alert is about — deletion
@@ -93,6 +107,12 @@ function registerGauges(sql: Sql): () => void {
                coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_age_seconds
         from notifications.deliveries where state = 'pending'`;
       return { pending: Number(r?.pending ?? 0), oldestAgeSeconds: Math.max(0, Number(r?.oldest_age_seconds ?? 0)) };
+    },
+    async endpointBreakers() {
+      const [r] = await sql<{ open: number; half_open: number }[]>`
+        select count(*) filter (where breaker = 'open')::int as open, count(*) filter (where breaker = 'half_open')::int as half_open
+        from notifications.endpoint_health where breaker <> 'closed'`;
+      return { open: Number(r?.open ?? 0), halfOpen: Number(r?.half_open ?? 0) };
     },
     async erasuresUnacknowledged() {
       const [r] = await sql<{ n: number }[]>`
@@ -131,11 +151,17 @@ export const notificationsModule: ServiceModule = {
     const unsubscribeCounters = notificationsMetrics.onEvent((name) => {
       const outcome = DELIVERY_OUTCOMES[name];
       if (outcome) recordWebhookDelivery(outcome);
+      const event = ENDPOINT_EVENTS[name];
+      if (event) recordWebhookEndpointEvent(event);
+    });
+    const unsubscribeObservations = notificationsMetrics.onObservation((name, value, labels) => {
+      if (name === 'attempt_seconds') recordWebhookAttempt(value, labels.outcome ?? 'unknown');
     });
     const unregisterGauges = registerGauges(ctx.sql);
     shutdown.add('notifications metrics', () => {
       unregisterGauges();
       unsubscribeCounters();
+      unsubscribeObservations();
     });
     await rt.dispatcher.start();
     rt.deletionRequests.start();

@@ -165,6 +165,9 @@ test('scrape: delivery queue depth and oldest age while a partner hangs, 0 erasu
   expect(sample(text, 'psync_webhook_delivery_queue_depth')).toBeGreaterThanOrEqual(1);
   expect(sample(text, 'psync_webhook_delivery_oldest_age_seconds')).toBeGreaterThanOrEqual(1);
   expect(sample(text, 'psync_erasures_unacknowledged')).toBe(0);
+  // The per-endpoint delivery control series exist from the start (breakers open: none yet).
+  expect(sample(text, 'psync_webhook_endpoints_breaker')).toBe(0);
+  expect(sample(text, 'psync_webhook_endpoint_events_total')).toBeGreaterThanOrEqual(0);
 });
 
 test('scrape: an erasure unacknowledged past DELETION_ESCALATION_SECONDS counts in psync_erasures_unacknowledged', async () => {
