@@ -20,19 +20,13 @@
  * writer knows it committed); negative values (the stream was faster than the answer)
  * count as 0. Prints p50, p99 and max per phase, plus the pushes' own latency.
  */
+import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { randomBytes } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { createSql, type Sql } from '../services/kit/database';
 import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
-import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
-import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
-import { freePort } from '../test/support/system';
-import { credentialInterceptor, testCallerEnv } from '../test/support/credentials';
 
 const ROOT = resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '15');
@@ -42,20 +36,6 @@ const LISTINGS = 20;
 
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 240; i++) {
-    if (child.exitCode !== null) throw new Error('the system exited during start-up');
-    try {
-      const r = await fetch(`${url}/readyz`);
-      if (r.status === 200) return;
-    } catch {
-      // not yet
-    }
-    await sleep(500);
-  }
-  throw new Error('the system did not become ready');
-}
 
 const quantile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 const ms = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
@@ -92,48 +72,14 @@ function readOnlyTransaction(sql: Sql): Background {
 
 async function main(): Promise<void> {
   const loadStart = loadavg();
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) throw new Error('set DATABASE_URL to a PostgreSQL server (the benchmark creates and drops its own databases)');
-  const suffix = randomBytes(4).toString('hex');
-  const dbName = `psync_bench_${suffix}`;
-  const foreignName = `psync_bench_foreign_${suffix}`;
-  const admin = createSql(adminUrl, { max: 1 });
-  await admin.unsafe(`create database ${dbName}`);
-  await admin.unsafe(`create database ${foreignName}`);
-  const urlOf = (name: string) => {
-    const u = new URL(adminUrl);
-    u.pathname = `/${name}`;
-    return u.toString();
-  };
-  const dbUrl = urlOf(dbName);
-
-  const port = await freePort();
-  const internalPort = await freePort();
-  const env = {
-    ...process.env,
-    DATABASE_URL: dbUrl,
-    PORT: String(port),
-    INTERNAL_PORT: String(internalPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
-    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    BUS_PREFIX: `bench${randomBytes(3).toString('hex')}`,
-    ...testCallerEnv(),
-  };
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
-  const internal = `http://127.0.0.1:${internalPort}`;
-  const sm = new Http2SessionManager(internal);
-  const transport = createGrpcTransport({ baseUrl: internal, sessionManager: sm, defaultTimeoutMs: 60000, interceptors: [credentialInterceptor()] });
-  const identity = createClient(IdentityService, transport);
-  const catalog = createClient(CatalogService, transport);
-  const calendar = createClient(CalendarService, transport);
-  const sql = createSql(dbUrl, { max: 3 });
-  const foreign = createSql(urlOf(foreignName), { max: 2 });
+  const db = await createBenchDatabase();
+  const foreignDb = await createBenchDatabase('psync_bench_foreign');
+  const system = await startBenchSystem(db.url, {}, 3);
+  const { identity, catalog, calendar, sql } = system;
+  const foreign = createSql(foreignDb.url, { max: 2 });
   const abort = new AbortController();
   const out: string[] = [];
   try {
-    await waitReady(`http://127.0.0.1:${port}`, child);
     await foreign`create table bench_rows (at timestamptz)`;
     await sql`create schema bench_other`;
     await sql`create table bench_other.bench_rows (at timestamptz)`;
@@ -217,7 +163,7 @@ async function main(): Promise<void> {
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
       `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
-      `Command: DATABASE_URL=${adminUrl.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar-stream (BENCH_RATE=${RATE}, BENCH_SECONDS=${SECONDS}, FOREIGN_HOLD_MS=${FOREIGN_HOLD_MS})`,
+      `Command: DATABASE_URL=${process.env.DATABASE_URL!.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar-stream (BENCH_RATE=${RATE}, BENCH_SECONDS=${SECONDS}, FOREIGN_HOLD_MS=${FOREIGN_HOLD_MS})`,
       '',
       '| while the pushes run | events | lag p50 | lag p99 | lag max | PutBlock p50 / p99 | lost or failed |',
       '|---|---:|---:|---:|---:|---:|---:|',
@@ -225,14 +171,10 @@ async function main(): Promise<void> {
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     abort.abort();
-    sm.abort();
-    await sql.end({ timeout: 5 });
     await foreign.end({ timeout: 5 });
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-    await admin.unsafe(`drop database if exists ${foreignName} with (force)`);
-    await admin.end({ timeout: 5 });
+    await system.stop();
+    await db.drop();
+    await foreignDb.drop();
   }
 }
 

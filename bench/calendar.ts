@@ -15,19 +15,13 @@
  *      the workspace (seeded with SQL), through the gateway.
  * Prints a Markdown summary (docs/performance.md, "Calendar").
  */
+import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { randomBytes } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { createSql, type Sql } from '../services/kit/database';
+import { type Sql } from '../services/kit/database';
 import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
-import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
-import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
-import { freePort } from '../test/support/system';
-import { credentialInterceptor, testCallerEnv } from '../test/support/credentials';
 import { cpuMsOf } from './support/proc-cpu';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
@@ -64,20 +58,6 @@ const DEEP_BLOCKS = 100_000;
 
 
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 240; i++) {
-    if (child.exitCode !== null) throw new Error('the system exited during start-up');
-    try {
-      const r = await fetch(`${url}/readyz`);
-      if (r.status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error('the system did not become ready');
-}
 
 function cannon(opts: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((res, rej) => {
@@ -151,43 +131,11 @@ const SCAN = `select calendar.night_conflicts($1, $2::date, $3::date, $4::boolea
 
 async function main(): Promise<void> {
   const loadStart = loadavg();
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) throw new Error('set DATABASE_URL to a PostgreSQL server (the benchmark creates and drops its own database)');
-  const dbName = `psync_bench_${randomBytes(4).toString('hex')}`;
-  const admin = createSql(adminUrl, { max: 1 });
-  await admin.unsafe(`create database ${dbName}`);
-  const u = new URL(adminUrl);
-  u.pathname = `/${dbName}`;
-  const dbUrl = u.toString();
-
-  const port = await freePort();
-  const internalPort = await freePort();
-  const env = {
-    ...process.env,
-    DATABASE_URL: dbUrl,
-    PORT: String(port),
-    INTERNAL_PORT: String(internalPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_HOUR: '1000000',
-    TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
-    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    BUS_PREFIX: `bench${randomBytes(3).toString('hex')}`,
-    DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '10',
-    ...testCallerEnv(),
-  };
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
-  const gateway = `http://127.0.0.1:${port}`;
-  const internal = `http://127.0.0.1:${internalPort}`;
-  const sm = new Http2SessionManager(internal);
-  const transport = createGrpcTransport({ baseUrl: internal, sessionManager: sm, defaultTimeoutMs: 60000, interceptors: [credentialInterceptor()] });
-  const identity = createClient(IdentityService, transport);
-  const catalog = createClient(CatalogService, transport);
-  const calendar = createClient(CalendarService, transport);
-  const sql = createSql(dbUrl, { max: 2 });
+  const db = await createBenchDatabase();
+  const system = await startBenchSystem(db.url, { RATE_LIMIT_PER_HOUR: '1000000', DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '10' });
+  const { gateway, child, identity, catalog, calendar, sql } = system;
   const out: string[] = [];
   try {
-    await waitReady(gateway, child);
     const ws = (await identity.createWorkspace({ name: 'bench', environment: Environment.SANDBOX })).workspace!.workspaceId;
     const key = await identity.issueKey({ workspaceId: ws });
     const tokenRes = await fetch(`${gateway}/v1/token`, { method: 'POST', headers: { authorization: `Bearer ${key.apiKey}` } });
@@ -329,16 +277,12 @@ async function main(): Promise<void> {
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
       `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything (system, PostgreSQL, NATS, load generator) on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
-      `Command: DATABASE_URL=${adminUrl.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS})`,
+      `Command: DATABASE_URL=${process.env.DATABASE_URL!.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS})`,
     );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
-    sm.abort();
-    await sql.end({ timeout: 5 });
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-    await admin.end({ timeout: 5 });
+    await system.stop();
+    await db.drop();
   }
 }
 
