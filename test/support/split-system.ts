@@ -37,6 +37,17 @@ export const canSplit = Boolean(process.env.DATABASE_URL && process.env.NATS_URL
  * process. `scheme: 'https'` when `env` configures internal TLS (INTERNAL_TLS_*).
  */
 export async function startSplitSystem(env: Record<string, string> = {}, scheme: 'http' | 'https' = 'http'): Promise<SplitSystem> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startSplitOnce(env, scheme);
+    } catch (err) {
+      // Another process took one of the ports chosen up front (freePort is a probe): new ports.
+      if (!(attempt < 3 && err instanceof Error && err.message.includes('EADDRINUSE'))) throw err;
+    }
+  }
+}
+
+async function startSplitOnce(env: Record<string, string>, scheme: 'http' | 'https'): Promise<SplitSystem> {
   const db = await createScratchDatabase();
   const prefix = uniqueBusPrefix();
   const ports = Object.fromEntries(await Promise.all(SERVICE_ROLES.map(async (r) => [r, await freePort()] as const))) as Record<ServiceRole, number>;
