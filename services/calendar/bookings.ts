@@ -16,6 +16,8 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   BookingSchema,
   BookingStatus,
+  CancelBookingRequestSchema,
+  ConfirmBookingRequestSchema,
   type Booking,
   type CancelBookingRequest,
   type CancelBookingResponseSchema,
@@ -34,6 +36,8 @@ import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged, even
 import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
 import { isHoldId, refuseSandboxPayment } from './holds';
 import type { CalendarDeps } from './calendar-deps';
+import type { Caller } from '../kit/internal-auth';
+import { checkIdempotencyKey, findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
 
 const DECIMAL = /^[0-9]{1,18}(\.[0-9]{1,9})?$/;
 const CURRENCY = /^[A-Z]{3}$/;
@@ -97,9 +101,16 @@ function toBooking(r: BookingRow): Booking {
   });
 }
 
-/** ConfirmBooking: from a live hold or directly on free nights. */
-export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequest): Promise<MessageInitShape<typeof ConfirmBookingResponseSchema>> {
-  const violations: Violation[] = [];
+/**
+ * ConfirmBooking: from a live hold or directly on free nights. With an idempotency key
+ * (idempotency.ts) a retry answers the booking the key made, as it is now.
+ */
+export async function confirmBooking(
+  deps: CalendarDeps,
+  req: ConfirmBookingRequest,
+  caller?: Caller,
+): Promise<MessageInitShape<typeof ConfirmBookingResponseSchema>> {
+  const violations: Violation[] = checkIdempotencyKey(req.idempotencyKey);
   if (req.guestId === '') violations.push({ field: 'guest_id', code: 'required' });
   else if (req.guestId.length > 255) violations.push({ field: 'guest_id', code: 'max_length' });
   if (req.guestName.trim() === '') violations.push({ field: 'guest_name', code: 'required' });
@@ -110,6 +121,12 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
   else {
     if (!DECIMAL.test(req.amountPaid.value)) violations.push({ field: 'amount_paid.value', code: 'pattern' });
     if (!CURRENCY.test(req.amountPaid.currency)) violations.push({ field: 'amount_paid.currency', code: 'pattern' });
+  }
+
+  const idempotency = violations.length === 0 ? idempotencyScope('ConfirmBooking', ConfirmBookingRequestSchema, req, caller) : undefined;
+  if (idempotency) {
+    const first = await findIdempotentResult(deps.sql, idempotency);
+    if (first) return { booking: await readBooking(deps, first) };
   }
 
   // Where the booking lands: the hold's listing and nights, or the request's.
@@ -145,6 +162,11 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
   const row = await withListingTransaction(
     deps.sql,
     async (tx) => {
+      // A concurrent first use of the key waits here, then answers the winner's booking.
+      if (idempotency) {
+        const first = await lockIdempotencyKey(tx, idempotency);
+        if (first) return { replay: first };
+      }
       const reference = newBookingReference();
       const fromHold = req.holdId !== undefined;
       // Pipelined, in this order: the lock, hold expiry (writes its own events) and
@@ -209,38 +231,70 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
         ) ${eventWrites(tx, events)}
         select ${tx.unsafe(BOOKING_COLUMNS)} from k
       `;
+      if (idempotency) await recordIdempotencyKey(tx, idempotency, reference);
       return inserted!;
     },
     () => scanConflicts(deps.sql, listingId, nights.checkIn, nights.checkOut, 'all'),
   );
+  if ('replay' in row) return { booking: await readBooking(deps, row.replay) };
   deps.eventsCommitted();
   return { booking: toBooking(row) };
 }
 
+/** The booking `reference` as it is now (an idempotent retry's answer). */
+async function readBooking(deps: CalendarDeps, reference: string): Promise<Booking> {
+  const sql = deps.sql;
+  const [row] = await sql<BookingRow[]>`
+    select ${sql.unsafe(BOOKING_COLUMNS)} from calendar.bookings where booking_reference = ${reference}
+  `;
+  if (!row) throw notFound(ErrorReason.BOOKING_NOT_FOUND, 'the booking this idempotency key made no longer exists');
+  return toBooking(row);
+}
+
 /**
  * CancelBooking: guest → nights freed; host → nights kept closed to the marketplace.
- * Idempotent: cancelling again answers the first cancellation and emits nothing.
+ * Idempotent: cancelling again answers the first cancellation and emits nothing. With
+ * an idempotency key (idempotency.ts) the key is recorded with the cancellation (or
+ * with the answer naming an earlier one), so reusing it for another booking fails.
  */
-export async function cancelBooking(deps: CalendarDeps, req: CancelBookingRequest): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
-  const violations: Violation[] = [];
+export async function cancelBooking(
+  deps: CalendarDeps,
+  req: CancelBookingRequest,
+  caller?: Caller,
+): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
+  const violations: Violation[] = checkIdempotencyKey(req.idempotencyKey);
   if (req.bookingReference === '') violations.push({ field: 'booking_reference', code: 'required' });
   if (req.initiatedBy !== CancellationInitiator.GUEST && req.initiatedBy !== CancellationInitiator.HOST) {
     violations.push({ field: 'initiated_by', code: 'enum' });
   }
   if (violations.length > 0) throw invalidArgument(violations);
   const by: 'guest' | 'host' = req.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest';
+  const idempotency = idempotencyScope('CancelBooking', CancelBookingRequestSchema, req, caller);
+  if (idempotency) {
+    const first = await findIdempotentResult(deps.sql, idempotency);
+    if (first) return readCancellation(deps, first);
+  }
 
   const [found] = await deps.sql<{ listing_id: string; status: string; cancelled_at: Date | null }[]>`
     select listing_id, status, cancelled_at from calendar.bookings where booking_reference = ${req.bookingReference}
   `;
   if (!found) throw notFound(ErrorReason.BOOKING_NOT_FOUND, 'no such booking');
-  if (found.status === 'cancelled') {
+  // Without a key, an already cancelled booking is answered at once; with one, the
+  // transaction below answers it too and records the key.
+  if (found.status === 'cancelled' && !idempotency) {
     return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(found.cancelled_at!) };
   }
 
   const at = new Date();
   const out = await withListingTransaction(deps.sql, async (tx) => {
+    if (idempotency) {
+      const first = await lockIdempotencyKey(tx, idempotency);
+      if (first) return { replay: first };
+    }
+    // The listing's lock registers the transaction as an event writer; it must come
+    // before the transaction's first write (migration 0005), the key's included.
     await lockListing(tx, found.listing_id);
+    if (idempotency) await recordIdempotencyKey(tx, idempotency, req.bookingReference);
     const expired = await expireHolds(tx, found.listing_id, at);
     const [row] = await tx<BookingRow[]>`
       update calendar.bookings set status = 'cancelled', cancelled_at = ${at}, cancelled_by = ${by}
@@ -286,8 +340,18 @@ export async function cancelBooking(deps: CalendarDeps, req: CancelBookingReques
     ]);
     return { cancelledAt: at, wrote: true };
   });
+  if (out.replay !== undefined) return readCancellation(deps, out.replay);
   if (out.wrote) deps.eventsCommitted();
   return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(out.cancelledAt) };
+}
+
+/** The cancellation of `reference` (an idempotent retry's answer). */
+async function readCancellation(deps: CalendarDeps, reference: string): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
+  const [row] = await deps.sql<{ cancelled_at: Date | null }[]>`
+    select cancelled_at from calendar.bookings where booking_reference = ${reference}
+  `;
+  if (!row?.cancelled_at) throw notFound(ErrorReason.BOOKING_NOT_FOUND, 'the booking this idempotency key cancelled no longer exists');
+  return { bookingReference: reference, cancelled: true, cancelledAt: timestampFromDate(row.cancelled_at) };
 }
 
 /** GetBooking: one booking by reference. */

@@ -10,14 +10,17 @@
 import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type {
-  PlaceHoldRequest,
-  PlaceHoldResponseSchema,
-  ReleaseHoldRequest,
-  ReleaseHoldResponseSchema,
+import {
+  PlaceHoldRequestSchema,
+  type HoldSchema,
+  type PlaceHoldRequest,
+  type PlaceHoldResponseSchema,
+  type ReleaseHoldRequest,
+  type ReleaseHoldResponseSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import type { Caller } from '../kit/internal-auth';
 import type { Logger } from '../kit/logger';
 import type { Sql } from '../kit/database';
 import { PeriodicJob } from '../kit/periodic';
@@ -27,6 +30,7 @@ import { failedPrecondition, invalidArgument } from './errors';
 import { appendEvents, calendarChanged, eventWrites, type PendingEvent } from './event-log';
 import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
 import type { CalendarDeps } from './calendar-deps';
+import { checkIdempotencyKey, findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
 
 /** Longest hold a caller may ask for: one day. */
 export const MAX_HOLD_TTL_SECONDS = 86_400;
@@ -48,9 +52,12 @@ export function refuseSandboxPayment(environment: 'sandbox' | 'production', requ
   }
 }
 
-/** PlaceHold: a live hold on free nights, or CONFLICT listing every night already taken. */
-export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Promise<MessageInitShape<typeof PlaceHoldResponseSchema>> {
-  const violations: Violation[] = [];
+/**
+ * PlaceHold: a live hold on free nights, or CONFLICT listing every night already taken.
+ * With an idempotency key (idempotency.ts) a retry answers the hold the key placed.
+ */
+export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest, caller?: Caller): Promise<MessageInitShape<typeof PlaceHoldResponseSchema>> {
+  const violations: Violation[] = checkIdempotencyKey(req.idempotencyKey);
   if (req.listingId === '') violations.push({ field: 'listing_id', code: 'required' });
   const { span, problems } = checkRange(req.checkIn, req.checkOut);
   violations.push(...problems);
@@ -58,6 +65,11 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Prom
   if (ttl < 1) violations.push({ field: 'ttl_seconds', code: 'minimum' });
   else if (ttl > MAX_HOLD_TTL_SECONDS) violations.push({ field: 'ttl_seconds', code: 'maximum' });
   if (violations.length > 0 || !span) throw invalidArgument(violations);
+  const idempotency = idempotencyScope('PlaceHold', PlaceHoldRequestSchema, req, caller);
+  if (idempotency) {
+    const first = await findIdempotentResult(deps.sql, idempotency);
+    if (first) return { hold: await readHold(deps, first) };
+  }
 
   const listing = await deps.listings.resolve(req.listingId);
   refuseSandboxPayment(listing.environment, req.requiresPayment);
@@ -67,6 +79,11 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Prom
   const hold = await withListingTransaction(
     deps.sql,
     async (tx) => {
+      // A concurrent first use of the key waits here, then answers the winner's hold.
+      if (idempotency) {
+        const first = await lockIdempotencyKey(tx, idempotency);
+        if (first) return { replay: first };
+      }
       // Pipelined, in this order: the lock, hold expiry (writes its own events), the conflict scan.
       const [, , conflicts] = await Promise.all([
         lockListing(tx, listing.listingId),
@@ -96,10 +113,12 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Prom
         ) ${eventWrites(tx, events)}
         select expires_at from h
       `;
+      if (idempotency) await recordIdempotencyKey(tx, idempotency, holdId);
       return row!;
     },
     () => scanConflicts(deps.sql, listing.listingId, span.checkIn, span.checkOut, 'all'),
   );
+  if ('replay' in hold) return { hold: await readHold(deps, hold.replay) };
   deps.eventsCommitted();
   return {
     hold: {
@@ -110,6 +129,22 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest): Prom
       expiresAt: timestampFromDate(hold.expires_at),
       requiresPayment: req.requiresPayment,
     },
+  };
+}
+
+/** The hold `holdId` as placed (an idempotent retry's answer; it may have expired, been released or converted since). */
+async function readHold(deps: CalendarDeps, holdId: string): Promise<MessageInitShape<typeof HoldSchema>> {
+  const [row] = await deps.sql<{ listing_id: string; check_in: string; check_out: string; expires_at: Date; requires_payment: boolean }[]>`
+    select listing_id, check_in::text, check_out::text, expires_at, requires_payment from calendar.holds where hold_id = ${holdId}
+  `;
+  if (!row) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'the hold this idempotency key placed no longer exists');
+  return {
+    holdId,
+    listingId: row.listing_id,
+    checkIn: row.check_in,
+    checkOut: row.check_out,
+    expiresAt: timestampFromDate(row.expires_at),
+    requiresPayment: row.requires_payment,
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The calendar service as hosted by a process (see services/kit/service-module.ts):
  * nights and who holds them, partner blocks, marketplace holds and bookings, the
- * resumable event stream (pruned after CALENDAR_EVENT_RETENTION_DAYS) and guest
- * erasure (issue 5; docs/calendar.md).
+ * resumable event stream (pruned after CALENDAR_EVENT_RETENTION_DAYS), idempotency
+ * keys of the marketplace's writes (pruned after 24 h) and guest erasure (issue 5;
+ * docs/calendar.md, docs/marketplace.md).
  */
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
@@ -11,6 +12,7 @@ import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { CalendarDeps } from './calendar-deps';
 import { EventPruner } from './event-retention';
 import { HoldSweeper } from './holds';
+import { IdempotencyKeyPruner } from './idempotency';
 import { ListingDirectory } from './listings';
 import { registerCalendarService } from './service';
 import { WatchHub } from './watch';
@@ -55,6 +57,9 @@ export const calendarModule: ServiceModule = {
     const pruner = new EventPruner(ctx.sql, ctx.log.child({ component: 'calendar-event-retention' }), ctx.config.calendarEventRetentionDays);
     pruner.start();
     ctx.shutdown.add('calendar event retention', () => pruner.stop());
+    const keys = new IdempotencyKeyPruner(ctx.sql, ctx.log.child({ component: 'calendar-idempotency-retention' }));
+    keys.start();
+    ctx.shutdown.add('calendar idempotency key retention', () => keys.stop());
     // Registered after the internal server: runs before it closes, so open
     // WatchEvents streams end cleanly instead of holding the drain.
     ctx.shutdown.add('calendar watch streams', () => hub.close());

@@ -6,6 +6,7 @@
  */
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
+import { CALLER } from '../kit/internal-auth';
 import { getAvailability } from './availability';
 import { deleteBlock, listBlocks, putBlock } from './blocks';
 import { cancelBooking, confirmBooking, getBooking } from './bookings';
@@ -20,10 +21,11 @@ export function registerCalendarService(router: ConnectRouter, deps: CalendarDep
     putBlock: (req) => putBlock(deps, req),
     deleteBlock: (req) => deleteBlock(deps, req),
     listBlocks: (req) => listBlocks(deps, req),
-    placeHold: (req) => placeHold(deps, req),
+    // Idempotency keys are scoped per authenticated caller (idempotency.ts).
+    placeHold: (req, ctx) => placeHold(deps, req, ctx.values.get(CALLER)),
     releaseHold: (req) => releaseHold(deps, req),
-    confirmBooking: (req) => confirmBooking(deps, req),
-    cancelBooking: (req) => cancelBooking(deps, req),
+    confirmBooking: (req, ctx) => confirmBooking(deps, req, ctx.values.get(CALLER)),
+    cancelBooking: (req, ctx) => cancelBooking(deps, req, ctx.values.get(CALLER)),
     getBooking: (req) => getBooking(deps, req),
     getAvailability: (req) => getAvailability(deps, req),
     eraseGuest: (req) => eraseGuest(deps, req),

@@ -5,7 +5,9 @@
  * credential (internal-auth.ts). A role may call only the RPCs listed for it here;
  * anything not listed — including an RPC added to a `.proto` but forgotten here — is
  * refused with PERMISSION_DENIED. `grpc.health.v1.Health` needs no credential
- * (Kubernetes probes and the gateway's readiness check call it).
+ * (Kubernetes probes and the gateway's readiness check call it). gRPC server
+ * reflection (reflection.ts) is open to every role but needs a credential: it shows
+ * only the API's shape, yet a caller without one learns nothing at all.
  *
  * docs/security/internal-access.md publishes this table; test/kit/access-policy.test.ts
  * checks the document against it and that every RPC of every hosted service has an
@@ -35,8 +37,15 @@ const ANY_SERVICE = SERVICE_ROLES;
  *   AuthenticateClient, to verify a marketplace credential presented to it).
  * - marketplace: holds, bookings, availability, public listing reads, WatchEvents.
  * - operator: what `bin/psync` does (docs/operator-cli.md).
+ * - every role: gRPC server reflection (grpcurl, buf curl; docs/marketplace.md).
  */
 export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, readonly Role[]>>>> = {
+  'grpc.reflection.v1.ServerReflection': {
+    ServerReflectionInfo: ROLES,
+  },
+  'grpc.reflection.v1alpha.ServerReflection': {
+    ServerReflectionInfo: ROLES,
+  },
   'psync.admin.v1.AdminService': {
     Migrate: ['operator'],
   },

@@ -1,7 +1,9 @@
 /**
  * The internal Connect/gRPC server (h2c, or HTTP/2 over TLS when INTERNAL_TLS_* are set): one per process, hosting every internal
- * service the process runs plus grpc.health.v1.Health. Speaks gRPC, gRPC-Web and
- * the Connect protocol, so stock @grpc/grpc-js clients work as well as Connect ones.
+ * service the process runs plus grpc.health.v1.Health and gRPC server reflection
+ * (reflection.ts: grpc.reflection.v1 and v1alpha, describing exactly the services
+ * hosted). Speaks gRPC, gRPC-Web and the Connect protocol, so stock @grpc/grpc-js
+ * clients, grpcurl and `buf curl` work as well as Connect ones.
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +13,7 @@ import type { Logger } from './logger';
 import { HealthState, registerHealth } from './health';
 import { SpanKind } from '@opentelemetry/api';
 import { contextFromHeaders, inSpan } from './telemetry';
+import { registerReflection } from './reflection';
 
 /**
  * A SERVER span per RPC, continuing the caller's `traceparent` (the kit's client
@@ -53,7 +56,10 @@ export interface InternalServerOptions {
   tls?: InternalServerTls;
   /** Overrides of DEFAULT_INTERNAL_SERVER_LIMITS (tests use small ones). */
   limits?: Partial<InternalServerLimits>;
-  /** 'health': a listener serving only grpc.health.v1.Health (HEALTH_PORT); named so in the log. */
+  /**
+   * 'health': a listener serving only grpc.health.v1.Health (HEALTH_PORT); named so in
+   * the log. It has no authentication, so it serves no reflection either.
+   */
   purpose?: 'internal' | 'health';
 }
 
@@ -107,6 +113,8 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
     routes(router) {
       registerHealth(router, opts.health);
       opts.routes(router);
+      // Last: reflection describes every service registered above (and itself).
+      if (opts.purpose !== 'health') registerReflection(router, new Set(router.handlers.map((h) => h.service)));
     },
   });
   const tls = opts.tls;

@@ -6,15 +6,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DescService } from '@bufbuild/protobuf';
+import { ServerReflection as ReflectionV1 } from '../../gen/grpc/reflection/v1/reflection_pb';
+import { ServerReflection as ReflectionV1Alpha } from '../../gen/grpc/reflection/v1alpha/reflection_pb';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
-import { ACCESS_POLICY, isAllowed, ROLES } from '../../services/kit/access-policy';
+import { ACCESS_POLICY, isAllowed, ROLES, UNAUTHENTICATED_SERVICES } from '../../services/kit/access-policy';
 import { ROOT } from '../support/process';
 
-const SERVICES: DescService[] = [AdminService, IdentityService, CatalogService, CalendarService, NotificationsService];
+const SERVICES: DescService[] = [ReflectionV1, ReflectionV1Alpha, AdminService, IdentityService, CatalogService, CalendarService, NotificationsService];
 
 test('every RPC of every hosted service has an entry, and every entry is an RPC', () => {
   const fromProto = SERVICES.flatMap((s) => s.methods.map((m) => `${s.typeName}/${m.name}`)).sort();
@@ -30,6 +32,13 @@ test('every entry names known roles and at least one', () => {
       expect(roles.length).toBeGreaterThan(0);
       for (const r of roles) expect(ROLES).toContain(r);
     }
+  }
+});
+
+test('gRPC server reflection: every role, but never without a credential', () => {
+  for (const svc of [ReflectionV1, ReflectionV1Alpha]) {
+    for (const r of ROLES) expect(isAllowed(r, svc.typeName, 'ServerReflectionInfo')).toBe(true);
+    expect(UNAUTHENTICATED_SERVICES.has(svc.typeName)).toBe(false);
   }
 });
 
@@ -50,7 +59,9 @@ test('docs/security/internal-access.md publishes exactly this table', () => {
   const published: Record<string, string[]> = {};
   for (const l of lines) {
     const cells = l.split('|').slice(1, -1).map((c) => c.trim());
-    const rpc = `psync.${cells[0]!.replace(/`/g, '')}`;
+    const name = cells[0]!.replace(/`/g, '');
+    // Our own services are written without their `psync.` prefix; gRPC's standard ones in full.
+    const rpc = name.startsWith('grpc.') ? name : `psync.${name}`;
     published[rpc] = roles.filter((_, i) => cells[i + 1] === '✓');
   }
   const code: Record<string, string[]> = {};

@@ -14,6 +14,8 @@
 import { create, type DescMethod, type DescService } from '@bufbuild/protobuf';
 import { Code, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { ServerReflection as ReflectionV1 } from '../../gen/grpc/reflection/v1/reflection_pb';
+import { ServerReflection as ReflectionV1Alpha } from '../../gen/grpc/reflection/v1alpha/reflection_pb';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
@@ -27,9 +29,11 @@ import { canSplit, startSplitSystem, type SplitSystem } from '../support/split-s
 import { healthClient } from './grpc-health';
 import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
-const SERVICES: DescService[] = [AdminService, IdentityService, CatalogService, CalendarService, NotificationsService];
-/** Which process hosts a service in split mode (AdminService: every one; the identity process is used). */
+const SERVICES: DescService[] = [ReflectionV1, ReflectionV1Alpha, AdminService, IdentityService, CatalogService, CalendarService, NotificationsService];
+/** Which process hosts a service in split mode (AdminService, reflection: every one; the identity, calendar process is used). */
 const HOST: Record<string, 'identity' | 'catalog' | 'calendar' | 'notifications'> = {
+  [ReflectionV1.typeName]: 'calendar',
+  [ReflectionV1Alpha.typeName]: 'calendar',
   [AdminService.typeName]: 'identity',
   [IdentityService.typeName]: 'identity',
   [CatalogService.typeName]: 'catalog',
@@ -69,7 +73,11 @@ function expected(caller: Caller, service: string, method: string): string {
   return isAllowed(caller, service, method) ? 'passed' : 'permission_denied';
 }
 
-/** One call of `method` as `caller`; a stream counts as passed once it opened without an error for 300 ms. */
+/**
+ * One call of `method` as `caller`; a server stream counts as passed once it opened
+ * without an error for 300 ms, a bidirectional one (reflection) once it answered its
+ * one request.
+ */
 async function call(baseUrl: string, sessions: Http2SessionManager, service: DescService, method: DescMethod, caller: Caller, input: unknown): Promise<string> {
   const client = createClient(service, createGrpcTransport({ baseUrl, sessionManager: sessions, interceptors: [bearer(caller)], defaultTimeoutMs: 15000 })) as unknown as Record<
     string,
@@ -77,6 +85,13 @@ async function call(baseUrl: string, sessions: Http2SessionManager, service: Des
   >;
   const request = create(method.input, input as never);
   try {
+    if (method.methodKind === 'bidi_streaming') {
+      const one = async function* () {
+        yield request;
+      };
+      for await (const _ of client[method.localName]!(one()) as AsyncIterable<unknown>) break;
+      return 'passed';
+    }
     if (method.methodKind === 'server_streaming') {
       const signal = AbortSignal.timeout(300);
       try {

@@ -1,0 +1,189 @@
+/**
+ * Idempotency keys of the marketplace's writes: PlaceHold, ConfirmBooking and
+ * CancelBooking (issue 16 item 7; docs/marketplace.md "Idempotency keys"; table
+ * `calendar.idempotency_keys`, migration 0007).
+ *
+ * A retry after an ambiguous failure (a timeout, a dropped connection) must not make
+ * a second hold or booking, and must tell the caller which one the first attempt
+ * made. With `idempotency_key` set:
+ *
+ * - the key is recorded, with a SHA-256 of the request without the key (and the RPC's
+ *   name) and the result's id, in the SAME transaction as the write it produced;
+ * - a later call by the same caller with the same key and the same request writes
+ *   nothing and answers the first call's result: the same hold, the same booking
+ *   reference, the same cancellation (read back as they are now);
+ * - the same key with a different request (or another RPC) fails FAILED_PRECONDITION
+ *   (IDEMPOTENCY_KEY_REUSED);
+ * - concurrent first uses of one key are serialised by a transaction-scoped advisory
+ *   lock on (caller, key), taken before the listing's lock: the loser waits, then
+ *   finds the winner's row and answers its result (the primary key backs this up; a
+ *   unique violation is retried by `withRetries` and finds the row the same way);
+ * - a call that fails records nothing: retrying it with the same key runs it anew.
+ *
+ * Keys are scoped per authenticated caller (the `CALLER` context value: `marketplace`,
+ * `operator`, `client:<id>` …) and kept IDEMPOTENCY_RETENTION_HOURS; the calendar's
+ * housekeeping (`IdempotencyKeyPruner`, started by module.ts) deletes older ones, after
+ * which the key may be used again for anything.
+ */
+import { createHash } from 'node:crypto';
+import { clone, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import type { Sql, Tx } from '../kit/database';
+import type { Caller } from '../kit/internal-auth';
+import type { Logger } from '../kit/logger';
+import { PeriodicJob } from '../kit/periodic';
+import type { Violation } from '../kit/errors';
+import { failedPrecondition } from './errors';
+
+/** How long a key is remembered: a retry within this long answers the first result. */
+export const IDEMPOTENCY_RETENTION_HOURS = 24;
+/** How often expired keys are deleted, and how many per statement. */
+export const IDEMPOTENCY_PRUNE_EVERY_MS = 10 * 60 * 1000;
+export const IDEMPOTENCY_PRUNE_BATCH = 10_000;
+
+/** Longest key accepted (a UUID is 36). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
+
+/** The RPCs that take a key (also the `rpc` column's check constraint). */
+export type IdempotentRpc = 'PlaceHold' | 'ConfirmBooking' | 'CancelBooking';
+
+/** One use of a key: who, which key, and what was asked. */
+export interface IdempotencyScope {
+  caller: string;
+  key: string;
+  rpc: IdempotentRpc;
+  requestSha256: Buffer;
+}
+
+/** The request fields a key-carrying request has (all three requests do). */
+type Keyed = { idempotencyKey?: string };
+
+/** Violations of `idempotency_key` (absent is fine). */
+export function checkIdempotencyKey(key: string | undefined): Violation[] {
+  if (key === undefined) return [];
+  if (key.length === 0) return [{ field: 'idempotency_key', code: 'min_length' }];
+  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) return [{ field: 'idempotency_key', code: 'max_length' }];
+  if (!VISIBLE_ASCII.test(key)) return [{ field: 'idempotency_key', code: 'pattern' }];
+  return [];
+}
+
+/**
+ * The scope of a request's key, or undefined without one. Call after
+ * `checkIdempotencyKey` passed. The fingerprint is the SHA-256 of the RPC's name and
+ * the request's protobuf encoding with the key cleared (protobuf-es writes fields in
+ * field-number order, so equal requests encode equally).
+ */
+export function idempotencyScope<Desc extends DescMessage>(
+  rpc: IdempotentRpc,
+  schema: Desc,
+  req: MessageShape<Desc> & Keyed,
+  caller: Caller | undefined,
+): IdempotencyScope | undefined {
+  if (req.idempotencyKey === undefined) return undefined;
+  const bare = clone(schema, req) as MessageShape<Desc> & Keyed;
+  bare.idempotencyKey = undefined;
+  const requestSha256 = createHash('sha256').update(`${rpc}\n`).update(toBinary(schema, bare)).digest();
+  // In-process and network callers alike have one (internal-auth.ts); '' only for a
+  // server without the auth interceptor (some tests).
+  return { caller: caller?.id ?? '', key: req.idempotencyKey, rpc, requestSha256 };
+}
+
+interface KeyRow {
+  rpc: string;
+  request_sha256: Buffer;
+  result_ref: string;
+}
+
+/** The first result of `scope`'s key, or undefined if unused; throws if it was used for another request. */
+function resultOf(scope: IdempotencyScope, row: KeyRow | undefined): string | undefined {
+  if (!row) return undefined;
+  if (row.rpc !== scope.rpc || !Buffer.from(row.request_sha256).equals(scope.requestSha256)) {
+    throw failedPrecondition(
+      ErrorReason.IDEMPOTENCY_KEY_REUSED,
+      `idempotency_key was already used for a different request (${row.rpc}); use a new key for a new request`,
+    );
+  }
+  return row.result_ref;
+}
+
+/** Outside a transaction: the key's first result, if any (the fast path of a retry). */
+export async function findIdempotentResult(sql: Sql, scope: IdempotencyScope): Promise<string | undefined> {
+  const [row] = await sql<KeyRow[]>`
+    select rpc, request_sha256, result_ref from calendar.idempotency_keys where caller = ${scope.caller} and key = ${scope.key}`;
+  return resultOf(scope, row);
+}
+
+/**
+ * In the write's transaction, before the listing's lock: takes the key's lock (a
+ * concurrent first use waits here for the other to end) and returns the key's first
+ * result, if any — then the caller writes nothing and answers that.
+ */
+export async function lockIdempotencyKey(tx: Tx, scope: IdempotencyScope): Promise<string | undefined> {
+  const [, [row]] = await Promise.all([
+    tx`select pg_advisory_xact_lock(hashtextextended(${`psync.calendar.idempotency\n${scope.caller}\n${scope.key}`}, 0))`,
+    tx<KeyRow[]>`select rpc, request_sha256, result_ref from calendar.idempotency_keys where caller = ${scope.caller} and key = ${scope.key}`,
+  ]);
+  return resultOf(scope, row);
+}
+
+/**
+ * In the write's transaction, after the listing's lock (which registers the transaction
+ * as an event writer before its first write, migration 0005): records the key with the
+ * id of what the write produced.
+ */
+export async function recordIdempotencyKey(tx: Tx, scope: IdempotencyScope, resultRef: string): Promise<void> {
+  await tx`
+    insert into calendar.idempotency_keys (caller, key, rpc, request_sha256, result_ref)
+    values (${scope.caller}, ${scope.key}, ${scope.rpc}, ${scope.requestSha256}, ${resultRef})`;
+}
+
+/** Deletes up to `batch` keys older than `retentionHours`; returns how many. */
+export async function pruneIdempotencyKeysOnce(sql: Sql, retentionHours = IDEMPOTENCY_RETENTION_HOURS, batch = IDEMPOTENCY_PRUNE_BATCH): Promise<number> {
+  const [row] = await sql<{ deleted: number }[]>`
+    with gone as (
+      delete from calendar.idempotency_keys
+      where (caller, key) in (
+        select caller, key from calendar.idempotency_keys
+        where created_at < now() - make_interval(hours => ${retentionHours})
+        limit ${batch}
+      )
+      returning 1
+    )
+    select count(*)::int as deleted from gone`;
+  return row!.deleted;
+}
+
+/** The housekeeping of keys: prunes now and every IDEMPOTENCY_PRUNE_EVERY_MS until stop(). */
+export class IdempotencyKeyPruner {
+  private readonly job: PeriodicJob;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly log: Logger,
+    private readonly retentionHours = IDEMPOTENCY_RETENTION_HOURS,
+    everyMs = IDEMPOTENCY_PRUNE_EVERY_MS,
+  ) {
+    this.job = new PeriodicJob(() => this.pruneAll(), everyMs, (err) => log.warn({ err }, 'calendar: idempotency key pruning failed; retried later'));
+  }
+
+  start(): void {
+    this.job.start(0);
+  }
+
+  async stop(): Promise<void> {
+    await this.job.stop();
+  }
+
+  /** Prunes batch after batch until one comes back short (or stop()); returns how many were deleted. */
+  async pruneAll(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const n = await pruneIdempotencyKeysOnce(this.sql, this.retentionHours);
+      deleted += n;
+      if (n < IDEMPOTENCY_PRUNE_BATCH || this.job.isStopped) break;
+    }
+    if (deleted > 0) this.log.info({ deleted, retention_hours: this.retentionHours }, 'calendar: idempotency keys past the retention pruned');
+    return deleted;
+  }
+}
