@@ -5,7 +5,6 @@
  * client within their verification cache's lifetime (INTERNAL_AUTH_CACHE_SECONDS, 30 s).
  */
 import { IdentityService, type InternalClient } from '../../gen/psync/identity/v1/identity_pb';
-import { UsageError } from './args';
 import { command, type Command } from './registry';
 import { isoOrNull } from './present';
 
@@ -18,9 +17,15 @@ export const clientCommands: Record<string, Command> = {
   'client issue': command({
     summary: 'issues a credential for a marketplace caller of the internal API; the token is printed here and never again',
     notes: ['The caller sends it as `authorization: Bearer <token>` on every call to the internal API.'],
-    flags: { name: { value: 'NAME', required: true, doc: 'who will hold the credential, e.g. search-indexer; 1 to 200 characters' } },
+    flags: {
+      name: {
+        value: 'NAME',
+        required: true,
+        check: (v) => (v.trim() === '' || [...v].length > 200 ? '--name must be 1 to 200 characters' : undefined),
+        doc: 'who will hold the credential, e.g. search-indexer; 1 to 200 characters',
+      },
+    },
     async run(f, { clients, baseUrl }) {
-      if (f.name.trim() === '' || [...f.name].length > 200) throw new UsageError('--name must be 1 to 200 characters');
       const res = await clients.client(IdentityService, baseUrl).issueClient({ name: f.name });
       const c = res.client!;
       return { client_id: c.clientId, name: c.name, role: c.role, token: res.token };
@@ -29,11 +34,21 @@ export const clientCommands: Record<string, Command> = {
 
   'client revoke': command({
     summary: 'revokes a marketplace caller\'s credential; services refuse it within 30 s (idempotent)',
-    flags: { client: { value: 'CLIENT_ID', required: true, doc: 'the client id (16 characters a-z, 2-7), as printed by `psync client issue`; not the token' } },
+    flags: {
+      client: {
+        value: 'CLIENT_ID',
+        required: true,
+        // Never echo the value: it may be a whole token pasted by mistake.
+        check: (v) =>
+          v.startsWith('psmc_')
+            ? '--client takes the client id (the 16 characters after "psmc_"), not the whole token'
+            : /^[a-z2-7]{16}$/.test(v)
+              ? undefined
+              : '--client must be a client id: 16 characters a-z and 2-7, as printed by `psync client issue`',
+        doc: 'the client id (16 characters a-z, 2-7), as printed by `psync client issue`; not the token',
+      },
+    },
     async run(f, { clients, baseUrl }) {
-      // Never echo the value: it may be a whole token pasted by mistake.
-      if (f.client.startsWith('psmc_')) throw new UsageError('--client takes the client id (the 16 characters after "psmc_"), not the whole token');
-      if (!/^[a-z2-7]{16}$/.test(f.client)) throw new UsageError('--client must be a client id: 16 characters a-z and 2-7, as printed by `psync client issue`');
       const res = await clients.client(IdentityService, baseUrl).revokeClient({ clientId: f.client });
       const c = res.client!;
       return { client_id: c.clientId, revoked: true, revoked_at: isoOrNull(c.revokedAt) };
@@ -42,6 +57,7 @@ export const clientCommands: Record<string, Command> = {
 
   'client list': command({
     summary: 'the marketplace callers of the internal API, newest first (never their tokens)',
+    columns: ['client_id', 'name', 'role', 'created_at', 'revoked_at'],
     flags: { all: { doc: 'include revoked clients' } },
     async run(f, { clients, baseUrl }) {
       const res = await clients.client(IdentityService, baseUrl).listClients({ includeRevoked: f.all !== undefined });

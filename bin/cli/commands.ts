@@ -20,8 +20,21 @@ import { UsageError } from './args';
 import { command, type Command } from './registry';
 import { environmentName, isoOrNull, UUID, webhookEventTypeName } from './present';
 
-const WORKSPACE_FLAG = { value: 'WID', required: true, doc: 'the workspace id (a UUID, as printed by `psync workspace create`)' } as const;
 const WORKSPACE_ERROR = '--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)';
+const workspaceCheck = (v: string) => (UUID.test(v) ? undefined : WORKSPACE_ERROR);
+const WORKSPACE_FLAG = { value: 'WID', required: true, check: workspaceCheck, doc: 'the workspace id (a UUID, as printed by `psync workspace create`)' } as const;
+
+/** A `check` refusing values that do not match `pattern` with `problem`. */
+const matching = (pattern: RegExp, problem: string) => (v: string) => (pattern.test(v) ? undefined : problem);
+/** A `check` allowing only the keys of `choices`. */
+const oneOf = (choices: object, problem: string) => (v: string) => (Object.hasOwn(choices, v) ? undefined : problem);
+
+const ENVIRONMENTS = { sandbox: Environment.SANDBOX, production: Environment.PRODUCTION } as const;
+const INITIATORS = { guest: CancellationInitiator.GUEST, host: CancellationInitiator.HOST } as const;
+const DELIVERY_STATES = { pending: DeliveryState.PENDING, delivered: DeliveryState.DELIVERED, abandoned: DeliveryState.ABANDONED } as const;
+const DELETION_STATES = { open: DeletionRequestState.OPEN, acknowledged: DeletionRequestState.ACKNOWLEDGED, escalated: DeletionRequestState.ESCALATED } as const;
+/** The fields of a delivery item (deliveryItem), as `--output table` columns. */
+const DELIVERY_COLUMNS = ['event_id', 'event_type', 'state', 'attempts', 'last_status', 'next_attempt_at'];
 
 export const operationCommands: Record<string, Command> = {
   migrate: command({
@@ -36,13 +49,15 @@ export const operationCommands: Record<string, Command> = {
   'workspace create': command({
     summary: 'creates a workspace; its environment is fixed for ever',
     flags: {
-      name: { value: 'NAME', required: true, doc: 'a human-readable name, 1 to 200 characters' },
-      env: { value: 'sandbox|production', required: true, doc: 'the environment' },
+      name: {
+        value: 'NAME',
+        required: true,
+        check: (v) => (v.trim() === '' || [...v].length > 200 ? '--name must be 1 to 200 characters' : undefined),
+        doc: 'a human-readable name, 1 to 200 characters',
+      },
+      env: { value: 'sandbox|production', required: true, check: oneOf(ENVIRONMENTS, '--env must be sandbox or production'), doc: 'the environment' },
     },
     async run(f, { clients, baseUrl }) {
-      const length = [...f.name].length;
-      if (f.name.trim() === '' || length > 200) throw new UsageError('--name must be 1 to 200 characters');
-      if (!Object.hasOwn(ENVIRONMENTS, f.env)) throw new UsageError('--env must be sandbox or production');
       const environment = ENVIRONMENTS[f.env as keyof typeof ENVIRONMENTS];
       const res = await clients.client(IdentityService, baseUrl).createWorkspace({ name: f.name, environment });
       const ws = res.workspace!;
@@ -54,7 +69,6 @@ export const operationCommands: Record<string, Command> = {
     summary: 'issues an API key for a workspace; the key is printed here and never again',
     flags: { workspace: WORKSPACE_FLAG },
     async run(f, { clients, baseUrl }) {
-      if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
       const res = await clients.client(IdentityService, baseUrl).issueKey({ workspaceId: f.workspace });
       return { key_id: res.keyId, api_key: res.apiKey, workspace_id: res.workspaceId, environment: environmentName(res.environment) };
     },
@@ -62,11 +76,21 @@ export const operationCommands: Record<string, Command> = {
 
   'key revoke': command({
     summary: 'revokes an API key by its id; its outstanding tokens fail on their next request (idempotent)',
-    flags: { key: { value: 'KEY_ID', required: true, doc: 'the key id (16 characters a-z, 2-7), as printed by `psync key issue`; not the whole key' } },
+    flags: {
+      key: {
+        value: 'KEY_ID',
+        required: true,
+        // Never echo the value: it may be a whole API key pasted by mistake.
+        check: (v) =>
+          v.startsWith('psk_')
+            ? '--key takes the key id (the 16 characters after "psk_"), not the whole API key'
+            : /^[a-z2-7]{16}$/.test(v)
+              ? undefined
+              : '--key must be a key id: 16 characters a-z and 2-7, as printed by `psync key issue`',
+        doc: 'the key id (16 characters a-z, 2-7), as printed by `psync key issue`; not the whole key',
+      },
+    },
     async run(f, { clients, baseUrl }) {
-      // Never echo the value: it may be a whole API key pasted by mistake.
-      if (f.key.startsWith('psk_')) throw new UsageError('--key takes the key id (the 16 characters after "psk_"), not the whole API key');
-      if (!/^[a-z2-7]{16}$/.test(f.key)) throw new UsageError('--key must be a key id: 16 characters a-z and 2-7, as printed by `psync key issue`');
       const res = await clients.client(IdentityService, baseUrl).revokeKey({ keyId: f.key });
       return { key_id: res.keyId, revoked: res.revoked };
     },
@@ -76,7 +100,6 @@ export const operationCommands: Record<string, Command> = {
     summary: 'creates a marketplace listing of a workspace that the partner did not push (sandbox or production)',
     flags: { workspace: WORKSPACE_FLAG, name: { value: 'NAME', doc: 'a name for the listing' } },
     async run(f, { clients, baseUrl }) {
-      if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
       const res = await clients.client(CatalogService, baseUrl).createListing({ workspaceId: f.workspace, name: f.name });
       return { listing_id: res.listing!.listingId };
     },
@@ -88,14 +111,14 @@ export const operationCommands: Record<string, Command> = {
       listing: { value: 'LID', required: true, doc: 'the listing id' },
       'check-in': { value: 'D', required: true, doc: 'first night, YYYY-MM-DD' },
       'check-out': { value: 'D', required: true, doc: 'departure day (exclusive), YYYY-MM-DD' },
-      'ttl-seconds': { value: 'N', doc: 'lifetime of the hold, 1 to 86400 s (default HOLD_TTL_SECONDS, 900)' },
+      'ttl-seconds': {
+        value: 'N',
+        check: matching(/^[1-9]\d{0,5}$/, '--ttl-seconds must be a whole number of seconds, 1 to 86400'),
+        doc: 'lifetime of the hold, 1 to 86400 s (default HOLD_TTL_SECONDS, 900)',
+      },
     },
     async run(f, { clients, baseUrl }) {
-      let ttlSeconds: number | undefined;
-      if (f['ttl-seconds'] !== undefined) {
-        if (!/^[1-9]\d{0,5}$/.test(f['ttl-seconds'])) throw new UsageError('--ttl-seconds must be a whole number of seconds, 1 to 86400');
-        ttlSeconds = Number(f['ttl-seconds']);
-      }
+      const ttlSeconds = f['ttl-seconds'] === undefined ? undefined : Number(f['ttl-seconds']);
       const calendar = clients.client(CalendarService, baseUrl);
       const res = await calendar.placeHold({ listingId: f.listing, checkIn: f['check-in'], checkOut: f['check-out'], ttlSeconds, requiresPayment: false });
       return { hold_id: res.hold!.holdId };
@@ -112,25 +135,35 @@ export const operationCommands: Record<string, Command> = {
   }),
 
   'booking confirm': command({
-    summary: 'confirms a booking on free nights and emits booking.confirmed; never reaches a payment provider',
+    summary: 'confirms a booking (from a live hold, or on free nights) and emits booking.confirmed; never reaches a payment provider',
+    usage:
+      '(--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR',
+    notes: [
+      'With --hold the booking takes the hold\'s listing and nights (--listing, --check-in, --check-out, if given too, must',
+      'match them) and the hold becomes the booking; without it the nights must be free.',
+    ],
     flags: {
-      listing: { value: 'LID', required: true, doc: 'the listing id' },
-      'check-in': { value: 'D', required: true, doc: 'first night, YYYY-MM-DD' },
-      'check-out': { value: 'D', required: true, doc: 'departure day (exclusive), YYYY-MM-DD' },
+      hold: { value: 'HID', doc: 'a live hold to convert, as printed by `psync hold place`' },
+      listing: { value: 'LID', requiredUnless: 'hold', doc: 'the listing id (not needed with --hold)' },
+      'check-in': { value: 'D', requiredUnless: 'hold', doc: 'first night, YYYY-MM-DD (not needed with --hold)' },
+      'check-out': { value: 'D', requiredUnless: 'hold', doc: 'departure day (exclusive), YYYY-MM-DD (not needed with --hold)' },
       'guest-id': { value: 'GID', required: true, doc: 'the marketplace\'s guest id' },
       'guest-name': { value: 'NAME', required: true, doc: 'the guest\'s name' },
-      'party-size': { value: 'N', required: true, doc: 'number of guests' },
-      amount: { value: '123.45', required: true, doc: 'amount paid, a decimal' },
-      currency: { value: 'EUR', required: true, doc: 'three-letter currency code' },
+      'party-size': { value: 'N', required: true, check: matching(/^[1-9]\d{0,2}$/, '--party-size must be a whole number of guests'), doc: 'number of guests' },
+      amount: { value: '123.45', required: true, check: matching(/^\d+(\.\d+)?$/, '--amount must be a decimal amount such as 123.45'), doc: 'amount paid, a decimal' },
+      currency: {
+        value: 'EUR',
+        required: true,
+        check: matching(/^[A-Za-z]{3}$/, '--currency must be a three-letter currency code such as EUR'),
+        doc: 'three-letter currency code',
+      },
     },
     async run(f, { clients, baseUrl }) {
-      if (!/^[1-9]\d{0,2}$/.test(f['party-size'])) throw new UsageError('--party-size must be a whole number of guests');
-      if (!/^\d+(\.\d+)?$/.test(f.amount)) throw new UsageError('--amount must be a decimal amount such as 123.45');
-      if (!/^[A-Za-z]{3}$/.test(f.currency)) throw new UsageError('--currency must be a three-letter currency code such as EUR');
       const res = await clients.client(CalendarService, baseUrl).confirmBooking({
-        listingId: f.listing,
-        checkIn: f['check-in'],
-        checkOut: f['check-out'],
+        holdId: f.hold,
+        listingId: f.listing ?? '',
+        checkIn: f['check-in'] ?? '',
+        checkOut: f['check-out'] ?? '',
         guestId: f['guest-id'],
         guestName: f['guest-name'],
         partySize: Number(f['party-size']),
@@ -145,12 +178,10 @@ export const operationCommands: Record<string, Command> = {
     summary: 'cancels a booking and emits booking.cancelled (guest: nights re-sellable; host: nights stay closed)',
     flags: {
       booking: { value: 'REF', required: true, doc: 'the booking reference' },
-      'initiated-by': { value: 'guest|host', required: true, doc: 'who cancelled' },
+      'initiated-by': { value: 'guest|host', required: true, check: oneOf(INITIATORS, '--initiated-by must be guest or host'), doc: 'who cancelled' },
     },
     async run(f, { clients, baseUrl }) {
-      const initiators = { guest: CancellationInitiator.GUEST, host: CancellationInitiator.HOST } as const;
-      if (!Object.hasOwn(initiators, f['initiated-by'])) throw new UsageError('--initiated-by must be guest or host');
-      const by = initiators[f['initiated-by'] as keyof typeof initiators];
+      const by = INITIATORS[f['initiated-by'] as keyof typeof INITIATORS];
       const res = await clients.client(CalendarService, baseUrl).cancelBooking({ bookingReference: f.booking, initiatedBy: by });
       return { booking_reference: res.bookingReference, cancelled: res.cancelled };
     },
@@ -169,15 +200,14 @@ export const operationCommands: Record<string, Command> = {
     summary: 'mints a new webhook signing secret; the previous one signs X-Signature-Previous until previous_valid_until',
     flags: {
       workspace: WORKSPACE_FLAG,
-      'overlap-seconds': { value: 'N', doc: 'how long the previous secret keeps signing, in seconds (default 86400)' },
+      'overlap-seconds': {
+        value: 'N',
+        check: matching(/^\d+$/, '--overlap-seconds must be a whole number of seconds'),
+        doc: 'how long the previous secret keeps signing, in seconds (default 86400)',
+      },
     },
     async run(f, { clients, baseUrl }) {
-      if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
-      let overlapSeconds: number | undefined;
-      if (f['overlap-seconds'] !== undefined) {
-        if (!/^\d+$/.test(f['overlap-seconds'])) throw new UsageError('--overlap-seconds must be a whole number of seconds');
-        overlapSeconds = Number(f['overlap-seconds']);
-      }
+      const overlapSeconds = f['overlap-seconds'] === undefined ? undefined : Number(f['overlap-seconds']);
       const res = await clients.client(NotificationsService, baseUrl).rotateSecret({ workspaceId: f.workspace, overlapSeconds });
       return { signing_secret: res.signingSecret, previous_valid_until: isoOrNull(res.previousValidUntil) };
     },
@@ -185,11 +215,17 @@ export const operationCommands: Record<string, Command> = {
 
   'deliveries list': command({
     summary: 'a workspace\'s webhook deliveries, newest first (at most 500)',
-    flags: { workspace: WORKSPACE_FLAG, state: { value: 'pending|delivered|abandoned', doc: 'only deliveries in this state' } },
+    columns: DELIVERY_COLUMNS,
+    flags: {
+      workspace: WORKSPACE_FLAG,
+      state: {
+        value: 'pending|delivered|abandoned',
+        check: oneOf(DELIVERY_STATES, '--state must be pending, delivered or abandoned'),
+        doc: 'only deliveries in this state',
+      },
+    },
     async run(f, { clients, baseUrl }) {
-      if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
       const state = f.state === undefined ? undefined : DELIVERY_STATES[f.state as keyof typeof DELIVERY_STATES];
-      if (f.state !== undefined && state === undefined) throw new UsageError('--state must be pending, delivered or abandoned');
       const res = await clients.client(NotificationsService, baseUrl).listDeliveries({ workspaceId: f.workspace, state });
       return { items: res.items.map(deliveryItem) };
     },
@@ -202,15 +238,18 @@ export const operationCommands: Record<string, Command> = {
       'Re-queued deliveries are pending again with a fresh retry schedule. Delivered and pending ones are left alone;',
       'an EVENT_ID the workspace has no delivery for fails. Nothing is sent while the endpoint is not active.',
     ],
+    columns: DELIVERY_COLUMNS,
     flags: {
       workspace: WORKSPACE_FLAG,
-      event: { value: 'EVENT_ID', doc: 'the event_id of one abandoned delivery, as printed by `psync deliveries list`' },
+      event: {
+        value: 'EVENT_ID',
+        check: matching(UUID, '--event must be an event_id (a UUID, as printed by `psync deliveries list`)'),
+        doc: 'the event_id of one abandoned delivery, as printed by `psync deliveries list`',
+      },
       'all-abandoned': { doc: 'every abandoned delivery of the workspace' },
     },
     async run(f, { clients, baseUrl }) {
-      if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
       if ((f.event === undefined) === (f['all-abandoned'] === undefined)) throw new UsageError('give exactly one of --event EVENT_ID or --all-abandoned');
-      if (f.event !== undefined && !UUID.test(f.event)) throw new UsageError('--event must be an event_id (a UUID, as printed by `psync deliveries list`)');
       const res = await clients.client(NotificationsService, baseUrl).replayDeliveries({
         workspaceId: f.workspace,
         selection: f.event !== undefined ? { case: 'eventId', value: f.event } : { case: 'allAbandoned', value: true },
@@ -231,15 +270,18 @@ export const operationCommands: Record<string, Command> = {
 
   'deletion-requests list': command({
     summary: 'deletion requests (one per user.erased delivery), newest first, and their acknowledgement state',
+    columns: ['event_id', 'workspace_id', 'state', 'booking_references', 'provider_ids', 'created_at', 'acknowledged_at', 'completed_at', 'escalated_at'],
     flags: {
-      workspace: { value: 'WID', doc: 'only this workspace\'s requests (a UUID)' },
-      state: { value: 'open|acknowledged|escalated', doc: 'only requests in this state (escalated: unacknowledged too long)' },
+      workspace: { value: 'WID', check: workspaceCheck, doc: 'only this workspace\'s requests (a UUID)' },
+      state: {
+        value: 'open|acknowledged|escalated',
+        check: oneOf(DELETION_STATES, '--state must be open, acknowledged or escalated'),
+        doc: 'only requests in this state (escalated: unacknowledged too long)',
+      },
     },
     async run(f, { clients, baseUrl }) {
-      if (f.workspace !== undefined && !UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
-      const states = { open: DeletionRequestState.OPEN, acknowledged: DeletionRequestState.ACKNOWLEDGED, escalated: DeletionRequestState.ESCALATED };
+      const states = DELETION_STATES;
       const state = f.state === undefined ? undefined : states[f.state as keyof typeof states];
-      if (f.state !== undefined && state === undefined) throw new UsageError('--state must be open, acknowledged or escalated');
       const res = await clients.client(NotificationsService, baseUrl).listDeletionRequests({ workspaceId: f.workspace ?? '', state });
       return {
         items: res.items.map((r) => ({
@@ -258,9 +300,6 @@ export const operationCommands: Record<string, Command> = {
   }),
 };
 
-const ENVIRONMENTS = { sandbox: Environment.SANDBOX, production: Environment.PRODUCTION } as const;
-
-const DELIVERY_STATES = { pending: DeliveryState.PENDING, delivered: DeliveryState.DELIVERED, abandoned: DeliveryState.ABANDONED } as const;
 
 /** A delivery as the operator sees it (operator-interface.md, "deliveries list item"). */
 function deliveryItem(d: Delivery): Record<string, unknown> {

@@ -11,6 +11,8 @@ describe('psync help', () => {
       expect(text).toMatch(new RegExp(`^  ${name.replace(/[-]/g, '\\-')} +${cmd.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
     }
     expect(text).toMatch(/^ {2}help +\S/m);
+    expect(text).toMatch(/^ {2}completion bash\|zsh +\S/m);
+    expect(text).toContain('--output table');
     expect(text).toContain('PSYNC_TOKEN');
     expect(text).toContain('keys/operator.token');
   });
@@ -25,7 +27,22 @@ describe('psync help', () => {
         expect(text).toContain(spec.doc);
       }
       expect(text).toMatch(/^ {2}--help +this help$/m);
+      expect(text).toMatch(/^ {2}--output json\|table +\(optional\) json \(default\)/m);
     }
+  });
+
+  test('booking confirm: --hold, or the listing and nights', () => {
+    const cmd = commands['booking confirm']!;
+    expect(usageOf('booking confirm', cmd)).toBe(
+      'psync booking confirm (--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR',
+    );
+    const text = helpText(commands, ['booking', 'confirm']);
+    expect(text).toMatch(/^ {2}--hold HID +\(optional\) a live hold/m);
+    expect(text).toMatch(/^ {2}--listing LID +the listing id \(not needed with --hold\)$/m);
+  });
+
+  test('psync help completion', () => {
+    expect(helpText(commands, ['completion']).split('\n')[0]).toBe('usage: psync completion bash|zsh');
   });
 
   test('usage lines: required flags bare, optional ones in brackets, switches without a value', () => {

@@ -39,11 +39,13 @@ function overview(commands: Readonly<Record<string, Command>>): string[] {
     'usage: psync <command> [--flag value …]',
     '       psync <command> --help    a command\'s usage and flags',
     '       psync help [<command>]    this list, or a command\'s usage',
+    '       psync <command> --output table    a table for people instead of the JSON object',
     '',
     'commands:',
     ...columns([
       ...Object.entries(commands).map(([n, c]): [string, string] => [n, c.summary]),
       ['help', 'lists the commands, or shows one command\'s usage'],
+      ['completion bash|zsh', 'prints a shell completion script: source <(psync completion bash)'],
     ]),
     '',
     ...CREDENTIAL_LINES,
@@ -55,11 +57,20 @@ function overview(commands: Readonly<Record<string, Command>>): string[] {
 function commandHelp(name: string, cmd: Command): string[] {
   const flags: [string, string][] = Object.entries(cmd.flags).map(([flag, spec]) => [
     spec.value === undefined ? `--${flag}` : `--${flag} ${spec.value}`,
-    `${spec.required ? '' : '(optional) '}${spec.doc}`,
+    `${spec.required || spec.requiredUnless !== undefined ? '' : '(optional) '}${spec.doc}`,
   ]);
+  flags.push(['--output json|table', '(optional) json (default): one JSON object; table: aligned columns for people']);
   flags.push(['--help', 'this help']);
   return [`usage: ${usageOf(name, cmd)}`, '', `${name}: ${cmd.summary}`, ...(cmd.notes ?? []), '', 'flags:', ...columns(flags), '', ...CREDENTIAL_LINES];
 }
+
+const COMPLETION_HELP = [
+  'usage: psync completion bash|zsh',
+  '',
+  'completion: prints a shell completion script for psync\'s commands, flags and flag choices.',
+  '  bash: source <(psync completion bash)          (or save it under /etc/bash_completion.d/psync)',
+  '  zsh:  source <(psync completion zsh)           (after compinit; or save it as _psync on your fpath)',
+];
 
 /**
  * The help text for `words`: the overview for none (or `help`), one command's usage,
@@ -68,6 +79,7 @@ function commandHelp(name: string, cmd: Command): string[] {
 export function helpText(commands: Readonly<Record<string, Command>>, words: string[]): string {
   const name = words.join(' ');
   if (words.length === 0 || name === 'help') return `${overview(commands).join('\n')}\n`;
+  if (name === 'completion') return `${COMPLETION_HELP.join('\n')}\n`;
   const cmd = commands[name];
   if (cmd) return `${commandHelp(name, cmd).join('\n')}\n`;
   const group = groupOf(commands, words);

@@ -1,8 +1,9 @@
 /**
  * psync entry point: parse, call the internal API with the operator credential, print
- * exactly one JSON object on stdout and exit 0; on failure one line on stderr and a
- * non-zero exit (2 usage, 1 anything else). `psync help` and `--help` print usage text
- * on stdout and exit 0 without calling anything.
+ * exactly one JSON object on stdout (or, with `--output table`, an aligned table) and
+ * exit 0; on failure one line on stderr and a non-zero exit (2 usage, 1 anything else).
+ * `psync help`, `--help` and `psync completion bash|zsh` print text on stdout and exit 0
+ * without calling anything.
  */
 import type { DescService } from '@bufbuild/protobuf';
 import { ConnectError, Code, type Client } from '@connectrpc/connect';
@@ -10,9 +11,12 @@ import { InternalClients, type InternalTls } from '../../services/kit/internal-c
 import { internalTls } from '../../services/kit/internal-credentials';
 import { parseArgs, UsageError } from './args';
 import { commands } from './command-set';
+import { completionScript } from './completion';
 import { CredentialError, describeSource, resolveOperatorCredential, type OperatorCredential } from './credentials';
 import { groupOf, helpText } from './help';
-import { switchesOf, type CommandClients } from './registry';
+import { OUTPUT_FLAG, outputProblem, renderTable } from './output';
+import { serviceRefusal } from './refusal';
+import { switchesOf, valueFlagsOf, type CommandClients } from './registry';
 
 /**
  * TLS for an https:// PSYNC_INTERNAL_URL, from the variables the services read
@@ -55,17 +59,35 @@ async function main(argv: string[]): Promise<number> {
   const baseUrl = process.env.PSYNC_INTERNAL_URL || `${process.env.INTERNAL_TLS_CERT ? 'https' : 'http'}://127.0.0.1:8081`;
   const clients = new OperatorClients();
   try {
-    const { words, flags, help } = parseArgs(argv, (w) => switchesOf(commands[w.join(' ')]));
+    const { words, flags, help, problems } = parseArgs(argv, (w) => {
+      const cmd = commands[w.join(' ')];
+      return { values: [...valueFlagsOf(cmd), OUTPUT_FLAG], switches: switchesOf(cmd) };
+    });
+    // --output is every command's: taken out before the command's own flags are checked.
+    const output = flags.get(OUTPUT_FLAG) ?? 'json';
+    flags.delete(OUTPUT_FLAG);
+    const bad = outputProblem(output);
+    if (bad) problems.push(bad);
     if (help || words[0] === 'help') {
-      if (flags.size > 0 && !help) throw new UsageError(`unknown flag --${[...flags.keys()][0]!}`);
+      if (flags.size > 0 && !help) problems.push(`unknown flag --${[...flags.keys()][0]!}`);
+      if (problems.length > 0) throw new UsageError(problems.join('; '));
       process.stdout.write(helpText(commands, words[0] === 'help' ? words.slice(1) : words));
+      return 0;
+    }
+    if (words[0] === 'completion') {
+      if (flags.size > 0) problems.push(`unknown flag --${[...flags.keys()][0]!}`);
+      if (problems.length > 0) throw new UsageError(problems.join('; '));
+      process.stdout.write(completionScript(commands, words.slice(1)));
       return 0;
     }
     const name = words.join(' ');
     const command = commands[name];
-    if (!command) throw new UsageError(unknownCommand(words));
+    if (!command) throw new UsageError([unknownCommand(words), ...problems].join('; '));
+    // Every problem at once: what could not be parsed, then unknown, missing and bad flags.
+    problems.push(...command.problems(flags));
+    if (problems.length > 0) throw new UsageError(problems.join('; '));
     const out = await command.execute(flags, { clients, baseUrl });
-    process.stdout.write(`${JSON.stringify(out)}\n`);
+    process.stdout.write(output === 'table' ? renderTable(out, command.columns) : `${JSON.stringify(out)}\n`);
     return 0;
   } catch (err) {
     process.stderr.write(`psync: ${describe(err, baseUrl, clients.credential)}\n`);
@@ -103,7 +125,7 @@ function describe(err: unknown, baseUrl: string, credential: OperatorCredential 
         'PSYNC_TOKEN must be the operator token, not a service\'s or a marketplace client\'s'
       );
     }
-    return oneLine(`${Code[err.code]}: ${err.rawMessage}`);
+    return oneLine(serviceRefusal(err, baseUrl, CALL_TIMEOUT_MS));
   }
   return oneLine(err instanceof Error ? err.message : String(err));
 }

@@ -4,7 +4,7 @@
  */
 import type { Client } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
-import { takeFlags } from './args';
+import { UsageError } from './args';
 
 /** One flag of a command. */
 export interface FlagSpec {
@@ -12,6 +12,10 @@ export interface FlagSpec {
   readonly value?: string;
   /** Must be given. */
   readonly required?: boolean;
+  /** Must be given unless this other flag is (`booking confirm`: the nights unless `--hold`). */
+  readonly requiredUnless?: string;
+  /** Checks a given value: undefined when fine, else one phrase naming the flag and what it takes. */
+  readonly check?: (value: string) => string | undefined;
   /** One line for `--help`. */
   readonly doc: string;
 }
@@ -45,7 +49,11 @@ export interface Command {
   readonly usage?: string;
   /** Further lines for `--help`. */
   readonly notes?: readonly string[];
-  /** Checks the flags (unknown, missing: usage errors), then runs; resolves with the one JSON object to print. */
+  /** The item fields `--output table` shows as columns, in order (list commands: `{"items":[…]}`). */
+  readonly columns?: readonly string[];
+  /** Every unknown, missing or bad flag, each one phrase; empty when the flags can run. */
+  problems(flags: ReadonlyMap<string, string>): string[];
+  /** Checks the flags (any problem: one usage error listing them all), then runs; resolves with the one JSON object to print. */
   execute(flags: Map<string, string>, ctx: CommandContext): Promise<Record<string, unknown>>;
 }
 
@@ -54,21 +62,52 @@ export interface CommandDefinition<F extends FlagSpecs> {
   flags: F;
   usage?: string;
   notes?: readonly string[];
+  columns?: readonly string[];
   run(f: FlagValues<F>, ctx: CommandContext): Promise<Record<string, unknown>>;
+}
+
+/**
+ * Every problem with `flags` against `specs`, in one list: unknown flags, missing
+ * required ones (`requiredUnless` counted), then each given value its `check` refuses.
+ */
+export function flagProblems(specs: FlagSpecs, flags: ReadonlyMap<string, string>): string[] {
+  const problems: string[] = [];
+  const unknown = [...flags.keys()].filter((n) => !Object.hasOwn(specs, n));
+  if (unknown.length > 0) problems.push(`unknown flag${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `--${n}`).join(', ')}`);
+  const missing = Object.entries(specs)
+    .filter(([n, spec]) => !flags.has(n) && (spec.required || (spec.requiredUnless !== undefined && !flags.has(spec.requiredUnless))))
+    .map(([n]) => `--${n}`);
+  if (missing.length > 0) problems.push(`missing ${missing.join(', ')}`);
+  for (const [n, spec] of Object.entries(specs)) {
+    const value = flags.get(n);
+    const problem = value === undefined ? undefined : spec.check?.(value);
+    if (problem) problems.push(problem);
+  }
+  return problems;
 }
 
 /** Declares a command: its flags are checked against `flags` before `run` sees them. */
 export function command<const F extends FlagSpecs>(def: CommandDefinition<F>): Command {
-  const names = Object.keys(def.flags);
-  const required = names.filter((n) => def.flags[n]!.required);
-  const optional = names.filter((n) => !def.flags[n]!.required);
+  const problems = (flags: ReadonlyMap<string, string>) => flagProblems(def.flags, flags);
   return {
     summary: def.summary,
     flags: def.flags,
     usage: def.usage,
     notes: def.notes,
-    execute: (flags, ctx) => def.run(takeFlags(flags, required, optional) as unknown as FlagValues<F>, ctx),
+    columns: def.columns,
+    problems,
+    execute: (flags, ctx) => {
+      const found = problems(flags);
+      if (found.length > 0) throw new UsageError(found.join('; '));
+      return def.run(Object.fromEntries(flags) as unknown as FlagValues<F>, ctx);
+    },
   };
+}
+
+/** The flags of a command that take a value. */
+export function valueFlagsOf(cmd: Command | undefined): ReadonlySet<string> {
+  if (!cmd) return new Set();
+  return new Set(Object.entries(cmd.flags).filter(([, spec]) => spec.value !== undefined).map(([name]) => name));
 }
 
 /** The switches (flags without a value) of a command. */

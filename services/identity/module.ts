@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
-import { resolveSecretKey } from '../kit/local-keys';
+import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { AccessTokens } from './access-tokens';
 import { deleteOldCounters } from './queries';
@@ -20,10 +20,10 @@ import { identityService } from './service';
 /** How often ended rate-limit windows are deleted. */
 const COUNTER_CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
 
-/** The token issuer of each hosted context, resolved once (routes() runs before start()). */
-const issuers = new WeakMap<ServiceContext, AccessTokens | undefined>();
+/** The token issuer of each hosted context and its key, resolved once (routes() runs before start()). */
+const issuers = new WeakMap<ServiceContext, { tokens: AccessTokens; key: ResolvedSecretKey } | undefined>();
 
-function tokensFor(ctx: ServiceContext): AccessTokens | undefined {
+function issuerFor(ctx: ServiceContext): { tokens: AccessTokens; key: ResolvedSecretKey } | undefined {
   if (!issuers.has(ctx)) {
     const key = resolveSecretKey({
       configured: ctx.config.tokenSigningKey,
@@ -31,7 +31,7 @@ function tokensFor(ctx: ServiceContext): AccessTokens | undefined {
       embedded: ctx.embedded,
       name: 'token-signing',
     });
-    issuers.set(ctx, key ? new AccessTokens(key, ctx.config.tokenSigningKeyPrevious) : undefined);
+    issuers.set(ctx, key ? { tokens: new AccessTokens(key.key, ctx.config.tokenSigningKeyPrevious), key } : undefined);
   }
   return issuers.get(ctx);
 }
@@ -42,14 +42,16 @@ export const identityModule: ServiceModule = {
   migrations: { prefix: 'identity', dir: join(__dirname, 'migrations') },
 
   routes(router, ctx) {
-    router.service(IdentityService, identityService({ sql: ctx.sql, counterSql: ctx.asyncCommitSql, config: ctx.config, log: ctx.log, tokens: tokensFor(ctx) }));
+    router.service(IdentityService, identityService({ sql: ctx.sql, counterSql: ctx.asyncCommitSql, config: ctx.config, log: ctx.log, tokens: issuerFor(ctx)?.tokens }));
   },
 
   async start(ctx) {
-    if (ctx.config.tokenSigningKey) {
+    const issuer = issuerFor(ctx);
+    if (issuer?.key.origin === 'configured') {
       ctx.log.info({ previous_key: ctx.config.tokenSigningKeyPrevious !== undefined }, 'token-signing key: TOKEN_SIGNING_KEY');
-    } else if (tokensFor(ctx)) {
-      ctx.log.info({ data_dir: ctx.config.dataDir }, 'token-signing key: generated locally under DATA_DIR/keys (embedded default)');
+    } else if (issuer) {
+      const how = issuer.key.origin === 'generated' ? 'generated (first start)' : 'loaded';
+      ctx.log.info({ file: issuer.key.file }, `token-signing key: ${how} from DATA_DIR/keys (embedded default; set TOKEN_SIGNING_KEY to choose one)`);
     } else {
       ctx.log.warn('TOKEN_SIGNING_KEY is not set: the token endpoint is not configured and contract requests cannot be authorised');
     }

@@ -44,6 +44,7 @@ describe('loadConfig defaults', () => {
       egressAllowCidrs: [],
       docsUrl: 'https://docs.partner-sync.example/v1',
       logLevel: 'info',
+      logFormat: 'json',
       identityUrl: '',
       catalogUrl: '',
       calendarUrl: '',
@@ -141,6 +142,8 @@ describe('loadConfig refuses bad values with one line naming the variable', () =
 
   test('LOG_LEVEL, BUS_PREFIX, DOCS_URL, *_URL', () => {
     expectRefused({ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL');
+    expectRefused({ LOG_FORMAT: 'text' }, 'LOG_FORMAT');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
     expectRefused({ BUS_PREFIX: 'Bad.Prefix' }, 'BUS_PREFIX');
     expectRefused({ DOCS_URL: 'ftp://docs.example' }, 'DOCS_URL');
     expectRefused({ CATALOG_URL: 'catalog:8081' }, 'CATALOG_URL');

@@ -200,6 +200,10 @@ export const settings = {
     'days the calendar keeps events WatchEvents can replay; older ones are pruned and a cursor before them fails OUT_OF_RANGE (docs/calendar.md)'),
   docsUrl: setting('DOCS_URL', 'https://docs.partner-sync.example/v1', url(['https', 'http']), 'base of problem type URIs'),
   logLevel: setting('LOG_LEVEL', 'info', logLevel, 'pino log level'),
+  logFormat: setting<'json' | 'pretty'>('LOG_FORMAT', 'json', (raw, name) => {
+    if (raw !== 'json' && raw !== 'pretty') throw new ConfigError(`${name} must be json or pretty, got "${raw}"`);
+    return raw;
+  }, 'json: one JSON object per line (the default, for log collectors); pretty: human-readable lines (pino-pretty)'),
   identityUrl: setting('IDENTITY_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'identity service base URL (default: this process)'),
   catalogUrl: setting('CATALOG_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'catalog service base URL (default: this process)'),
   calendarUrl: setting('CALENDAR_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'calendar service base URL (default: this process)'),

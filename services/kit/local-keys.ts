@@ -35,26 +35,38 @@ export interface ResolveSecretKeyOptions {
   name: 'token-signing' | (string & {});
 }
 
+/** A resolved key and where it came from, for the start-up log. */
+export interface ResolvedSecretKey {
+  key: Buffer;
+  /** configured: from the environment; generated: this start created its file; loaded: read from an existing file. */
+  origin: 'configured' | 'generated' | 'loaded';
+  /** The key file (generated or loaded). */
+  file?: string;
+}
+
 /** Path of the file a generated key named `name` is kept in. */
 export function localKeyPath(dataDir: string, name: string): string {
   return join(dataDir, 'keys', `${name}.key`);
 }
 
 /**
- * The key to use: the configured one; else, when embedded, the one kept under
- * DATA_DIR/keys (generated on first use, mode 0600 in a 0700 directory); else
- * `undefined` (not configured — the caller degrades the feature that needs it).
+ * The key to use and where it came from: the configured one; else, when embedded, the
+ * one kept under DATA_DIR/keys (generated on first use, mode 0600 in a 0700
+ * directory; `generated` only for the start that created the file, `loaded` after);
+ * else `undefined` (not configured — the caller degrades the feature that needs it).
  *
  * Safe when several processes share DATA_DIR and start together: the file appears
  * atomically (written aside, then hard-linked into place, which fails if another
  * process won), so every process ends up with the same key.
  */
-export function resolveSecretKey(opts: ResolveSecretKeyOptions): Buffer | undefined {
+export function resolveSecretKey(opts: ResolveSecretKeyOptions): ResolvedSecretKey | undefined {
   if (!KEY_NAME.test(opts.name)) throw new Error(`invalid key name ${JSON.stringify(opts.name)}: expected ${KEY_NAME}`);
-  if (opts.configured && opts.configured.length > 0) return opts.configured;
+  if (opts.configured && opts.configured.length > 0) return { key: opts.configured, origin: 'configured' };
   if (!opts.embedded) return undefined;
 
-  return readOrCreateLocalFile(localKeyPath(opts.dataDir, opts.name), () => randomBytes(GENERATED_KEY_BYTES).toString('base64'), readKeyFile).value;
+  const file = localKeyPath(opts.dataDir, opts.name);
+  const { value, created } = readOrCreateLocalFile(file, () => randomBytes(GENERATED_KEY_BYTES).toString('base64'), readKeyFile);
+  return { key: value, origin: created ? 'generated' : 'loaded', file };
 }
 
 /**

@@ -2,7 +2,26 @@
  * Secrets never reach a log line: redaction by field name (top level and nested) and
  * scrubbing of key/token/secret shapes from error messages.
  */
+import { Writable } from 'node:stream';
 import { createLogger, redactSecrets } from './logger';
+
+/** A logger writing raw lines (exactly as they would reach stdout) into an array. */
+function captureRaw(format: 'json' | 'pretty' = 'json') {
+  const raw: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer | string, _enc, done) {
+      raw.push(...String(chunk).split('\n').filter((l) => l !== ''));
+      done();
+    },
+  });
+  const log = createLogger({ level: 'info', name: 'psync', format }, sink);
+  return { log, raw };
+}
+
+/** The keys of a JSON line as written, in order, repeats included (JSON.parse would hide them). */
+function keysOf(line: string): string[] {
+  return [...line.matchAll(/[{,]"([^"]+)":/g)].map((m) => m[1]!);
+}
 
 /** A logger writing into an array of parsed JSON lines. */
 function capture(level = 'info') {
@@ -102,6 +121,55 @@ describe('createLogger', () => {
     expect(out.err.type).toBe('Error');
     const all = JSON.stringify(lines);
     for (const s of [KEY, TOKEN, SECRET]) expect(all).not.toContain(s);
+  });
+});
+
+describe('one key per line', () => {
+  test("a child binding its parent's key replaces the value instead of writing the key twice", () => {
+    const { log, raw } = captureRaw();
+    const catalog = log.child({ component: 'catalog' });
+    catalog.child({ component: 'catalog-photos' }).info({ listing_id: 'l1' }, 'photo fetched');
+    catalog.info('catalog line');
+    log.child({ service: 'other' }).info('service rebound');
+    expect(raw).toHaveLength(3);
+    for (const line of raw) {
+      const keys = keysOf(line);
+      expect(keys).toEqual([...new Set(keys)]);
+    }
+    expect(JSON.parse(raw[0]!)).toMatchObject({ service: 'psync', name: 'psync', component: 'catalog-photos', listing_id: 'l1' });
+    expect(JSON.parse(raw[1]!)).toMatchObject({ component: 'catalog' });
+    expect(JSON.parse(raw[2]!)).toMatchObject({ service: 'other' });
+  });
+
+  test('the hosted services\' child loggers (service context, then a worker) write each key once', () => {
+    const { log, raw } = captureRaw();
+    // The chains run-process.ts and the service modules build: ctx.log is `component: <service>`.
+    for (const [service, worker] of [['catalog', 'catalog-photos'], ['notifications', 'webhook-dispatcher'], ['calendar', 'calendar-hold-sweeper'], ['calendar', 'calendar-event-retention']]) {
+      log.child({ component: service }).child({ component: worker }).info('x');
+    }
+    for (const line of raw) expect(line.match(/"component":/g)).toHaveLength(1);
+  });
+
+  test('a child keeps its parent\'s level and redaction', () => {
+    const { log, raw } = captureRaw();
+    log.level = 'warn';
+    const child = log.child({ component: 'a' }).child({ apiKey: KEY });
+    child.info('dropped');
+    child.warn('kept');
+    expect(raw).toHaveLength(1);
+    expect(raw[0]).not.toContain(KEY);
+  });
+});
+
+describe('LOG_FORMAT=pretty', () => {
+  test('writes one human line per entry: time, level, service/component, message, then the other fields', () => {
+    const { log, raw } = captureRaw('pretty');
+    log.child({ component: 'catalog' }).child({ component: 'catalog-photos' }).info({ listing_id: 'l1', apiKey: KEY }, 'photo fetched');
+    log.warn('careful');
+    expect(raw).toHaveLength(2);
+    expect(raw[0]).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: psync\/catalog-photos: photo fetched \{"listing_id":"l1","apiKey":"\[redacted\]"\}$/);
+    expect(raw[1]).toMatch(/^\[[\d:.]+\] WARN: psync: careful$/);
+    for (const line of raw) expect(() => JSON.parse(line)).toThrow();
   });
 });
 

@@ -47,15 +47,49 @@ export function redactSecrets(text: string): string {
   return text.replace(SECRET_SHAPES, '$1_[redacted]');
 }
 
+/** How lines are written: one JSON object per line (machines), or pino-pretty's coloured text (people). */
+export type LogFormat = 'json' | 'pretty';
+
+export interface LoggerOptions {
+  level: string;
+  name: string;
+  /** LOG_FORMAT; default json. */
+  format?: LogFormat;
+}
+
 /**
- * The process's root logger; children carry `service`, `request_id`, `trace_id`.
- * Lines go to stdout unless `destination` is given (tests capture lines with it).
+ * pino-pretty as a synchronous in-process stream writing to `destination` (stdout
+ * by default). Loaded only when asked for, so the JSON default never loads it.
  */
-export function createLogger(opts: { level: string; name: string }, destination?: pino.DestinationStream): Logger {
+function prettyStream(destination: pino.DestinationStream | undefined): pino.DestinationStream {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const pretty = require('pino-pretty') as typeof import('pino-pretty');
+  return pretty.build({
+    destination: destination ?? 1,
+    sync: true,
+    colorize: destination === undefined ? Boolean(process.stdout.isTTY) : false,
+    translateTime: 'SYS:HH:MM:ss.l',
+    // `[12:00:00.123] INFO: psync/catalog-photos: photo fetched {"listing_id":…}`
+    messageFormat: '{service}{if component}/{component}{end}: {msg}',
+    ignore: 'name,service,component',
+    singleLine: true,
+  });
+}
+
+/**
+ * The process's root logger; children carry `service`, `component`, `request_id`, `trace_id`.
+ * Lines go to stdout unless `destination` is given (tests capture lines with it);
+ * `format: 'pretty'` turns them into human lines.
+ *
+ * A key appears once per line: a child binding a key its parent already has (a
+ * `component` of `catalog` narrowed to `catalog-photos`) replaces the parent's value
+ * instead of repeating the key, which pino would otherwise write twice.
+ */
+export function createLogger(opts: LoggerOptions, destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
-    name: opts.name,
     level: opts.level,
-    base: { service: opts.name },
+    // No base bindings here: the root's own (`service`, `name`) are bound below like any child's.
+    base: null,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: {
       level: (label) => ({ level: label }),
@@ -77,13 +111,23 @@ export function createLogger(opts: { level: string; name: string }, destination?
       },
     },
   };
-  const root = destination ? pino(options, destination) : pino(options);
-  // Child-logger bindings bypass formatters.log, so they are redacted here, once when
-  // the child is created (pino's own path redaction would re-run on every line: a
-  // measurable cost on the request path). Children inherit this `child` from the root.
-  const child = root.child;
-  root.child = function (this: Logger, bindings, childOptions) {
-    return child.call(this, redactValue(bindings) as pino.Bindings, childOptions);
-  } as typeof root.child;
-  return root;
+  const out = opts.format === 'pretty' ? prettyStream(destination) : destination;
+  const bare = out ? pino(options, out) : pino(options);
+  const childOf = bare.child.bind(bare);
+  /**
+   * Every logger hands out children made from the bare logger with the parent's
+   * bindings merged with the new ones (the new value wins), at the parent's level.
+   * Bindings bypass formatters.log, so they are redacted here, once when the child is
+   * created (pino's own path redaction would re-run on every line: a measurable cost
+   * on the request path).
+   */
+  const withMergingChildren = (logger: Logger): Logger => {
+    const child = function (this: Logger, bindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions): Logger {
+      const merged = { ...this.bindings(), ...(redactValue(bindings) as pino.Bindings) };
+      return withMergingChildren(childOf(merged, { level: this.level, ...childOptions }) as unknown as Logger);
+    };
+    logger.child = child as unknown as typeof logger.child;
+    return logger;
+  };
+  return withMergingChildren(childOf({ service: opts.name, name: opts.name }) as unknown as Logger);
 }

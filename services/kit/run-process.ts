@@ -10,10 +10,10 @@
  * workers stop, bus and database close, telemetry flushes last, exit 0.
  */
 import type { ConnectRouter } from '@connectrpc/connect';
-import { loadConfig, exitOnConfigError, Config, ConfigError } from './config';
+import { loadConfig, exitOnConfigError, Config, ConfigError, settings } from './config';
 import pino from 'pino';
 import { createLogger, Logger } from './logger';
-import { openDatabase, Database } from './database';
+import { openDatabase, usesPostgresServer, Database } from './database';
 import type { EventBus } from './bus';
 import { connectNatsBus } from './bus-nats';
 import { takeDrainedMarker, writeDrainedMarker } from './bus-continuity';
@@ -34,6 +34,7 @@ import { authInterceptor, ClientVerifier, CredentialRegistry } from './internal-
 import { acceptedCallers, internalTls } from './internal-credentials';
 import { requestGuardInterceptor } from './request-guard';
 import { errorInterceptor } from './errors';
+import { bindingPort, checkDatabaseReachable, exitOnStartupError, reasonOf, StartupError, urlWithoutSecrets } from './startup-failure';
 
 export interface RunOptions {
   /** Services hosted by this process. */
@@ -59,7 +60,13 @@ export interface GatewayDeps {
 
 /** Opens the bus the configuration points at and logs which one. */
 export async function openBus(config: Config, log: Logger): Promise<EventBus> {
-  if (config.natsUrl) return connectNatsBus({ url: config.natsUrl, prefix: config.busPrefix, log });
+  if (config.natsUrl) {
+    try {
+      return await connectNatsBus({ url: config.natsUrl, prefix: config.busPrefix, log });
+    } catch (err) {
+      throw new StartupError(`cannot use the NATS server at NATS_URL (${urlWithoutSecrets(config.natsUrl)}): ${reasonOf(err)}`, { cause: err });
+    }
+  }
   log.info({ backend: 'memory' }, 'bus: in-process (embedded default)');
   return createMemoryBus({ log });
 }
@@ -116,17 +123,21 @@ function configOrExit(): Config {
 }
 
 /**
- * Starts the process; resolves once everything listens. A start-up failure
- * (database or NATS unreachable, a migration error) is logged and exits 1.
+ * Starts the process; resolves once everything listens. A start-up failure exits 1
+ * with one line on stderr: naming the variable to change when the cause is known (a
+ * port in use, the database or NATS unreachable: startup-failure.ts), else the error's
+ * message, its stack going to the log.
  */
 export async function runProcess(opts: RunOptions): Promise<void> {
   const config = configOrExit();
-  const log = createLogger({ level: config.logLevel, name: opts.name });
+  const log = createLogger({ level: config.logLevel, name: opts.name, format: config.logFormat });
   try {
     await start(opts, config, log);
   } catch (err) {
     if (err instanceof ConfigError) exitOnConfigError(err);
+    if (err instanceof StartupError) exitOnStartupError(err);
     log.fatal({ err }, 'start-up failed');
+    process.stderr.write(`start-up failed: ${reasonOf(err)} (the log has the details)\n`);
     process.exit(1);
   }
 }
@@ -138,24 +149,51 @@ export async function runProcess(opts: RunOptions): Promise<void> {
 export async function runMigrationsOnly(services: ServiceModule[]): Promise<void> {
   const config = configOrExit();
   // Logs go to stderr so stdout carries only the one JSON result line.
-  const log = createLogger({ level: config.logLevel, name: 'migrate' }, pino.destination(2));
+  const log = createLogger({ level: config.logLevel, name: 'migrate', format: config.logFormat }, pino.destination(2));
   try {
-    const db = await openDatabase(config, log, services.map((m) => m.name));
+    const db = await openDatabaseOrExplain(config, log, services.map((m) => m.name));
     const schemas = await migrateAll(db, services, log);
     await db.close();
     process.stdout.write(`${JSON.stringify({ migrated: true, schemas })}\n`);
     process.exit(0);
   } catch (err) {
+    if (err instanceof StartupError) exitOnStartupError(err);
     log.fatal({ err }, 'migration failed');
     process.exit(1);
   }
+}
+
+/**
+ * Opens the database and checks that it answers: an embedded database that cannot be
+ * opened names DATA_DIR, an unreachable server the variable holding its URL.
+ */
+async function openDatabaseOrExplain(config: Config, log: Logger, hosted: string[]): Promise<Database> {
+  let db: Database;
+  try {
+    db = await openDatabase(config, log, hosted);
+  } catch (err) {
+    if (usesPostgresServer(config)) throw err;
+    throw new StartupError(`cannot open the embedded database under DATA_DIR (${config.dataDir}): ${reasonOf(err)}`, { cause: err });
+  }
+  try {
+    await checkDatabaseReachable(db, config, hosted);
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+  return db;
 }
 
 async function start(opts: RunOptions, config: Config, log: Logger): Promise<void> {
   const shutdown = new Shutdown(log, config.shutdownGraceMs);
   shutdown.installSignalHandlers();
   // First up, registered first so it shuts down last: spans of the drain still export.
-  const telemetry = await startTelemetry({ name: opts.name, host: config.host, metricsPort: config.metricsPort, log });
+  // An explicitly set METRICS_PORT must be served; the default one may be taken by
+  // another process on the machine (the process then runs without /metrics).
+  const metricsPortRequired = Boolean(process.env[settings.metricsPort.env]);
+  const telemetry = await bindingPort('METRICS_PORT', config.metricsPort, () =>
+    startTelemetry({ name: opts.name, host: config.host, metricsPort: config.metricsPort, metricsPortRequired, log }),
+  );
   shutdown.add('telemetry', () => telemetry.shutdown());
   if (config.egressAllowCidrs.length > 0) {
     log.warn({ cidrs: config.egressAllowCidrs }, 'EGRESS_ALLOW_CIDRS is set: outbound requests may reach these non-public ranges (test/development only)');
@@ -170,7 +208,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
   let localUrl: string | undefined;
 
   if (opts.services.length > 0) {
-    db = await openDatabase(config, log, opts.services.map((m) => m.name));
+    db = await openDatabaseOrExplain(config, log, opts.services.map((m) => m.name));
     const database = db;
     shutdown.add('database', () => database.close());
     const bus = await openBus(config, log);
@@ -223,7 +261,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     // Inside the SERVER span, outside authentication: its identity look-ups are mapped too (errors.ts).
     const errors = errorInterceptor(log.child({ component: 'errors' }));
     const serverInterceptors = [serverTracingInterceptor, errors, auth, requestGuardInterceptor];
-    const server = await startInternalServer({
+    const server = await bindingPort('INTERNAL_PORT', config.internalPort, () => startInternalServer({
       host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
       port: config.internalPort,
       log,
@@ -240,21 +278,24 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
         });
         for (const { module, ctx } of contexts) module.routes(router, ctx);
       },
-    });
+    }));
     localUrl = server.url;
     clients.useInProcess(server.url, inProcess, serverInterceptors);
     Object.assign(urls, serviceUrls(config, localUrl));
     shutdown.add('internal server', () => server.close(config.shutdownGraceMs));
     if (config.healthPort) {
       // Kubelet gRPC probes speak clear text only: health (no data, no credential) gets its own port.
-      const healthServer = await startInternalServer({
-        host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
-        port: config.healthPort,
-        log,
-        health,
-        routes: () => undefined,
-        purpose: 'health',
-      });
+      const healthPort = config.healthPort;
+      const healthServer = await bindingPort('HEALTH_PORT', healthPort, () =>
+        startInternalServer({
+          host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
+          port: healthPort,
+          log,
+          health,
+          routes: () => undefined,
+          purpose: 'health',
+        }),
+      );
       shutdown.add('health server', () => healthServer.close(config.shutdownGraceMs));
     }
 
@@ -283,7 +324,8 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
 
   if (opts.gateway) {
     const urls = serviceUrls(config, localUrl);
-    const gw = await opts.gateway({ config, log: log.child({ component: 'gateway' }), clients: clients.as('gateway'), urls });
+    const startGateway = opts.gateway;
+    const gw = await bindingPort('PORT', config.port, () => startGateway({ config, log: log.child({ component: 'gateway' }), clients: clients.as('gateway'), urls }));
     shutdown.add('gateway', () => gw.close(config.shutdownGraceMs));
     log.info({ url: gw.url }, `listening on ${gw.url}`);
   } else {

@@ -195,6 +195,8 @@ export interface TelemetryOptions {
   host: string;
   /** METRICS_PORT; 0 picks a free port. */
   metricsPort: number;
+  /** A port that cannot be bound fails start-up (rejects with the listen error) instead of being logged. */
+  metricsPortRequired?: boolean;
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** More span processors (tests: an in-memory exporter). */
@@ -203,8 +205,8 @@ export interface TelemetryOptions {
 
 /**
  * Starts tracing and metrics for this process. A metrics port that cannot be bound
- * is logged as an error and the process carries on without `/metrics` (telemetry
- * never takes a service down).
+ * rejects when `metricsPortRequired`; otherwise it is logged as an error (one line
+ * naming METRICS_PORT) and the process carries on without `/metrics`.
  */
 export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry> {
   const env = opts.env ?? process.env;
@@ -247,7 +249,16 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
     metricsPort = (server.address() as AddressInfo).port;
     opts.log.info({ port: metricsPort, otlp, trace_file: file || undefined }, 'metrics served at /metrics');
   } catch (err) {
-    opts.log.error({ err, port: opts.metricsPort }, 'metrics server could not start; continuing without /metrics');
+    if (opts.metricsPortRequired) {
+      unbind();
+      throw err;
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EADDRINUSE' ? 'is already in use' : `cannot be bound (${code ?? (err as Error).message})`;
+    opts.log.error(
+      { port: opts.metricsPort, code },
+      `metrics server could not start: METRICS_PORT ${opts.metricsPort} ${why}; continuing without /metrics (set METRICS_PORT to a free port, or 0 for any)`,
+    );
   }
 
   return {

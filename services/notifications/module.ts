@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
-import { resolveSecretKey } from '../kit/local-keys';
+import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
 import type { Sql } from '../kit/database';
 import {
   recordWebhookAttempt,
@@ -37,6 +37,8 @@ interface Runtime {
   hasKey: boolean;
   /** The secret box (undefined without a key), for the start-up re-encryption sweep. */
   box: SecretBox | undefined;
+  /** The secrets-encryption key's origin and file, for the start-up log. */
+  key: ResolvedSecretKey | undefined;
 }
 
 const runtimes = new WeakMap<ServiceContext, Runtime>();
@@ -54,7 +56,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     embedded: ctx.embedded,
     name: 'secrets-encryption',
   });
-  const box = key ? new SecretBox(key, config.secretsEncryptionKeyPrevious) : undefined;
+  const box = key ? new SecretBox(key.key, config.secretsEncryptionKeyPrevious) : undefined;
   // Kept-alive connections per endpoint, as many as the dispatcher sends to it at once.
   const poster = createWebhookPoster({ allowCidrs: config.egressAllowCidrs, connectionsPerEndpoint: PER_ENDPOINT_CONCURRENCY });
   const dispatcher = new DeliveryDispatcher({
@@ -73,6 +75,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     deletionRequests: new DeletionRequests({ sql, log, escalationSeconds: config.deletionEscalationSeconds }),
     hasKey: box !== undefined,
     box,
+    key,
   };
   runtimes.set(ctx, rt);
   return rt;
@@ -141,6 +144,9 @@ export const notificationsModule: ServiceModule = {
     const { log, config, shutdown } = ctx;
     if (!rt.hasKey) {
       log.warn('SECRETS_ENCRYPTION_KEY is not set: webhook registration and rotation answer service_unavailable (503)');
+    } else if (rt.key && rt.key.origin !== 'configured') {
+      const how = rt.key.origin === 'generated' ? 'generated (first start)' : 'loaded';
+      log.info({ file: rt.key.file }, `secrets-encryption key: ${how} from DATA_DIR/keys (embedded default; set SECRETS_ENCRYPTION_KEY to choose one)`);
     }
     if (rt.box?.rotating) {
       const { resealed, unreadable } = await resealSecrets(ctx.sql, rt.box);

@@ -98,10 +98,11 @@ describe(`the token-signing key survives a restart (database: ${backends.databas
       expect(statSync(join(dataDir, 'keys')).mode & 0o777).toBe(0o700);
       expect(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64')).toHaveLength(32);
       const logs = first.logs().join('\n');
-      expect(logs).toContain('token-signing key: generated locally');
+      expect(logs).toContain('token-signing key: generated (first start) from DATA_DIR/keys');
     }
 
     const second = await startSystem({ role: 'identity', dataDir, env, timeoutMs: START_TIMEOUT_MS });
+    if (!scratch) expect(second.logs().join('\n')).toContain('token-signing key: loaded from DATA_DIR/keys');
     const b = identityClient(second.internalUrl);
     const res = await b.client.authorize({ accessToken: exchanged.accessToken, countRequest: true });
     expect(res.decision).toBe(AuthorizeDecision.ALLOWED);

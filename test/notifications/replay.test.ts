@@ -175,7 +175,7 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     const unknown = await psyncFails(suite.system, ['deliveries', 'replay', '--workspace', mine.ws, '--event', randomUUID()]);
     for (const r of [foreign, unknown]) {
       expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
-      expect(linesOf(r.stderr)).toEqual(['psync: NotFound: no delivery with that event_id in this workspace']);
+      expect(linesOf(r.stderr)).toEqual(['psync: not found: no delivery with that event_id in this workspace']);
     }
     const rpc = errorShape(await rpcError(suite.clients.notifications.replayDeliveries({ workspaceId: mine.ws, selection: { case: 'eventId', value: theirAbandoned!.eventId } })));
     expect(rpc.code).toBe('NotFound');

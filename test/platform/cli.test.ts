@@ -137,6 +137,31 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
       expect(line).toContain('--bogus');
     });
 
+    test('every unknown, missing and bad flag in one line, exit 2 (nothing called: no credential needed)', async () => {
+      const env = { PSYNC_TOKEN: undefined, DATA_DIR: dataDirWith('all-at-once', undefined) };
+      const line = expectOneLineFailure(
+        await psync(['booking', 'confirm', '--guest-id', 'g', '--party-size', 'two', '--currency', 'euro', '--bogus', 'x', '--check-in'], { env }),
+        2,
+      );
+      expect(line).toBe(
+        'psync: --check-in needs a value; unknown flag --bogus; missing --listing, --check-in, --check-out, --guest-name, --amount; ' +
+          '--party-size must be a whole number of guests; --currency must be a three-letter currency code such as EUR',
+      );
+      // With --hold the listing and nights are not needed.
+      const withHold = expectOneLineFailure(await psync(['booking', 'confirm', '--hold', 'h1', '--guest-id', 'g'], { env }), 2);
+      expect(withHold).toBe('psync: missing --guest-name, --party-size, --amount, --currency');
+    });
+
+    test('completion bash|zsh prints a script from the registry, exit 0, no credential', async () => {
+      const env = { PSYNC_TOKEN: undefined, DATA_DIR: dataDirWith('completion', undefined) };
+      const [bash, zsh, none] = await Promise.all([psync(['completion', 'bash'], { env }), psync(['completion', 'zsh'], { env }), psync(['completion'], { env })]);
+      for (const r of [bash, zsh]) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(bash.stdout).toContain('complete -F _psync psync');
+      expect(zsh.stdout.startsWith('#compdef psync\n')).toBe(true);
+      for (const name of Object.keys(commands)) expect(bash.stdout).toContain(`'${name}')`);
+      expect(expectOneLineFailure(none, 2)).toBe('psync: psync completion needs a shell: bash or zsh');
+    });
+
     test('the system not running: one line on stderr naming the URL, exit 1, nothing on stdout', async () => {
       const closed = `http://127.0.0.1:${await freePort()}`;
       const line = expectOneLineFailure(await psync(['migrate'], { internalUrl: closed }), 1);
@@ -250,6 +275,56 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
       req.header.set('authorization', `Bearer ${token}`);
       return next(req);
     };
+
+  describe('bookings, conflicts and --output table', () => {
+    /** A sandbox workspace and one of its listings, made with psync itself. */
+    async function listing(): Promise<{ ws: string; listing: string }> {
+      const ws = jsonOf(await psync(['workspace', 'create', '--name', 'cli bookings', '--env', 'sandbox'])).workspace_id as string;
+      return { ws, listing: jsonOf(await psync(['listing', 'create', '--workspace', ws])).listing_id as string };
+    }
+    const night = (n: number) => new Date(Date.UTC(2031, 2, 1 + n)).toISOString().slice(0, 10);
+
+    test('a conflict is one human line listing the taken nights; booking confirm --hold converts the hold', async () => {
+      const { listing: lid } = await listing();
+      const hold = jsonOf(await psync(['hold', 'place', '--listing', lid, '--check-in', night(0), '--check-out', night(2)])).hold_id as string;
+
+      const refused = expectOneLineFailure(await psync(['hold', 'place', '--listing', lid, '--check-in', night(0), '--check-out', night(3)]), 1);
+      expect(refused).toBe(`psync: conflict: nights ${night(0)}, ${night(1)} are already taken`);
+      expect(refused).not.toMatch(/FailedPrecondition|FAILED_PRECONDITION/);
+
+      const guest = ['--guest-id', 'guest-hold', '--guest-name', 'Ada', '--party-size', '2', '--amount', '250.00', '--currency', 'EUR'];
+      const booked = jsonOf(await psync(['booking', 'confirm', '--hold', hold, ...guest]));
+      const shown = jsonOf(await psync(['booking', 'show', '--booking', booked.booking_reference as string]));
+      expect(shown).toMatchObject({ listing_id: lid, check_in: night(0), check_out: night(2), hold_id: hold, status: 'confirmed' });
+      // The hold is a booking now: converting it again is refused, in words.
+      const again = expectOneLineFailure(await psync(['booking', 'confirm', '--hold', hold, ...guest]), 1);
+      expect(again).toMatch(/^psync: refused: the hold expired, was released or was already converted$/);
+    });
+
+    test('--output table: list commands print aligned columns; JSON stays the default and unchanged', async () => {
+      const name = `table-client-${Date.now()}`;
+      const issued = jsonOf(await psync(['client', 'issue', '--name', name]));
+      const [json, table] = await Promise.all([psync(['client', 'list']), psync(['client', 'list', '--output', 'table'])]);
+      const items = jsonOf(json).items as Record<string, unknown>[];
+      expect(Object.keys(items[0]!)).toEqual(['client_id', 'name', 'role', 'created_at', 'revoked_at']);
+      expect({ code: table.code, stderr: table.stderr }).toEqual({ code: 0, stderr: '' });
+      const lines = linesOf(table.stdout);
+      expect(lines[0]).toMatch(/^client_id +name +role +created_at +revoked_at$/);
+      expect(lines).toHaveLength(items.length + 1);
+      const row = lines.find((l) => l.startsWith(issued.client_id as string))!;
+      expect(row.split(/ {2,}/)).toEqual([issued.client_id, name, 'marketplace', expect.stringMatching(/^\d{4}-/), '-']);
+      // Columns line up: every row's second column starts where the header's does.
+      expect(row.indexOf(name)).toBe(lines[0]!.indexOf('name'));
+
+      const { ws } = await listing();
+      const deliveries = await psync(['deliveries', 'list', '--workspace', ws, '--output=table']);
+      expect({ code: deliveries.code, stdout: deliveries.stdout }).toEqual({ code: 0, stdout: 'event_id  event_type  state  attempts  last_status  next_attempt_at\n' });
+      const requests = await psync(['deletion-requests', 'list', '--workspace', ws, '--output', 'table']);
+      expect(linesOf(requests.stdout)).toEqual([expect.stringMatching(/^event_id +workspace_id +state +booking_references/)]);
+
+      expect(expectOneLineFailure(await psync(['client', 'list', '--output', 'yaml']), 2)).toBe('psync: --output must be json or table');
+    });
+  });
 
   describe('marketplace clients', () => {
     /** Calls the internal API as a marketplace service holding `token`. */

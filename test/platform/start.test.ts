@@ -24,6 +24,23 @@ import {
 
 const SERVICES = ['identity', 'catalog', 'calendar', 'notifications'];
 
+/** The top-level keys of a JSON line as written, in order, repeats included (JSON.parse would hide them). */
+function topLevelKeys(line: string): string[] {
+  const keys: string[] = [];
+  let depth = 0;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (ch === '"') {
+      let j = i + 1;
+      while (line[j] !== '"') j += line[j] === '\\' ? 2 : 1;
+      if (depth === 1 && line[j + 1] === ':') keys.push(line.slice(i + 1, j));
+      i = j;
+    } else if (ch === '{' || ch === '[') depth++;
+    else if (ch === '}' || ch === ']') depth--;
+  }
+  return keys;
+}
+
 async function getJson(url: string): Promise<{ status: number; body: any }> {
   const res = await fetch(url);
   return { status: res.status, body: await res.json() };
@@ -84,6 +101,28 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
     if (process.env.DATABASE_URL) expect(JSON.stringify(dbLine)).not.toMatch(/postgres(ql)?:\/\//);
   });
 
+  test('no log line repeats a key (a child logger rebinding `component` replaces it)', () => {
+    const lines = first!.logs().filter((l) => l.startsWith('{'));
+    expect(lines.length).toBeGreaterThan(10);
+    for (const line of lines) {
+      const top = topLevelKeys(line);
+      expect({ line, keys: top }).toEqual({ line, keys: [...new Set(top)] });
+    }
+    // Lines of the services' own loggers (a child of the root) are among them.
+    expect(jsonLogs(lines).map((l) => l.component)).toEqual(expect.arrayContaining(['identity', 'notifications']));
+  });
+
+  test('the start-up log says where each key came from: generated at the first start', () => {
+    const msgs = jsonLogs(first!.logs()).map((l) => String(l.msg));
+    if (backends.database === 'embedded') {
+      expect(msgs.filter((m) => m.startsWith('token-signing key:'))).toEqual([expect.stringMatching(/^token-signing key: generated \(first start\) from DATA_DIR\/keys/)]);
+      expect(msgs.filter((m) => m.startsWith('secrets-encryption key:'))).toEqual([expect.stringMatching(/^secrets-encryption key: generated \(first start\)/)]);
+    } else {
+      // A real PostgreSQL never generates keys: the test configures them, as a deployment does.
+      expect(msgs).toContain('token-signing key: TOKEN_SIGNING_KEY');
+    }
+  });
+
   test('SIGTERM drains and exits 0', async () => {
     const code = await first!.stop('SIGTERM');
     expect(code).toBe(0);
@@ -91,10 +130,33 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
     expect(logs).toContain('shutdown complete');
   });
 
+  test('LOG_FORMAT=pretty: human lines instead of JSON, the listening line among them', async () => {
+    const prettyDir = mkdtempSync(join(tmpdir(), 'psync-pretty-'));
+    try {
+      const pretty = await startSystem({ dataDir: prettyDir, env: { ...env, LOG_FORMAT: 'pretty' } });
+      expect(await pretty.stop()).toBe(0);
+      const lines = pretty.logs().filter((l) => l.trim() !== '' && !/^\s/.test(l)); // an error's fields continue on indented lines
+      expect(jsonLogs(lines)).toEqual([]);
+      for (const line of lines) expect(line).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL): psync(\/[\w-]+)?: \S/);
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/INFO: psync: listening on http:\/\/127\.0\.0\.1:\d+ /)]));
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/INFO: psync\/identity: token-signing key: /)]));
+    } finally {
+      rmSync(prettyDir, { recursive: true, force: true });
+    }
+  });
+
   test('boots again from the same state without re-applying migrations', async () => {
     const second = await startSystem({ dataDir, env });
     const applied = jsonLogs(second.logs()).filter((l) => l.msg === 'migration applied');
     expect(applied).toEqual([]);
+    if (backends.database === 'embedded') {
+      // The same DATA_DIR: the keys are read back, not made again.
+      const msgs = jsonLogs(second.logs()).map((l) => String(l.msg));
+      expect(msgs.filter((m) => /^(token-signing|secrets-encryption) key:/.test(m))).toEqual([
+        expect.stringMatching(/^token-signing key: loaded from DATA_DIR\/keys/),
+        expect.stringMatching(/^secrets-encryption key: loaded from DATA_DIR\/keys/),
+      ]);
+    }
     const ready = await getJson(`${second.gatewayUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(ready.body.services).toEqual(Object.fromEntries(SERVICES.map((s) => [s, 'serving'])));

@@ -41,8 +41,9 @@ export async function startSplitSystem(env: Record<string, string> = {}, scheme:
     try {
       return await startSplitOnce(env, scheme);
     } catch (err) {
-      // Another process took one of the ports chosen up front (freePort is a probe): new ports.
-      if (!(attempt < 3 && err instanceof Error && err.message.includes('EADDRINUSE'))) throw err;
+      // Another process took one of the ports chosen up front (freePort is a probe; the
+      // process says "PORT … is already in use"): new ports.
+      if (!(attempt < 3 && err instanceof Error && /EADDRINUSE|is already in use/.test(err.message))) throw err;
     }
   }
 }

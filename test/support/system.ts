@@ -206,8 +206,9 @@ export async function startSystem(opts: StartOptions = {}): Promise<RunningSyste
     try {
       return await startOnce(opts);
     } catch (err) {
-      // Another process took a port between freePort() and the child's bind: try new ones.
-      if (!(portsChosenHere && attempt < 3 && err instanceof Error && err.message.includes('EADDRINUSE'))) throw err;
+      // Another process took a port between freePort() and the child's bind ("PORT … is
+      // already in use" on stderr): try new ones.
+      if (!(portsChosenHere && attempt < 3 && err instanceof Error && /EADDRINUSE|is already in use/.test(err.message))) throw err;
     }
   }
 }
