@@ -97,16 +97,15 @@ describeWithPrivatePostgres('PostgreSQL stopped under load', () => {
     loading = false;
     await load;
 
-    // In flight while it crashed, or after: served, or 503 — never a 500 or a cut connection.
-    // The process must survive the crash. Known way it does not: postgres.js 3.4.9 throws
-    // from a setImmediate when a connection closes under a queued write ("Cannot read
-    // properties of null (reading 'write')", porsager/postgres#1154, #1208; unfixed upstream).
+    // In flight while it crashed, or after: served, or 503 — never a 500 or a cut connection
+    // (how many of them saw the outage depends on timing; the checks below need none).
+    // The process must survive the crash: postgres.js 3.4.9 would throw out of band when a
+    // connection closes under a queued write, which deploy/patch-postgres.cjs prevents.
     if (system.child.exitCode !== null || system.child.signalCode !== null) {
       throw new Error(`the system process died during the outage:\n${system.stderr().slice(-12).join('\n')}`);
     }
     const bad = during.filter(([, r]) => r.status === 0 || (r.status >= 500 && r.status !== 503));
     expect(bad.map(describeAnswer)).toEqual([]);
-    expect(during.some(([, r]) => r.status === 503)).toBe(true);
 
     // Down: each route, one by one and then all at once, is a 503 problem document with rate-limit headers.
     const down = [...(await fireAll()), ...(await fireAll())];
