@@ -1,0 +1,208 @@
+/**
+ * The examples of the OpenAPI document (docs/openapi.json) sent to a running system:
+ * each request example gets the status of the response example of the same name, and
+ * the answer validates against that response's schema; an error example's answer has
+ * its `code` (and exactly its `errors[]` / `conflicts[]`).
+ *
+ * The system is started as an operator starts it (test/support/system.ts, with the
+ * webhook test set-up: a partner receiver on https://localhost:8443 trusted by the
+ * system); partners and tokens through the identity service and POST /v1/token
+ * (partners.ts). Only the partner's identifiers are replaced before sending: the
+ * examples' listing id by a listing of the test workspace, the webhook URL by the
+ * receiver's, the `event_id` by that of a real `user.erased` delivery.
+ *
+ * What is not sent, and why, is listed in NOT_SENT; the last test fails when an example
+ * is neither sent nor listed there.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EXAMPLE_IDS, OPENAPI_FILE } from '../../gateway/openapi';
+import { ROOT } from '../support/process';
+import { webhookSuite } from '../notifications/support/suite';
+import { send, type Received } from './http-client';
+import { type Partner, Partners } from './partners';
+import { documentAjv, exampleCall, type Operation, operations, responseExamples, type Doc } from './openapi-walk';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+const suite = webhookSuite('openapi-examples');
+
+/** Response examples not sent to the system, by `status name`, with the reason. */
+const NOT_SENT: Record<string, string> = {
+  '403 scope_mismatch': 'needs a token whose environment disagrees with its workspace: not producible through the public API',
+  '429 quota_used_up': 'needs the key\'s whole hourly quota spent (test/gateway covers rate limiting with a small quota)',
+  '429 too_many_exchanges': 'needs the token ceiling spent (covered by the token tests)',
+  '429 too_many_failures': 'needs a run of failed exchanges (covered by gateway/token-failures.test.ts)',
+  '500 internal_error': 'a fault on the service\'s side',
+  '503 unavailable': 'needs a capability switched off',
+  '503 not_configured': 'needs a deployment without a token-signing key',
+  '200 published': 'a response-only example: the state after photo processing, which needs reachable image URLs',
+  '200 not_echoed': 'a response-only example: an endpoint that does not echo the challenge',
+};
+
+let doc: Doc;
+let ops: Operation[];
+let schemaAt: ReturnType<typeof documentAjv>['schemaAt'];
+let partners: Partners;
+let sandbox: Partner;
+let production: Partner;
+let listingId: string;
+let eventId: string | undefined;
+const receiverPath = `/openapi-examples/${randomUUID()}`;
+/** `KEY status name` of every response example sent. */
+const sent = new Set<string>();
+
+beforeAll(async () => {
+  doc = JSON.parse(readFileSync(join(ROOT, OPENAPI_FILE), 'utf8'));
+  ops = operations(doc);
+  ({ schemaAt } = documentAjv(doc));
+  partners = new Partners(suite.system);
+  sandbox = await partners.partner('sandbox');
+  production = await partners.partner('production');
+  listingId = (await suite.clients.catalog.createListing({ workspaceId: sandbox.workspaceId })).listing!.listingId;
+}, 120_000);
+
+afterAll(() => partners?.close());
+
+/** The examples' placeholders → this test's identifiers. */
+function substitute(text: string): string {
+  let out = text.split(EXAMPLE_IDS.listingId).join(listingId).split(EXAMPLE_IDS.webhookUrl).join(`${suite.receiver.baseUrl}${receiverPath}`);
+  if (eventId) out = out.split(EXAMPLE_IDS.eventId).join(eventId);
+  return out;
+}
+
+interface Options {
+  /** The request example whose request is sent (default: the one named like the response example). */
+  requestAs?: string;
+  /** Authorization header; default: the sandbox partner's access token; null: none. */
+  auth?: Record<string, string> | null;
+}
+
+/** Sends the request of response example `name` of operation `key` and checks the answer against the example. */
+async function sendExample(key: string, name: string, opts: Options = {}): Promise<Received> {
+  const op = ops.find((o) => o.key === key);
+  if (!op) throw new Error(`no operation ${key}`);
+  const matches = responseExamples(doc, op).filter((r) => r.name === name);
+  expect([key, name, matches.length]).toEqual([key, name, 1]);
+  const resp = matches[0]!;
+  const call = exampleCall(op, opts.requestAs ?? name, opts.requestAs ? undefined : resp.example['x-request']);
+  const headers: Record<string, string> = { ...(opts.auth === undefined ? sandbox.auth : (opts.auth ?? {})) };
+  const path = substitute(call.url);
+  const res = await send(
+    suite.system.gatewayUrl,
+    call.body === undefined
+      ? { method: call.method, path, headers }
+      : { method: call.method, path, headers: { ...headers, 'Content-Type': 'application/json' }, body: substitute(JSON.stringify(call.body)) },
+  );
+  expect([key, name, res.status, res.status === Number(resp.status) ? '' : res.text]).toEqual([key, name, Number(resp.status), '']);
+  expect([key, name, res.headers['content-type']]).toEqual([key, name, expect.stringContaining(resp.mediaType)]);
+  const fn = schemaAt([...resp.mediaAt, 'schema']);
+  expect([key, name, fn(res.json) ? [] : fn.errors]).toEqual([key, name, []]);
+  const want = resp.example.value;
+  if (resp.mediaType === 'application/problem+json') {
+    expect([key, name, res.json.code, res.json.errors, res.json.conflicts]).toEqual([key, name, want.code, want.errors, want.conflicts]);
+  }
+  sent.add(`${key} ${resp.status} ${name}`);
+  return res;
+}
+
+/** The errors every token-authenticated operation documents: 400, 401 and 501 (production). */
+async function sendCommonErrors(key: string, requestAs?: string): Promise<void> {
+  await sendExample(key, 'invalid');
+  await sendExample(key, 'missing_token', { auth: null, ...(requestAs ? { requestAs } : {}) });
+  await sendExample(key, 'production', { auth: production.auth, ...(requestAs ? { requestAs } : {}) });
+}
+
+test('the running system serves the committed document', async () => {
+  const res = await send(suite.system.gatewayUrl, { path: '/v1/openapi.json' });
+  expect(res.json).toEqual(doc);
+  await sendExample('GET /openapi.json', 'document', { auth: null });
+});
+
+test('POST /token', async () => {
+  const res = await sendExample('POST /token', 'token', { auth: { Authorization: `Bearer ${sandbox.apiKey}` } });
+  expect(res.json).toEqual(expect.objectContaining({ token_type: 'Bearer', workspace_id: sandbox.workspaceId, sandbox: true }));
+  await sendExample('POST /token', 'invalid_key', { auth: { Authorization: 'Bearer psk_nope_nope' } });
+});
+
+test('PUT /properties/{provider_id}', async () => {
+  const complete = await sendExample('PUT /properties/{provider_id}', 'complete');
+  expect(complete.json).toEqual(expect.objectContaining({ provider_id: EXAMPLE_IDS.providerId, result: 'created', listing_id: null, publishable: false }));
+  expect(complete.json.missing).toContain('photos_processing');
+  const incomplete = await sendExample('PUT /properties/{provider_id}', 'incomplete');
+  expect(incomplete.json.missing).toEqual(expect.arrayContaining(['price', 'amenities', 'unlisted']));
+  await sendCommonErrors('PUT /properties/{provider_id}', 'complete');
+});
+
+test('GET /blocks', async () => {
+  await sendExample('GET /blocks', 'page');
+  await sendExample('GET /blocks', 'past_the_end');
+  await sendCommonErrors('GET /blocks', 'page');
+});
+
+test('PUT /blocks/{external_uid}', async () => {
+  const created = await sendExample('PUT /blocks/{external_uid}', 'created');
+  expect(created.json).toEqual({ result: 'created', nights: 4, listing_id: listingId });
+  const moved = await sendExample('PUT /blocks/{external_uid}', 'moved');
+  expect(moved.json).toEqual({ result: 'updated', nights: 3, listing_id: listingId });
+  await sendExample('PUT /blocks/{external_uid}', 'unknown_listing');
+  // The nights the 409 example names are held by a marketplace guest.
+  await suite.clients.calendar.placeHold({ listingId, checkIn: '2030-08-02', checkOut: '2030-08-04', requiresPayment: false });
+  await sendExample('PUT /blocks/{external_uid}', 'colliding');
+  await sendExample('PUT /blocks/{external_uid}', 'by_provider_id');
+  await sendCommonErrors('PUT /blocks/{external_uid}', 'created');
+  const list = await send(suite.system.gatewayUrl, { path: '/v1/blocks?from=2030-07-01&to=2030-07-31', headers: sandbox.auth });
+  expect(list.json.items).toEqual([expect.objectContaining({ external_uid: EXAMPLE_IDS.externalUid, check_in: '2030-07-12', check_out: '2030-07-15', nights: 3 })]);
+});
+
+test('DELETE /blocks/{external_uid}', async () => {
+  const op = ops.find((o) => o.key === 'DELETE /blocks/{external_uid}')!;
+  const call = exampleCall(op, '(parameters)');
+  for (let i = 0; i < 2; i++) {
+    // 204 with no body, whether the block existed or not.
+    const res = await send(suite.system.gatewayUrl, { method: call.method, path: call.url, headers: sandbox.auth });
+    expect([i, res.status, res.text]).toEqual([i, 204, '']);
+  }
+  sent.add('DELETE /blocks/{external_uid} 204 (no body)');
+  await sendCommonErrors('DELETE /blocks/{external_uid}');
+});
+
+test('PUT /webhooks/endpoint, and the acknowledgement of a real user.erased delivery', async () => {
+  const registered = await sendExample('PUT /webhooks/endpoint', 'register');
+  expect(registered.json).toEqual(expect.objectContaining({ status: 'active', signing_secret: expect.stringMatching(/^whsec_/) }));
+  await sendCommonErrors('PUT /webhooks/endpoint', 'register');
+
+  // A guest with a booking on the workspace erases their account: a user.erased delivery.
+  const guestId = `guest-${randomUUID()}`;
+  await suite.driver.confirmBooking(sandbox.workspaceId, { guestId, guestName: 'Ada Lovelace' });
+  await suite.driver.eraseGuest(guestId);
+  const erased = await suite.receiver.waitFor(
+    () => suite.receiver.at(receiverPath, 'delivery').find((r) => r.json?.event_type === 'user.erased'),
+    30_000,
+    'the user.erased delivery',
+  );
+  eventId = erased.json.event_id as string;
+
+  const first = await sendExample('POST /deletion-requests/{event_id}/acknowledge', 'completed_at');
+  expect(first.json.event_id).toBe(eventId);
+  const again = await sendExample('POST /deletion-requests/{event_id}/acknowledge', 'now');
+  expect(again.json.acknowledged_at).toBe(first.json.acknowledged_at);
+  await sendExample('POST /deletion-requests/{event_id}/acknowledge', 'unknown_event');
+  await sendCommonErrors('POST /deletion-requests/{event_id}/acknowledge', 'now');
+
+  const paused = await sendExample('PUT /webhooks/endpoint', 'pause');
+  expect(paused.json).toEqual({ url: `${suite.receiver.baseUrl}${receiverPath}`, events: [], status: 'active' });
+}, 120_000);
+
+test('every response example of every operation was sent, or is listed in NOT_SENT with its reason', () => {
+  const missing: string[] = [];
+  for (const op of ops.filter((o) => o.at[0] === 'paths')) {
+    for (const r of responseExamples(doc, op)) {
+      const id = `${op.key} ${r.status} ${r.name}`;
+      if (!sent.has(id) && !NOT_SENT[`${r.status} ${r.name}`]) missing.push(id);
+    }
+  }
+  expect(missing).toEqual([]);
+  expect(sent.size).toBeGreaterThanOrEqual(35);
+});
