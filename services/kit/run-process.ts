@@ -260,14 +260,16 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     });
     // Inside the SERVER span, outside authentication: its identity look-ups are mapped too (errors.ts).
     const errors = errorInterceptor(log.child({ component: 'errors' }));
-    const serverInterceptors = [serverTracingInterceptor, errors, auth, requestGuardInterceptor];
+    const interceptors = [errors, auth, requestGuardInterceptor];
+    // What the internal server applies (it adds the tracing one first), for in-process calls too.
+    const serverInterceptors = [serverTracingInterceptor, ...interceptors];
     const server = await bindingPort('INTERNAL_PORT', config.internalPort, () => startInternalServer({
       host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
       port: config.internalPort,
       log,
       health,
       tls: tls.server,
-      interceptors: [errors, auth, requestGuardInterceptor],
+      interceptors,
       routes(networkRouter: ConnectRouter) {
         const router = inProcess.recording(networkRouter);
         router.service(AdminService, {
