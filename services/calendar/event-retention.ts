@@ -15,7 +15,7 @@
  */
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
-import { PeriodicJob } from '../kit/periodic';
+import { BatchPruner } from '../kit/periodic';
 
 /** Events deleted per statement. */
 export const PRUNE_BATCH = 10_000;
@@ -73,39 +73,14 @@ export async function pruneEventsOnce(sql: Sql, retentionDays: number, batch = P
 }
 
 /** Prunes now and every PRUNE_EVERY_MS until stop(); a failure costs a log line. */
-export class EventPruner {
-  private readonly job: PeriodicJob;
-
-  constructor(
-    private readonly sql: Sql,
-    private readonly log: Logger,
-    private readonly retentionDays: number,
-    everyMs = PRUNE_EVERY_MS,
-  ) {
-    this.job = new PeriodicJob(() => this.run(), everyMs, (err) => log.warn({ err }, 'calendar: event pruning failed; retried later'));
-  }
-
-  start(): void {
-    this.job.start(0);
-  }
-
-  /** Stops the timer and waits for the batch in flight. */
-  async stop(): Promise<void> {
-    await this.job.stop();
-  }
-
-  /** Prunes batch after batch until one comes back short (or stop()); returns how many were deleted. */
-  async pruneAll(): Promise<number> {
-    let deleted = 0;
-    for (;;) {
-      const n = await pruneEventsOnce(this.sql, this.retentionDays);
-      deleted += n;
-      if (n < PRUNE_BATCH || this.job.isStopped) return deleted;
-    }
-  }
-
-  private async run(): Promise<void> {
-    const deleted = await this.pruneAll();
-    if (deleted > 0) this.log.info({ deleted, retention_days: this.retentionDays }, 'calendar: events past the retention pruned');
+export class EventPruner extends BatchPruner {
+  constructor(sql: Sql, log: Logger, retentionDays: number, everyMs = PRUNE_EVERY_MS) {
+    super({
+      pruneOnce: () => pruneEventsOnce(sql, retentionDays),
+      batch: PRUNE_BATCH,
+      everyMs,
+      onPruned: (deleted) => log.info({ deleted, retention_days: retentionDays }, 'calendar: events past the retention pruned'),
+      onError: (err) => log.warn({ err }, 'calendar: event pruning failed; retried later'),
+    });
   }
 }

@@ -31,7 +31,7 @@ import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { Sql, Tx } from '../kit/database';
 import type { Caller } from '../kit/internal-auth';
 import type { Logger } from '../kit/logger';
-import { PeriodicJob } from '../kit/periodic';
+import { BatchPruner } from '../kit/periodic';
 import type { Violation } from '../kit/errors';
 import { failedPrecondition } from './errors';
 
@@ -155,35 +155,14 @@ export async function pruneIdempotencyKeysOnce(sql: Sql, retentionHours = IDEMPO
 }
 
 /** The housekeeping of keys: prunes now and every IDEMPOTENCY_PRUNE_EVERY_MS until stop(). */
-export class IdempotencyKeyPruner {
-  private readonly job: PeriodicJob;
-
-  constructor(
-    private readonly sql: Sql,
-    private readonly log: Logger,
-    private readonly retentionHours = IDEMPOTENCY_RETENTION_HOURS,
-    everyMs = IDEMPOTENCY_PRUNE_EVERY_MS,
-  ) {
-    this.job = new PeriodicJob(() => this.pruneAll(), everyMs, (err) => log.warn({ err }, 'calendar: idempotency key pruning failed; retried later'));
-  }
-
-  start(): void {
-    this.job.start(0);
-  }
-
-  async stop(): Promise<void> {
-    await this.job.stop();
-  }
-
-  /** Prunes batch after batch until one comes back short (or stop()); returns how many were deleted. */
-  async pruneAll(): Promise<number> {
-    let deleted = 0;
-    for (;;) {
-      const n = await pruneIdempotencyKeysOnce(this.sql, this.retentionHours);
-      deleted += n;
-      if (n < IDEMPOTENCY_PRUNE_BATCH || this.job.isStopped) break;
-    }
-    if (deleted > 0) this.log.info({ deleted, retention_hours: this.retentionHours }, 'calendar: idempotency keys past the retention pruned');
-    return deleted;
+export class IdempotencyKeyPruner extends BatchPruner {
+  constructor(sql: Sql, log: Logger, retentionHours = IDEMPOTENCY_RETENTION_HOURS, everyMs = IDEMPOTENCY_PRUNE_EVERY_MS) {
+    super({
+      pruneOnce: () => pruneIdempotencyKeysOnce(sql, retentionHours),
+      batch: IDEMPOTENCY_PRUNE_BATCH,
+      everyMs,
+      onPruned: (deleted) => log.info({ deleted, retention_hours: retentionHours }, 'calendar: idempotency keys past the retention pruned'),
+      onError: (err) => log.warn({ err }, 'calendar: idempotency key pruning failed; retried later'),
+    });
   }
 }

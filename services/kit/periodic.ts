@@ -45,3 +45,49 @@ export class PeriodicJob {
     this.timer.unref();
   }
 }
+
+/**
+ * Housekeeping that deletes in bounded batches: at start and every `everyMs`, runs
+ * `pruneOnce` (one statement deleting at most `batch` rows, returning how many) until a
+ * batch comes back short or stop() is called, then reports the total through
+ * `onPruned`. A failure costs one warning and is retried at the next run.
+ */
+export class BatchPruner {
+  private readonly job: PeriodicJob;
+
+  constructor(
+    private readonly opts: {
+      pruneOnce: () => Promise<number>;
+      batch: number;
+      everyMs: number;
+      /** Called after a run that deleted something. */
+      onPruned: (deleted: number) => void;
+      /** Called when a run failed. */
+      onError: (err: unknown) => void;
+    },
+  ) {
+    this.job = new PeriodicJob(async () => {
+      const deleted = await this.pruneAll();
+      if (deleted > 0) opts.onPruned(deleted);
+    }, opts.everyMs, opts.onError);
+  }
+
+  start(): void {
+    this.job.start(0);
+  }
+
+  /** Stops the timer and waits for the batch in flight. */
+  async stop(): Promise<void> {
+    await this.job.stop();
+  }
+
+  /** Prunes batch after batch until one comes back short (or stop()); returns how many were deleted. */
+  async pruneAll(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const n = await this.opts.pruneOnce();
+      deleted += n;
+      if (n < this.opts.batch || this.job.isStopped) return deleted;
+    }
+  }
+}
