@@ -73,7 +73,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       description: 'Webhook deliveries abandoned after the last retry',
     }),
     webhookEndpointEvents: meter.createCounter('psync_webhook_endpoint_events_total', {
-      description: 'Per-endpoint delivery control events: breaker_opened, breaker_closed, retry_after_honoured (a 429/503 Retry-After held the endpoint), gone (410: suspended)',
+      description: 'Per-endpoint delivery control events: breaker_opened, breaker_closed, retry_after_honoured (a 429/503 Retry-After held the endpoint), gone (410: suspended), suspended (any suspension), challenge_echoed and challenge_failed (registration challenges)',
     }),
     webhookAttemptDuration: meter.createHistogram('psync_webhook_attempt_duration_seconds', {
       description: 'Duration of webhook delivery attempts that reached the network, by outcome (delivered, http_status, timeout, connection_failed …)',
@@ -219,7 +219,17 @@ export function recordInternalAuthRefusal(code: 'unauthenticated' | 'permission_
 }
 
 /** A per-endpoint delivery control event (psync_webhook_endpoint_events_total). */
-export function recordWebhookEndpointEvent(event: 'breaker_opened' | 'breaker_closed' | 'retry_after_honoured' | 'gone'): void {
+export type WebhookEndpointEvent =
+  | 'breaker_opened'
+  | 'breaker_closed'
+  | 'retry_after_honoured'
+  | 'gone'
+  | 'suspended'
+  | 'challenge_echoed'
+  | 'challenge_failed';
+
+/** Counts one per-endpoint delivery control event (psync_webhook_endpoint_events_total). */
+export function recordWebhookEndpointEvent(event: WebhookEndpointEvent): void {
   current?.webhookEndpointEvents.add(1, { event });
 }
 

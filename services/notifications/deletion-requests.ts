@@ -25,7 +25,6 @@ import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { notFound } from '../kit/errors';
 import { isUuid, requireUuid } from './errors';
 import { invalidRequest } from '../kit/request-guard';
-import { notificationsMetrics } from './metrics';
 
 export type DeletionRequestState = 'open' | 'acknowledged' | 'escalated';
 
@@ -117,7 +116,6 @@ export class DeletionRequests {
         and created_at <= now() - ${escalationSeconds}::float8 * interval '1 second'
       returning workspace_id, event_id, created_at`;
     for (const r of rows) {
-      notificationsMetrics.inc('deletion_requests_escalated');
       log.error(
         { workspace_id: r.workspace_id, event_id: r.event_id, created_at: r.created_at, escalation_seconds: escalationSeconds },
         'deletion request not acknowledged in time: escalated to operators (psync deletion-requests list --state escalated)',

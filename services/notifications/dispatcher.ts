@@ -442,7 +442,6 @@ export class DeliveryDispatcher {
         return;
       }
       const headers = { ...signatureHeaders(keys, row.body), 'Content-Type': 'application/json', 'User-Agent': 'PartnerSync-Webhooks/1' };
-      notificationsMetrics.inc('attempts', { event_type: row.event_type });
       const started = performance.now();
       const res = await this.opts.poster.post(row.url!, row.body, headers, {
         timeoutMs: ATTEMPT_TIMEOUT_MS,

@@ -9,18 +9,11 @@ import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
 import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
 import type { Sql } from '../kit/database';
-import {
-  recordWebhookAttempt,
-  recordWebhookDelivery,
-  recordWebhookEndpointEvent,
-  registerWebhookGauges,
-  type WebhookDeliveryOutcome,
-} from '../kit/metrics';
+import { registerWebhookGauges } from '../kit/metrics';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { DeletionRequests } from './deletion-requests';
 import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from './dispatcher';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from './intake';
-import { notificationsMetrics, type MetricName } from './metrics';
 import { EndpointRegistry } from './registration';
 import { resealSecrets } from './reseal';
 import { SecretBox } from './secret-box';
@@ -81,21 +74,6 @@ function runtimeFor(ctx: ServiceContext): Runtime {
   return rt;
 }
 
-/** The service's counters that feed psync_webhook_deliveries_total{outcome}. */
-const DELIVERY_OUTCOMES: Partial<Record<MetricName, WebhookDeliveryOutcome>> = {
-  delivered: 'delivered',
-  failed_attempts: 'failed',
-  abandoned: 'abandoned',
-};
-
-/** The per-endpoint control events, as psync_webhook_endpoint_events_total labels them. */
-const ENDPOINT_EVENTS: Partial<Record<MetricName, Parameters<typeof recordWebhookEndpointEvent>[0]>> = {
-  breaker_opened: 'breaker_opened',
-  breaker_closed: 'breaker_closed',
-  retry_after_honoured: 'retry_after_honoured',
-  endpoints_gone: 'gone',
-};
-
 /**
  * Scrape-time gauges (docs/operations.md, "Observability"): the delivery backlog in one
  * query, and the erasures the PsyncErasuresUnacknowledged alert is about — deletion
@@ -154,20 +132,9 @@ export const notificationsModule: ServiceModule = {
       if (unreadable > 0) log.warn({ resealed, unreadable }, `${line}; some open under neither key`);
       else log.info({ resealed, unreadable }, line);
     }
-    const unsubscribeCounters = notificationsMetrics.onEvent((name) => {
-      const outcome = DELIVERY_OUTCOMES[name];
-      if (outcome) recordWebhookDelivery(outcome);
-      const event = ENDPOINT_EVENTS[name];
-      if (event) recordWebhookEndpointEvent(event);
-    });
-    const unsubscribeObservations = notificationsMetrics.onObservation((name, value, labels) => {
-      if (name === 'attempt_seconds') recordWebhookAttempt(value, labels.outcome ?? 'unknown');
-    });
     const unregisterGauges = registerGauges(ctx.sql);
     shutdown.add('notifications metrics', () => {
       unregisterGauges();
-      unsubscribeCounters();
-      unsubscribeObservations();
     });
     await rt.dispatcher.start();
     rt.deletionRequests.start();
