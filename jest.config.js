@@ -1,13 +1,16 @@
 /**
  * Jest: TypeScript through @swc/jest (type checking is `tsc --noEmit`, run by `npm test`).
- * Unit tests sit next to the code (*.test.ts); integration tests live in test/.
+ * Unit tests sit next to the code (*.test.ts); integration tests live in test/; a workspace
+ * package keeps its tests in packages/<name>/test/.
  * They talk to real PostgreSQL/NATS when DATABASE_URL/NATS_URL are set, to the
  * embedded default otherwise (see test/support/).
  */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/test', '<rootDir>/bin'],
+  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/test', '<rootDir>/bin', '<rootDir>/packages'],
   testMatch: ['**/*.test.ts'],
+  // Tests use the partner SDK's source, not its build (dist/, made by `npm ci`).
+  moduleNameMapper: { '^@partner-sync/partner-sdk$': '<rootDir>/packages/partner-sdk/src/index.ts' },
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
   testTimeout: 60000,
   maxWorkers: 2,

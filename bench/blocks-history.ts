@@ -1,5 +1,5 @@
 /**
- * GET /v1/blocks against the workspace's history (issue 14 items 4 and 5), on a real
+ * GET /v1/blocks against the workspace's history (docs/performance.md "Blocks and history"), on a real
  * PostgreSQL:
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:blocks
@@ -24,15 +24,13 @@
  */
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
 import type { PendingQuery, Row } from 'postgres';
 import { type Sql } from '../services/kit/database';
 import { blockPageQuery } from '../services/calendar/blocks-list';
-import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
-namespace autocannon {
+declare namespace autocannon {
   export interface Options {
     url: string;
     connections?: number;
@@ -47,9 +45,8 @@ namespace autocannon {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (opts: autocannon.Options, cb: (err: unknown, res: autocannon.Result) => void) => unknown;
+const autocannon = require('autocannon') as (opts: autocannon.Options, cb: (err: Error | null, res: autocannon.Result) => void) => unknown;
 
-const ROOT = resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '10');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '1');
 const PER_DAY = 100;

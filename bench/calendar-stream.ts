@@ -1,5 +1,5 @@
 /**
- * WatchEvents lag benchmark (issue 14 items 3 and 5), on a real PostgreSQL:
+ * WatchEvents lag benchmark, on a real PostgreSQL:
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:calendar-stream
  *
@@ -21,24 +21,15 @@
  * count as 0. Prints p50, p99 and max per phase, plus the pushes' own latency.
  */
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
-import { randomBytes } from 'node:crypto';
+import { ms, openLagProbe, quantile, sleep } from './support/stream-lag';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
 import { createSql, type Sql } from '../services/kit/database';
-import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 
-const ROOT = resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '15');
 const RATE = Number(process.env.BENCH_RATE ?? '200');
 const FOREIGN_HOLD_MS = Number(process.env.FOREIGN_HOLD_MS ?? '5000');
 const LISTINGS = 20;
-
-const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-const quantile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
-const ms = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 /**
  * Something open beside the calendar for a phase: `run` keeps it going until `stop`
@@ -77,8 +68,8 @@ async function main(): Promise<void> {
   const system = await startBenchSystem(db.url, {}, 3);
   const { identity, catalog, calendar, sql } = system;
   const foreign = createSql(foreignDb.url, { max: 2 });
-  const abort = new AbortController();
   const out: string[] = [];
+  let probe: ReturnType<typeof openLagProbe> | undefined;
   try {
     await foreign`create table bench_rows (at timestamptz)`;
     await sql`create schema bench_other`;
@@ -87,78 +78,29 @@ async function main(): Promise<void> {
     const listings: string[] = [];
     for (let i = 0; i < LISTINGS; i++) listings.push((await catalog.createListing({ workspaceId: ws })).listing!.listingId);
 
-    // The consumer: every CalendarChanged's holder id (the block's uid) → arrival time.
-    const arrived = new Map<string, number>();
-    const stream = (async () => {
-      try {
-        for await (const m of calendar.watchEvents({}, { signal: abort.signal, timeoutMs: 0 })) {
-          if (m.event.case === 'calendarChanged' && m.event.value.holder) arrived.set(m.event.value.holder.id, performance.now());
-        }
-      } catch (err) {
-        if (!abort.signal.aborted) throw err;
-      }
-    })();
-
-    const run = randomBytes(3).toString('hex');
-    let n = 0;
-    /** Pushes at RATE per second for `seconds`; resolves with each uid's answer time and the push latencies. */
-    async function pushes(phase: string, seconds: number): Promise<{ answered: Map<string, number>; latency: number[]; failed: number }> {
-      const answered = new Map<string, number>();
-      const latency: number[] = [];
-      let failed = 0;
-      const inFlight: Promise<void>[] = [];
-      const t0 = performance.now();
-      const total = Math.round(seconds * RATE);
-      for (let i = 0; i < total; i++) {
-        const due = t0 + (i * 1000) / RATE;
-        const wait = due - performance.now();
-        if (wait > 1) await sleep(wait);
-        const k = n++;
-        const uid = `${phase}-${run}-${k}`;
-        const start = Math.floor(Math.random() * 700);
-        const began = performance.now();
-        inFlight.push(
-          calendar
-            .putBlock({ workspaceId: ws, externalUid: uid, target: { case: 'listingId', value: listings[k % LISTINGS]! }, checkIn: day(start), checkOut: day(start + 1 + Math.floor(Math.random() * 30)) })
-            .then(() => {
-              const now = performance.now();
-              answered.set(uid, now);
-              latency.push(now - began);
-            })
-            .catch(() => void failed++),
-        );
-      }
-      await Promise.all(inFlight);
-      return { answered, latency, failed };
-    }
+    probe = openLagProbe(system, ws, listings);
 
     async function phase(name: string, label: string, background?: Background): Promise<void> {
       let release!: () => void;
       const stop = new Promise<void>((r) => (release = r));
       const bg = background?.(stop);
       if (background) await sleep(300); // the foreign transaction is open before the first push
-      const { answered, latency, failed } = await pushes(name, SECONDS);
+      const r = await probe!.run(name, RATE, SECONDS);
       release();
       await bg;
-      // Every event must arrive; wait for the stragglers (bounded).
-      const deadline = performance.now() + 30_000;
-      while ([...answered.keys()].some((u) => !arrived.has(u)) && performance.now() < deadline) await sleep(50);
-      const missing = [...answered.keys()].filter((u) => !arrived.has(u)).length;
-      const lags = [...answered].filter(([u]) => arrived.has(u)).map(([u, t]) => Math.max(0, arrived.get(u)! - t)).sort((a, b) => a - b);
-      latency.sort((a, b) => a - b);
+      const { lags, latency } = r;
       out.push(
-        `| ${label} | ${answered.size} | ${ms(quantile(lags, 0.5))} ms | ${ms(quantile(lags, 0.99))} ms | ${ms(lags[lags.length - 1] ?? NaN)} ms | ${ms(quantile(latency, 0.5))} / ${ms(quantile(latency, 0.99))} ms | ${failed + missing} |`,
+        `| ${label} | ${r.events} | ${ms(quantile(lags, 0.5))} ms | ${ms(quantile(lags, 0.99))} ms | ${ms(lags[lags.length - 1] ?? NaN)} ms | ${ms(quantile(latency, 0.5))} / ${ms(quantile(latency, 0.99))} ms | ${r.lost} |`,
       );
     }
 
     // Warm-up: connections, plans, the listing cache.
-    await pushes('warm', 3);
+    await probe.run('warm', RATE, 3);
     await phase('quiet', 'nothing else open');
     await phase('otherdb', `write transaction open in another database (${FOREIGN_HOLD_MS / 1000} s each, back to back)`, writeTransactions(foreign, 'bench_rows'));
     await phase('otherschema', `write transaction open in another schema of the calendar's database (${FOREIGN_HOLD_MS / 1000} s each)`, writeTransactions(sql, 'bench_other.bench_rows'));
     await phase('readonly', 'read-only repeatable-read transaction open on the calendar\'s database', readOnlyTransaction(sql));
-    abort.abort();
-    await stream;
+    await probe.close();
 
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
@@ -170,7 +112,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
-    abort.abort();
+    await probe?.close();
     await foreign.end({ timeout: 5 });
     await system.stop();
     await db.drop();

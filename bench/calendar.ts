@@ -1,5 +1,5 @@
 /**
- * Calendar benchmark (issue 5 item 9), on a real PostgreSQL:
+ * Calendar benchmark (docs/performance.md "Calendar"), on a real PostgreSQL:
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:calendar
  *
@@ -18,14 +18,12 @@
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
 import { type Sql } from '../services/kit/database';
-import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { cpuMsOf } from './support/proc-cpu';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
-namespace autocannon {
+declare namespace autocannon {
   export interface Request {
     method?: string;
     path?: string;
@@ -48,9 +46,8 @@ namespace autocannon {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (opts: autocannon.Options, cb: (err: unknown, res: autocannon.Result) => void) => unknown;
+const autocannon = require('autocannon') as (opts: autocannon.Options, cb: (err: Error | null, res: autocannon.Result) => void) => unknown;
 
-const ROOT = resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '20');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '64');
 const LISTINGS = 50;

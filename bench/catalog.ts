@@ -1,5 +1,5 @@
 /**
- * Catalog benchmark (issue 4 item 8):
+ * Catalog benchmark (docs/performance.md "Catalog"):
  *
  *   npm run bench:catalog                                   # embedded default (PGlite, in-process bus)
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test NATS_URL=nats://127.0.0.1:4222 npm run bench:catalog
@@ -20,7 +20,7 @@
  * Prints a Markdown summary for docs/performance.md ("Catalog").
  */
 import { cpus, totalmem } from 'node:os';
-import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, toJson } from '@bufbuild/protobuf';
 import { PropertySchema, UpsertPropertyRequestSchema } from '../gen/psync/catalog/v1/catalog_pb';
 import { clientsFor, completeProperty, missingNames, newWorkspace, type Clients } from '../test/catalog/support/catalog';
 import { startPhotoServer } from '../test/catalog/support/photo-server';
@@ -29,7 +29,7 @@ import { startSystem, stopAllSystems } from '../test/support/system';
 import sharp from 'sharp';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
-namespace autocannon {
+declare namespace autocannon {
   export interface Options {
     url: string;
     connections?: number;
@@ -46,7 +46,7 @@ namespace autocannon {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (opts: autocannon.Options, cb: (err: unknown, res: autocannon.Result) => void) => unknown;
+const autocannon = require('autocannon') as (opts: autocannon.Options, cb: (err: Error | null, res: autocannon.Result) => void) => unknown;
 
 const num = (name: string, def: number) => Number(process.env[name] ?? String(def));
 const PROPERTIES = num('BENCH_PROPERTIES', 40);
@@ -173,7 +173,7 @@ async function main(): Promise<void> {
     out.push(`- UpsertProperty (gRPC), identical complete property, photos unchanged, ${CONCURRENCY} in flight, ${SECONDS} s: **${same}**`);
     const renamed = await load(SECONDS, CONCURRENCY, (i) => {
       const p = properties[i % PROPERTIES]!;
-      const property = create(PropertySchema, { ...p.property, name: `Harbour loft ${i}` } as MessageInitShape<typeof PropertySchema>);
+      const property = create(PropertySchema, { ...p.property, name: `Harbour loft ${i}` });
       return catalog.upsertProperty({ workspaceId: ws, providerId: p.id, property });
     });
     out.push(`- UpsertProperty (gRPC), name changed each time (write + republish + listing.updated event), photos unchanged, ${CONCURRENCY} in flight, ${SECONDS} s: **${renamed}**`);

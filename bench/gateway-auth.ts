@@ -1,5 +1,5 @@
 /**
- * Benchmark of the authenticated gateway path (issue 3 item 8). Not a test:
+ * Benchmark of the authenticated gateway path (docs/performance.md). Not a test:
  *
  *   npm run bench
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench     (the default server)
@@ -68,7 +68,8 @@ import { credentialInterceptor, TEST_TOKENS, testCallerEnv } from '../test/suppo
 import { isRole } from '../services/kit/access-policy';
 import { cpuMsOf } from './support/proc-cpu';
 import { chooseLoadGenerator, runLoad, type LoadResult } from './support/load-generator';
-import { benchRuntime, buildForBench, entryArgs } from './support/compiled-build';
+import { benchRuntime, buildForBench } from './support/compiled-build';
+import { idleCpu, loadCpu, serverCpuMs, startBare as startBareServer, startFull as startFullSystem, startSplit as startSplitSystem, type Build, type Server } from './support/gateway-servers';
 
 const ROOT = resolve(__dirname, '..');
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -125,146 +126,11 @@ interface Run {
 // ------------------------------------------------------------------ processes
 
 
-interface Server {
-  child: ChildProcess;
-  /** Every process of this side (the split side has five); `child` is the one serving HTTP. */
-  processes: ChildProcess[];
-  url: string;
-  /** Milliseconds since the process exited (performance.now()), once it has. */
-  exitedAt?: number;
-  /** CPU ms per second the process uses with no load (timers, outbox relays, workers): subtracted from every cell. */
-  idleCpuPerSecond?: number;
-  stop(): Promise<void>;
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function tracked(child: ChildProcess, url: string, stderr: string[]): Server {
-  const server: Server = {
-    child,
-    processes: [child],
-    url,
-    async stop() {
-      await Promise.all(server.processes.map(stopProcess));
-    },
-  };
-  child.once('exit', (code, signal) => {
-    server.exitedAt = performance.now();
-    if (code !== 0 && signal !== 'SIGTERM' && code !== null) process.stderr.write(`${url}: exited ${code}\n${stderr.slice(-20).join('\n')}\n`);
-  });
-  return server;
-}
-
-function collect(child: ChildProcess, into: string[]): void {
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => into.push(...d.split('\n').filter(Boolean)));
-}
-
-/** `services/main.ts all` on `dbUrl`; resolves once /readyz answers 200. */
-async function startFull(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server & { internal: string }> {
-  const port = await freePort();
-  const internalPort = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(RUNTIME, ROOT, DIST, 'services/main.ts'), 'all'], {
-    cwd: ROOT,
-    env: { ...process.env, ...testCallerEnv(), ...env, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
-    // Log lines are written (LOG_LEVEL) and thrown away by /dev/null, as a collector would take them.
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const stderr: string[] = [];
-  collect(child, stderr);
-  const url = `http://127.0.0.1:${port}`;
-  const server = tracked(child, url, stderr);
-  for (let i = 0; i < 240; i++) {
-    if (child.exitCode !== null) throw new Error(`the system exited during start-up:\n${stderr.slice(-20).join('\n')}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return Object.assign(server, { internal: `http://127.0.0.1:${internalPort}` });
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  await server.stop();
-  throw new Error('the system did not become ready');
-}
-
-/**
- * The Kubernetes shape on one machine: each internal service in its own process
- * (`services/main.ts identity|calendar|catalog|notifications`) and the gateway in a
- * fifth (`services/main.ts gateway`, *_URL pointing at them): every internal call
- * crosses h2c. Resolves once the gateway's /readyz answers 200.
- */
-async function startSplit(env: Record<string, string>): Promise<Server> {
-  const roles = ['identity', 'calendar', 'catalog', 'notifications'] as const;
-  const stderr: string[] = [];
-  const spawnRole = (role: string, extra: Record<string, string>) => {
-    const child = spawn(process.execPath, [...entryArgs(RUNTIME, ROOT, DIST, 'services/main.ts'), role], {
-      cwd: ROOT,
-      env: { ...process.env, ...testCallerEnv(), ...(isRole(role) ? { INTERNAL_TOKEN: TEST_TOKENS[role] } : {}), ...env, ...extra, HOST: '127.0.0.1' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    collect(child, stderr);
-    return child;
-  };
-  const urls: Record<string, string> = {};
-  const services: ChildProcess[] = [];
-  for (const role of roles) {
-    const port = await freePort();
-    urls[`${role.toUpperCase()}_URL`] = `http://127.0.0.1:${port}`;
-    services.push(spawnRole(role, { INTERNAL_PORT: String(port) }));
-  }
-  const port = await freePort();
-  const gateway = spawnRole('gateway', { ...urls, PORT: String(port), INTERNAL_PORT: '0' });
-  const url = `http://127.0.0.1:${port}`;
-  const server = tracked(gateway, url, stderr);
-  server.processes.push(...services);
-  for (let i = 0; i < 240; i++) {
-    const dead = server.processes.find((p) => p.exitCode !== null);
-    if (dead) {
-      await server.stop();
-      throw new Error(`a process of the split system exited during start-up:\n${stderr.slice(-20).join('\n')}`);
-    }
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return server;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  await server.stop();
-  throw new Error('the split system did not become ready');
-}
-
-/** bench/support/bare-auth-server.ts; resolves with its URL once it listens. */
-async function startBare(env: Record<string, string>, nodeArgs: string[] = []): Promise<Server> {
-  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(RUNTIME, ROOT, DIST, 'bench/support/bare-auth-server.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const stderr: string[] = [];
-  collect(child, stderr);
-  const url = await new Promise<string>((res, rej) => {
-    let buf = '';
-    const onData = (d: string) => {
-      buf += d;
-      const line = buf.split('\n').find((l) => l.includes('listening'));
-      if (line) {
-        child.stdout?.off('data', onData);
-        res((JSON.parse(line) as { listening: string }).listening);
-      }
-    };
-    child.stdout?.setEncoding('utf8').on('data', onData);
-    child.once('exit', (code) => rej(new Error(`the bare server exited (${code}):\n${stderr.join('\n')}`)));
-  });
-  child.stdout?.resume();
-  return tracked(child, url, stderr);
-}
+/** The build the processes run (set in main). */
+const build = (): Build => ({ runtime: RUNTIME, dist: DIST });
+const startFull = (env: Record<string, string>, nodeArgs: string[] = []) => startFullSystem(build(), env, nodeArgs);
+const startSplit = (env: Record<string, string>) => startSplitSystem(build(), env);
+const startBare = (env: Record<string, string>, nodeArgs: string[] = []) => startBareServer(build(), env, nodeArgs);
 
 // ------------------------------------------------------------------ measuring
 
@@ -273,10 +139,6 @@ function cannon(url: string, token: string, connections: number, duration: numbe
   return runLoad(LOADGEN, `${url}/v1/blocks`, { authorization: `Bearer ${token}` }, connections, duration);
 }
 
-/** CPU time (ms) all of a side's processes have used so far. */
-function serverCpuMs(server: Server): number {
-  return server.processes.reduce((sum, p) => sum + cpuMsOf(p.pid), 0);
-}
 
 
 async function backendPids(sql: Sql): Promise<number[]> {
@@ -317,18 +179,6 @@ function sampleActivity(sql: Sql): () => Promise<Activity> {
   };
 }
 
-/** The CPU a server uses with no load, in ms per second (sampled for `seconds`). */
-async function idleCpu(server: Server, seconds = 3): Promise<number> {
-  const c0 = serverCpuMs(server);
-  const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  return ((serverCpuMs(server) - c0) * 1000) / (performance.now() - t0);
-}
-
-/** CPU `server` used during [t0, t1] beyond its idle background, in ms. */
-function loadCpu(server: Server, cpuMs: number, t0: number, t1: number): number {
-  return Math.max(0, cpuMs - ((server.idleCpuPerSecond ?? 0) * (t1 - t0)) / 1000);
-}
 
 async function measure(side: Side, server: Server, token: string, connections: number, sql: Sql): Promise<Run> {
   const load = loadavg()[0]!;
@@ -597,7 +447,7 @@ function report(o: {
   const lines: string[] = [];
   lines.push(SECTION, '');
   lines.push(
-    '`GET /v1/blocks` on an empty sandbox workspace with a valid access token (issue 3 item 8), measured by `bench/gateway-auth.ts`.',
+    '`GET /v1/blocks` on an empty sandbox workspace with a valid access token, measured by `bench/gateway-auth.ts`.',
     '**full**: the real system, `services/main.ts all` (all roles in one process, as `npm start` runs it) on PostgreSQL — the gateway\'s contract frame, `Authorize` to identity (token HMAC + the `identity.authorize_batch` statement, shared by the Authorize calls in flight, that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=' +
       LOG_LEVEL +
       '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
@@ -800,7 +650,7 @@ async function main(): Promise<void> {
     pgVersion = (await admin<{ v: string }[]>`select current_setting('server_version') as v`)[0]!.v;
   } catch (err) {
     await admin.end({ timeout: 1 });
-    throw new Error(`cannot reach PostgreSQL at DATABASE_URL (${new URL(adminUrl).host}): ${(err as Error).message}`);
+    throw new Error(`cannot reach PostgreSQL at DATABASE_URL (${new URL(adminUrl).host}): ${(err as Error).message}`, { cause: err });
   }
   const dbName = `psync_bench_auth_${randomBytes(4).toString('hex')}`;
   await admin.unsafe(`create database ${dbName}`);
@@ -864,7 +714,7 @@ async function main(): Promise<void> {
     for (const side of sides) await cannon(target[side].url, tokens[side], 16, WARMUP_SECONDS);
     for (const side of sides) {
       target[side].idleCpuPerSecond = await idleCpu(target[side]);
-      process.stdout.write(`${side}: ${target[side].idleCpuPerSecond!.toFixed(1)} ms of CPU per second when idle (subtracted below)\n`);
+      process.stdout.write(`${side}: ${target[side].idleCpuPerSecond.toFixed(1)} ms of CPU per second when idle (subtracted below)\n`);
     }
     const runs: Run[] = [];
     for (let round = 0; round < ROUNDS; round++) {

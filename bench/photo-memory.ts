@@ -1,5 +1,5 @@
 /**
- * Photo memory benchmark (issue 13 item 4):
+ * Photo memory benchmark (docs/performance.md "Photo memory"):
  *
  *   npm run bench:photos                                    # embedded default (PGlite, in-process bus)
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test NATS_URL=nats://127.0.0.1:4222 npm run bench:photos
@@ -24,7 +24,7 @@
  *
  * Knobs: BENCH_PROPERTIES (30), BENCH_BOMBS (30), BENCH_HEAVY (6), BENCH_NORMAL (30),
  * BENCH_PHOTO_CONCURRENCY (unset: the default PHOTO_CONCURRENCY, 4).
- * Target (issue 13): peak < idle + 400 MB with the ordinary photos finishing.
+ * Target: peak < idle + 400 MB with the ordinary photos finishing.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';

@@ -5,8 +5,8 @@
  * setImmediate(nextWrite); if the socket closes first, `closed()` sets `socket = null`
  * and clears the immediate without resetting `nextWriteTimer`, and the next
  * `nextWrite` throws `TypeError: Cannot read properties of null (reading 'write')` from
- * an immediate callback — uncatchable, the process exits. (Upstream: porsager/postgres
- * issues 1154 and 1208, unreleased pull requests 1168/1176/1209.) A database restart
+ * an immediate callback — uncatchable, the process exits. (Upstream: porsager/postgres#1154
+ * and porsager/postgres#1208, unreleased pull requests #1168/#1176/#1209 there.) A database restart
  * under load hits it (test/platform/database-outage.test.ts; the deterministic repro is
  * test/kit/postgres-closed-socket.test.ts).
  *

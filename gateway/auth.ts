@@ -1,7 +1,7 @@
 /**
  * Authentication, rate limiting and authorisation of contract requests: one
- * IdentityService.Authorize round trip per request (spec "Authentication" 3, 5, 6;
- * issue 3 item 3).
+ * IdentityService.Authorize round trip per request (spec "Authentication" 3, 5,
+ * 6).
  *
  * Only `Authorization: Bearer <ACCESS_TOKEN>` is read — never a cookie or the query
  * string. Outcomes, in the order of checks (docs/decisions.md):

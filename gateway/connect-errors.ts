@@ -1,5 +1,5 @@
 /**
- * Internal (Connect) errors → public problems (architecture.md "Errors inside/outside";
+ * Internal (Connect) errors → public problems (docs/decisions.md "Errors have one path";
  * proto/psync/common/v1/errors.proto says which Code goes with which reason).
  *
  * The ErrorDetail reason decides first; the Connect code alone is the fallback. A
@@ -71,6 +71,12 @@ export function problemFromConnectError(err: ConnectError): ProblemError | undef
       return new ProblemError('property_not_found', { cause: err });
     case ErrorReason.DELETION_REQUEST_NOT_FOUND:
       return new ProblemError('deletion_request_not_found', { cause: err });
+    case ErrorReason.DELIVERY_NOT_FOUND:
+      return new ProblemError('delivery_not_found', { cause: err });
+    case ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE:
+      return new ProblemError('webhook_endpoint_not_active', { cause: err });
+    case ErrorReason.DELIVERY_NOT_RESENDABLE:
+      return new ProblemError('delivery_not_resendable', { cause: err });
     case ErrorReason.CONFLICT:
       return new ProblemError('conflict', {
         conflicts: details(() => err.findDetails(ConflictDetailSchema)).flatMap((d) => d.dates),

@@ -9,7 +9,7 @@
  *   → the internal call and the presenter.
  *
  * So a 501 always means the request was valid, and nothing is looked up or written
- * for a production workspace (operator-interface.md "production workspaces").
+ * for a production workspace (docs/contract-gaps.md "production workspaces").
  */
 import type { Client } from '@connectrpc/connect';
 import { Environment } from '../gen/psync/common/v1/environment_pb';

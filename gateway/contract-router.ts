@@ -1,6 +1,6 @@
 /**
  * Matching requests to the contract's routes, with the public answers for requests
- * outside the contract's shape (operator-interface.md "requests outside the
+ * outside the contract's shape (docs/contract-gaps.md "requests outside the
  * contract's shape"):
  *
  * - a path no route has: `404 not_found`;

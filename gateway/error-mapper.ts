@@ -1,7 +1,7 @@
 /**
  * The gateway's first middleware: every request gets an id, every failure below
  * becomes a problem document, every response under /v1 gets its rate-limit headers,
- * and every request gets one access log line (architecture.md "Errors outside").
+ * and every request gets one access log line (docs/decisions.md "Errors have one path").
  * It also opens the request's SERVER span (a new trace: a partner's `traceparent` is
  * not trusted) — every internal call below joins it — and records
  * psync_http_requests_total{route,code}, psync_http_request_duration_seconds{route}

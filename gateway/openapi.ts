@@ -38,7 +38,9 @@ import { WWW_AUTHENTICATE } from './connect-errors';
 import { INVALID_API_KEY, TOO_MANY_FAILURES } from './routes/token';
 import { COMPLETED_AT_MAX_AHEAD_MS } from './routes/deletion-requests';
 import { schemas as validators, queryForSchema, type Validator } from './validate';
+import { sandboxOpenApi } from './openapi-sandbox';
 import { settings } from '../services/kit/config';
+import { MAX_NIGHTS, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
 
 /** The path prefix of this contract version. */
 export const API_VERSION = 'v1';
@@ -95,11 +97,11 @@ const EXAMPLE_UUID = '8a5e2c61-1f3b-4d7e-9c0a-6b2d4e8f1a37';
 const RATE_LIMIT_HEADERS: Record<string, JsonObject> = {
   'RateLimit-Policy': {
     description:
-      `The quota and its window, \`<quota>;w=3600\`. The quota is the deployment's: by default \`${DEFAULTS.contractQuota};w=3600\` on the contract endpoints; on \`POST /token\` it describes the token endpoint's own ceiling (by default \`${DEFAULTS.tokenQuota};w=3600\`). Read it rather than assuming a number.`,
-    schema: { type: 'string', pattern: '^[0-9]+;w=[0-9]+$', examples: [`${DEFAULTS.contractQuota};w=3600`] },
+      `The quota and its window, \`<quota>;w=${RATE_WINDOW_SECONDS}\`. The quota is the deployment's: by default \`${DEFAULTS.contractQuota};w=${RATE_WINDOW_SECONDS}\` on the contract endpoints; on \`POST /token\` it describes the token endpoint's own ceiling (by default \`${DEFAULTS.tokenQuota};w=${RATE_WINDOW_SECONDS}\`). Read it rather than assuming a number.`,
+    schema: { type: 'string', pattern: '^[0-9]+;w=[0-9]+$', examples: [`${DEFAULTS.contractQuota};w=${RATE_WINDOW_SECONDS}`] },
   },
   'RateLimit-Limit': {
-    description: `The quota: requests per API key per window of 3600 s (by default ${DEFAULTS.contractQuota}; ${DEFAULTS.tokenQuota} on \`POST /token\`).`,
+    description: `The quota: requests per API key per window of ${RATE_WINDOW_SECONDS} s (by default ${DEFAULTS.contractQuota}; ${DEFAULTS.tokenQuota} on \`POST /token\`).`,
     schema: { type: 'integer', minimum: 0, examples: [DEFAULTS.contractQuota] },
   },
   'RateLimit-Remaining': {
@@ -109,7 +111,7 @@ const RATE_LIMIT_HEADERS: Record<string, JsonObject> = {
   },
   'RateLimit-Reset': {
     description: 'Seconds until the current window ends (windows are aligned to the Unix epoch hour).',
-    schema: { type: 'integer', minimum: 1, maximum: 3600, examples: [1800] },
+    schema: { type: 'integer', minimum: 1, maximum: RATE_WINDOW_SECONDS, examples: [RATE_WINDOW_SECONDS / 2] },
   },
   RateLimit: {
     description: 'The same state in the current IETF draft\'s field, `"default";r=<remaining>;t=<reset>` (additive).',
@@ -222,8 +224,8 @@ const tokenSchema: JsonObject = {
     expires_in: {
       type: 'integer',
       minimum: 1,
-      maximum: 3600,
-      description: `Seconds the token is valid: the deployment's token lifetime, ${DEFAULTS.tokenTtlSeconds} (${DEFAULTS.tokenTtlSeconds / 60} minutes) by default and never more than 3600. Use this value rather than a constant.`,
+      maximum: MAX_TOKEN_TTL_SECONDS,
+      description: `Seconds the token is valid: the deployment's token lifetime, ${DEFAULTS.tokenTtlSeconds} (${DEFAULTS.tokenTtlSeconds / 60} minutes) by default and never more than ${MAX_TOKEN_TTL_SECONDS}. Use this value rather than a constant.`,
     },
     workspace_id: { type: 'string', format: 'uuid', description: 'The workspace of the key.' },
     sandbox: { type: 'boolean', description: 'Whether the workspace is a sandbox (otherwise production).' },
@@ -277,7 +279,7 @@ const propertyUpsertSchema: JsonObject = {
   },
 };
 
-const nights = { type: 'integer', minimum: 1, maximum: 730 };
+const nights = { type: 'integer', minimum: 1, maximum: MAX_NIGHTS };
 
 const blockPutSchema: JsonObject = {
   type: 'object',
@@ -307,7 +309,7 @@ const blockListSchema: JsonObject = {
   description: 'One page of the calling partner\'s blocks, ordered by `check_in`, `check_out`, `external_uid`. There is no total.',
   required: ['items', 'has_more'],
   properties: {
-    items: { type: 'array', maxItems: 200, items: ref('schemas', 'BlockItem') },
+    items: { type: 'array', maxItems: PAGE_SIZE_MAX, items: ref('schemas', 'BlockItem') },
     has_more: { type: 'boolean', description: 'Whether a later page has rows.' },
   },
 };
@@ -386,6 +388,11 @@ function envelope(kind: string, description: string, data: JsonObject): JsonObje
         description: 'When the event happened (for a booking, when it was confirmed), not when it was sent. Order deliveries by it, never by arrival.',
       },
       data: { type: 'object', required: Object.keys(data.properties as JsonObject), ...data },
+      test: {
+        type: 'boolean',
+        const: true,
+        description: 'Present only on a test event (`POST /sandbox/events`, sandbox tools), always `true`; absent from every real delivery.',
+      },
     },
   };
 }
@@ -473,7 +480,7 @@ function webhook(kind: string, schemaName: string, summary: string, data: JsonOb
       summary,
       description:
         'A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`' +
-        (extra.challenge ? '.' : ', and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service\'s operators, who can replay it with the same `event_id`. Redirects are never followed.'),
+        (extra.challenge ? '.' : ', and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service\'s operators, who can replay it with the same `event_id`, and `POST /webhooks/deliveries/{event_id}/resend` sends it again. Redirects are never followed.'),
       tags: ['Webhooks'],
       security: [],
       parameters: signatureHeaders,
@@ -511,6 +518,8 @@ export const EXAMPLE_IDS = {
   unknownListingId: 'lst_zzzzzzzzzzzzzzzzzzzzzzzz',
   workspaceId: EXAMPLE_UUID,
   webhookUrl: 'https://hooks.partner.example/psync',
+  /** A test delivery's `event_id` (the delivery log's examples). */
+  deliveryEventId: '6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c',
 } as const;
 
 const examplePropertyComplete: JsonObject = {
@@ -576,6 +585,9 @@ const VALIDATION = {
   listBlocks: { params: validators.noParameters, query: validators.blocksQuery, integerQuery: ['page', 'page_size'] },
   endpoint: { params: validators.noParameters, query: validators.noParameters, body: validators.webhookEndpoint },
   acknowledge: { params: validators.deletionRequestPath, query: validators.noParameters, body: validators.acknowledge },
+  testEvent: { params: validators.noParameters, query: validators.noParameters, body: validators.testEvent },
+  deliveries: { params: validators.noParameters, query: validators.deliveriesQuery, integerQuery: ['page', 'page_size'] },
+  delivery: { params: validators.deliveryPath, query: validators.noParameters },
 } satisfies Record<string, RequestValidation>;
 
 /** The violations the gateway reports for `req` (path, query, body, as contract-route.ts checks them). */
@@ -763,7 +775,7 @@ const parameters: Record<string, JsonObject> = {
   from: parameter('from', 'query', blocksQuery.from, 'Only blocks holding a night on or after this date (a block whose `check_out` equals `from` is not returned).', '2030-07-01'),
   to: parameter('to', 'query', blocksQuery.to, 'Only blocks holding a night on or before this date.', '2030-07-31'),
   page: parameter('page', 'query', blocksQuery.page, '1-based page.', 1),
-  page_size: parameter('page_size', 'query', blocksQuery.page_size, 'Rows per page.', 50),
+  page_size: parameter('page_size', 'query', blocksQuery.page_size, 'Rows per page.', PAGE_SIZE_DEFAULT),
 };
 
 // ---------------------------------------------------------------- code samples
@@ -795,15 +807,39 @@ const DESCRIPTION = [
   '',
   '**Order of checks.** Authentication (`401`), rate limit (`429`, not counted), authorisation (`403`), validation (`400`), then `501 not_enabled` (production workspaces, blocks addressed by `provider_id`): a `501` means the request was valid.',
   '',
-  `**Limits.** The limits are those of the deployment, stated on every response by the \`RateLimit-*\` headers: by default ${DEFAULTS.contractQuota} contract requests per API key per window of 3600 s, and ${DEFAULTS.tokenQuota} token exchanges per key per window at \`POST /token\` (not counted toward the contract quota). An access token lives \`expires_in\` seconds (${DEFAULTS.tokenTtlSeconds / 60} minutes by default, never more than one hour). Request bodies up to ${BODY_LIMIT_BYTES / 1024} KiB.`,
+  `**Limits.** The limits are those of the deployment, stated on every response by the \`RateLimit-*\` headers: by default ${DEFAULTS.contractQuota} contract requests per API key per window of ${RATE_WINDOW_SECONDS} s, and ${DEFAULTS.tokenQuota} token exchanges per key per window at \`POST /token\` (not counted toward the contract quota). An access token lives \`expires_in\` seconds (${DEFAULTS.tokenTtlSeconds / 60} minutes by default, never more than one hour). Request bodies up to ${BODY_LIMIT_BYTES / 1024} KiB.`,
   '',
   '**Examples.** Every operation has request and response examples. A request example and the response example of the same name belong together; an error example whose request cannot be a valid request example carries it in `x-request` (`path`, `query`, `body`). Identifiers in the examples (`listing_id`, `event_id`, URLs) are placeholders for the partner\'s own.',
   '',
   '**Errors.** Every error except a token endpoint refusal is an `application/problem+json` document. A path no endpoint has is `404 not_found`; a known path with another method is `405 method_not_allowed` with `Allow`.',
+  '',
+  '**Sandbox tools.** `POST /sandbox/events` sends a signed test event (`"test": true`) to the webhook endpoint; `GET /webhooks/deliveries` is the delivery log with every attempt, and `POST /webhooks/deliveries/{event_id}/resend` sends a delivery again. They are additive, counted toward the quota like every call, and answer `501` for production workspaces.',
 ].join('\n');
+
+/** The sandbox tools' operations, schemas and responses (openapi-sandbox.ts), built with this module's helpers. */
+function sandboxPart() {
+  return sandboxOpenApi({
+    ref,
+    example,
+    ok,
+    jsonBody,
+    contractErrors,
+    problemResponse,
+    validationFailedResponse,
+    invalid,
+    curl,
+    parameter,
+    commonHeaders,
+    ids: EXAMPLE_IDS,
+    docsUrl: DEFAULT_DOCS_URL,
+    requestId: EXAMPLE_REQUEST_ID,
+    validation: { testEvent: VALIDATION.testEvent, deliveries: VALIDATION.deliveries, delivery: VALIDATION.delivery },
+  });
+}
 
 /** Builds the document (pure; the objects from schemas/*.json are shared, not copied). */
 export function buildOpenApiDocument(): OpenApiDocument {
+  const sandbox = sandboxPart();
   return {
     openapi: '3.1.0',
     info: {
@@ -823,6 +859,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       { name: 'Blocks', description: 'Calendar blocks: nights already taken on the partner\'s platform.' },
       { name: 'Webhooks', description: 'The one webhook endpoint of a workspace and the signed deliveries sent to it.' },
       { name: 'Deletion requests', description: 'Confirming that a `user.erased` request was carried out.' },
+      ...sandbox.tags,
       { name: 'Meta', description: 'This document.' },
     ],
     paths: {
@@ -958,7 +995,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
           operationId: 'putBlock',
           summary: 'Create, re-confirm or move a block',
           description:
-            'Exactly one of `provider_id` and `listing_id` (addressing by `provider_id` answers `501` in every environment: use `listing_id`). At most 730 nights; the departure day stays sellable. An identical retry is a no-op (`updated`); other dates move the block in one step. The conflict scan runs on every push.',
+            `Exactly one of \`provider_id\` and \`listing_id\` (addressing by \`provider_id\` answers \`501\` in every environment: use \`listing_id\`). At most ${MAX_NIGHTS} nights; the departure day stays sellable. An identical retry is a no-op (\`updated\`); other dates move the block in one step. The conflict scan runs on every push.`,
           tags: ['Blocks'],
           'x-codeSamples': curl('PUT', '/blocks/{external_uid}', { auth: 'ACCESS_TOKEN', body: exampleBlock('2030-07-10', '2030-07-14') }),
           requestBody: jsonBody('Block', 'The block.', {
@@ -1084,6 +1121,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
           },
         },
       },
+      ...sandbox.paths,
       '/openapi.json': {
         get: {
           operationId: 'getOpenApiDocument',
@@ -1156,6 +1194,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         Block: json(blockSchema),
         WebhookEndpoint: json(webhookEndpointSchema),
         DeletionAcknowledgement: json(acknowledgeSchema),
+        TestEvent: sandbox.schemas.TestEvent!,
         Money: json(propertySchema.properties.base_rate),
         // Responses.
         Token: tokenSchema,
@@ -1166,13 +1205,16 @@ export function buildOpenApiDocument(): OpenApiDocument {
         BlockList: blockListSchema,
         WebhookEndpointState: endpointResponseSchema,
         DeletionAcknowledgementState: acknowledgementSchema,
+        Delivery: sandbox.schemas.Delivery!,
+        DeliveryAttempt: sandbox.schemas.DeliveryAttempt!,
+        DeliveryList: sandbox.schemas.DeliveryList!,
         Problem: problemSchema,
         Violation: violationSchema,
         // Webhook deliveries.
         ...webhookSchemas,
       },
-      responses,
-      parameters,
+      responses: { ...responses, ...sandbox.responses },
+      parameters: { ...parameters, ...sandbox.parameters },
       headers: { ...RATE_LIMIT_HEADERS, ...OTHER_HEADERS },
     },
   };

@@ -10,16 +10,27 @@
  * partner submitted: `detail` is generic text per code, `errors[]` names fields only.
  */
 
-/** Every public error code and its HTTP status (spec "Errors" + operator-interface.md). */
+/** Every public error code and its HTTP status (spec "Errors" + docs/contract-gaps.md). */
 export const PROBLEM_CODES = {
   validation_failed: { status: 400, title: 'Validation failed', detail: 'The request does not match the published schema; see errors.' },
   unauthorized: { status: 401, title: 'Unauthorized', detail: 'A valid access token is required: send Authorization: Bearer <ACCESS_TOKEN>.' },
   workspace_scope_mismatch: { status: 403, title: 'Workspace scope mismatch', detail: 'The token does not grant access to the addressed workspace.' },
   property_not_found: { status: 404, title: 'Property not found', detail: 'No such property or listing in this workspace.' },
   deletion_request_not_found: { status: 404, title: 'Deletion request not found', detail: 'No deletion request with this event_id for this partner.' },
+  delivery_not_found: { status: 404, title: 'Delivery not found', detail: 'No delivery with this event_id in this workspace.' },
   not_found: { status: 404, title: 'Not found', detail: 'No endpoint of this API has this path.' },
   method_not_allowed: { status: 405, title: 'Method not allowed', detail: 'This path does not support this method; see the Allow header.' },
   conflict: { status: 409, title: 'Conflict', detail: 'Some nights collide with a marketplace booking or live hold; nothing was written.' },
+  webhook_endpoint_not_active: {
+    status: 409,
+    title: 'Webhook endpoint not active',
+    detail: 'The workspace has no active webhook endpoint subscribed to this event kind; nothing was queued.',
+  },
+  delivery_not_resendable: {
+    status: 409,
+    title: 'Delivery not resendable',
+    detail: 'This delivery\'s body is no longer kept (a real event\'s is deleted once delivered); nothing was queued.',
+  },
   rate_limited: { status: 429, title: 'Too many requests', detail: 'The request quota of this API key is used up for the current window; see Retry-After.' },
   internal_error: { status: 500, title: 'Internal error', detail: 'An unexpected fault occurred on the service side; idempotent requests may be retried.' },
   not_enabled: { status: 501, title: 'Not enabled', detail: 'This contract is published but not enabled for this workspace; nothing was written.' },
@@ -28,7 +39,7 @@ export const PROBLEM_CODES = {
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;
 
-/** One schema violation: `{field, code}` (operator-interface.md, `errors[].code` values). */
+/** One schema violation: `{field, code}` (docs/contract-gaps.md, "`errors[].code` values"). */
 export interface Violation {
   field: string;
   code: ViolationCode;

@@ -16,9 +16,7 @@
  * current epoch-aligned window.
  */
 import type { RateLimitStatus } from '../gen/psync/identity/v1/identity_pb';
-
-/** Window length in seconds (fixed by the spec). */
-export const WINDOW_SECONDS = 3600;
+import { RATE_WINDOW_SECONDS } from '../services/kit/limits';
 
 /** What the headers say. */
 export interface RateLimitView {
@@ -29,7 +27,7 @@ export interface RateLimitView {
 }
 
 /** Seconds left in the epoch-aligned window containing `nowMs`, 1..3600. */
-export function secondsLeftInWindow(nowMs: number, windowSeconds = WINDOW_SECONDS): number {
+export function secondsLeftInWindow(nowMs: number, windowSeconds = RATE_WINDOW_SECONDS): number {
   const now = nowMs / 1000;
   const end = (Math.floor(now / windowSeconds) + 1) * windowSeconds;
   return Math.min(windowSeconds, Math.max(1, Math.ceil(end - now)));
@@ -37,13 +35,13 @@ export function secondsLeftInWindow(nowMs: number, windowSeconds = WINDOW_SECOND
 
 /** The state shown when no key is known: the full quota, reset at the end of the current window. */
 export function defaultView(limit: number, nowMs = Date.now()): RateLimitView {
-  return { limit, windowSeconds: WINDOW_SECONDS, remaining: limit, resetSeconds: secondsLeftInWindow(nowMs) };
+  return { limit, windowSeconds: RATE_WINDOW_SECONDS, remaining: limit, resetSeconds: secondsLeftInWindow(nowMs) };
 }
 
 /** The state identity reported for a key. */
 export function viewFromStatus(s: RateLimitStatus, fallbackLimit: number): RateLimitView {
   const limit = s.limit > 0 ? s.limit : fallbackLimit;
-  const windowSeconds = s.windowSeconds > 0 ? s.windowSeconds : WINDOW_SECONDS;
+  const windowSeconds = s.windowSeconds > 0 ? s.windowSeconds : RATE_WINDOW_SECONDS;
   return {
     limit,
     windowSeconds,

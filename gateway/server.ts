@@ -9,6 +9,7 @@ import { createGatewayApp, GatewayDeps } from './app';
 export async function startGateway(deps: GatewayDeps): Promise<{ url: string; close(graceMs: number): Promise<void> }> {
   let draining = false;
   const app = createGatewayApp(deps, () => draining);
+  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
   const server = http.createServer(app.callback());
   // Slow or stuck clients cannot hold a socket for ever.
   server.requestTimeout = 30000;

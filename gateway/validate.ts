@@ -1,7 +1,7 @@
 /**
  * JSON Schema validation of bodies, path parameters and query strings (ajv, JSON
  * Schema 2020-12, strict, all errors), and the translation of ajv's errors into the
- * public `errors[]` of `{field, code}` (operator-interface.md, `errors[].code` values).
+ * public `errors[]` of `{field, code}` (docs/contract-gaps.md, "`errors[].code` values").
  *
  * - `field`: a dotted path with indices (`address.country`, `photos[1].url`); for a
  *   missing property the path of that property; for an unknown one the unknown
@@ -24,6 +24,7 @@ import blockSchema from './schemas/block.json';
 import webhookEndpointSchema from './schemas/webhook-endpoint.json';
 import acknowledgeSchema from './schemas/acknowledge.json';
 import parametersSchema from './schemas/parameters.json';
+import testEventSchema from './schemas/test-event.json';
 
 /** At most this many violations are reported for one request (the rest add nothing a client can act on). */
 export const MAX_VIOLATIONS = 100;
@@ -37,7 +38,7 @@ ajv.addFormat('date', storableDate);
 ajv.addFormat('date-time', storableDateTime);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
-for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, parametersSchema]) ajv.addSchema(s as SchemaObject);
+for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema]) ajv.addSchema(s as SchemaObject);
 
 /**
  * A compiled schema reporting public violations. `T` is the shape a document has once
@@ -137,11 +138,14 @@ export const schemas = {
   block: validator<BlockBody>('https://schemas.partner-sync.example/v1/block.json'),
   webhookEndpoint: validator<WebhookEndpointBody>('https://schemas.partner-sync.example/v1/webhook-endpoint.json'),
   acknowledge: validator<AcknowledgeBody>('https://schemas.partner-sync.example/v1/acknowledge.json'),
+  testEvent: validator<TestEventBody>('https://schemas.partner-sync.example/v1/test-event.json'),
   propertyPath: validator<{ provider_id: string }>(`${PARAMETERS}#/$defs/property_path`, 'path'),
   blockPath: validator<{ external_uid: string }>(`${PARAMETERS}#/$defs/block_path`, 'path'),
   deletionRequestPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/deletion_request_path`, 'path'),
   noParameters: validator<Record<string, never>>(`${PARAMETERS}#/$defs/no_parameters`, 'query'),
   blocksQuery: validator<BlocksQuery>(`${PARAMETERS}#/$defs/blocks_query`, 'query'),
+  deliveryPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/delivery_path`, 'path'),
+  deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
 };
 
 /**
@@ -213,6 +217,26 @@ export interface AcknowledgeBody {
 export interface BlocksQuery {
   from?: string;
   to?: string;
+  /** Default 1 (filled by validation). */
+  page: number;
+  /** Default 50 (filled by validation). */
+  page_size: number;
+}
+
+export interface TestEventBody {
+  event_type: WebhookEventName;
+  listing_id: string;
+  booking_reference?: string;
+  check_in?: string;
+  check_out?: string;
+  initiated_by?: 'guest' | 'host';
+}
+
+export type DeliveryStateName = 'pending' | 'delivered' | 'abandoned';
+
+export interface DeliveriesQuery {
+  state?: DeliveryStateName;
+  event_type?: WebhookEventName;
   /** Default 1 (filled by validation). */
   page: number;
   /** Default 50 (filled by validation). */

@@ -16,6 +16,7 @@ import { createSql, type Sql } from '../../services/kit/database';
 import { credentialInterceptor, testCallerEnv } from '../../test/support/credentials';
 import { ROOT } from '../../test/support/process';
 import { freePort } from '../../test/support/system';
+import { samplePeakRss, watchPeakRss } from './peak-rss';
 
 /** A database created for one benchmark run; `drop()` removes it (sessions terminated). */
 export interface BenchDatabase {
@@ -95,6 +96,7 @@ export async function startBenchSystem(databaseUrl: string, env: Record<string, 
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  watchPeakRss('system', child.pid);
   const gateway = `http://127.0.0.1:${port}`;
   const internal = `http://127.0.0.1:${internalPort}`;
   const sm = new Http2SessionManager(internal);
@@ -104,6 +106,7 @@ export async function startBenchSystem(databaseUrl: string, env: Record<string, 
     sm.abort();
     await sql.end({ timeout: 5 });
     if (child.exitCode === null) {
+      samplePeakRss();
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
     }

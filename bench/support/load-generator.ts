@@ -18,7 +18,7 @@ export interface LoadGenerator {
 /** The part of autocannon's API used here (the package ships no type declarations). */
 type Autocannon = (
   opts: { url: string; connections: number; duration: number; headers: Record<string, string> },
-  cb: (err: unknown, res: LoadResult) => void,
+  cb: (err: Error | null, res: LoadResult) => void,
 ) => unknown;
 
 export function chooseLoadGenerator(): LoadGenerator {

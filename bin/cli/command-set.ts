@@ -26,6 +26,7 @@ export const commands: Readonly<Record<string, Command>> = {
   'webhook health': show['webhook health']!,
   'webhook rotate-secret': op['webhook rotate-secret']!,
   'deliveries list': op['deliveries list']!,
+  'deliveries show': show['deliveries show']!,
   'deliveries replay': op['deliveries replay']!,
   'deletion-requests list': op['deletion-requests list']!,
 };

@@ -7,15 +7,18 @@ import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { CancellationInitiatorSchema, type CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import {
-  DeletionRequestState,
-  DeliveryState,
-  EndpointStatus,
+  DeletionRequestStateSchema,
+  DeliveryStateSchema,
+  EndpointStatusSchema,
   NotificationsService,
+  type DeletionRequestState,
   type Delivery,
+  type DeliveryState,
+  type EndpointStatus,
 } from '../../gen/psync/notifications/v1/notifications_pb';
+import { EnumNames, environments } from '../../services/kit/enum-names';
 import { UsageError } from './args';
 import { command, type Command } from './registry';
 import { environmentName, isoOrNull, UUID, webhookEventTypeName } from './present';
@@ -27,12 +30,23 @@ const WORKSPACE_FLAG = { value: 'WID', required: true, check: workspaceCheck, do
 /** A `check` refusing values that do not match `pattern` with `problem`. */
 const matching = (pattern: RegExp, problem: string) => (v: string) => (pattern.test(v) ? undefined : problem);
 /** A `check` allowing only the keys of `choices`. */
-const oneOf = (choices: object, problem: string) => (v: string) => (Object.hasOwn(choices, v) ? undefined : problem);
+const oneOf = (choices: EnumNames<number>, problem: string) => (v: string) => (choices.find(v) !== undefined ? undefined : problem);
 
-const ENVIRONMENTS = { sandbox: Environment.SANDBOX, production: Environment.PRODUCTION } as const;
-const INITIATORS = { guest: CancellationInitiator.GUEST, host: CancellationInitiator.HOST } as const;
-const DELIVERY_STATES = { pending: DeliveryState.PENDING, delivered: DeliveryState.DELIVERED, abandoned: DeliveryState.ABANDONED } as const;
-const DELETION_STATES = { open: DeletionRequestState.OPEN, acknowledged: DeletionRequestState.ACKNOWLEDGED, escalated: DeletionRequestState.ESCALATED } as const;
+/** Flag values ↔ enum values, from the enums' descriptors (`owner_stay`, `pending_verification`). */
+const INITIATORS = new EnumNames<CancellationInitiator>(CancellationInitiatorSchema);
+const DELIVERY_STATES = new EnumNames<DeliveryState>(DeliveryStateSchema);
+const DELETION_STATES = new EnumNames<DeletionRequestState>(DeletionRequestStateSchema);
+const ENDPOINT_STATUSES = new EnumNames<EndpointStatus>(EndpointStatusSchema);
+/**
+ * `--idempotency-key` of the calendar's writes (docs/marketplace.md "Idempotency keys"): the
+ * RPCs' own rule, 1 to 255 visible ASCII characters; the service checks it again.
+ */
+const IDEMPOTENCY_KEY_FLAG = {
+  value: 'KEY',
+  check: matching(/^[\x21-\x7e]{1,255}$/, '--idempotency-key must be 1 to 255 visible ASCII characters (no spaces), e.g. a UUID'),
+  doc: 'makes a retry safe: the same key with the same flags answers what the first call did (kept 24 h); with other flags it is refused',
+} as const;
+
 /** The fields of a delivery item (deliveryItem), as `--output table` columns. */
 const DELIVERY_COLUMNS = ['event_id', 'event_type', 'state', 'attempts', 'last_status', 'next_attempt_at'];
 
@@ -55,10 +69,10 @@ export const operationCommands: Record<string, Command> = {
         check: (v) => (v.trim() === '' || [...v].length > 200 ? '--name must be 1 to 200 characters' : undefined),
         doc: 'a human-readable name, 1 to 200 characters',
       },
-      env: { value: 'sandbox|production', required: true, check: oneOf(ENVIRONMENTS, '--env must be sandbox or production'), doc: 'the environment' },
+      env: { value: 'sandbox|production', required: true, check: oneOf(environments, '--env must be sandbox or production'), doc: 'the environment' },
     },
     async run(f, { clients, baseUrl }) {
-      const environment = ENVIRONMENTS[f.env as keyof typeof ENVIRONMENTS];
+      const environment = environments.value(f.env!);
       const res = await clients.client(IdentityService, baseUrl).createWorkspace({ name: f.name, environment });
       const ws = res.workspace!;
       return { workspace_id: ws.workspaceId, name: ws.name, environment: environmentName(ws.environment) };
@@ -116,11 +130,19 @@ export const operationCommands: Record<string, Command> = {
         check: matching(/^[1-9]\d{0,5}$/, '--ttl-seconds must be a whole number of seconds, 1 to 86400'),
         doc: 'lifetime of the hold, 1 to 86400 s (default HOLD_TTL_SECONDS, 900)',
       },
+      'idempotency-key': IDEMPOTENCY_KEY_FLAG,
     },
     async run(f, { clients, baseUrl }) {
       const ttlSeconds = f['ttl-seconds'] === undefined ? undefined : Number(f['ttl-seconds']);
       const calendar = clients.client(CalendarService, baseUrl);
-      const res = await calendar.placeHold({ listingId: f.listing, checkIn: f['check-in'], checkOut: f['check-out'], ttlSeconds, requiresPayment: false });
+      const res = await calendar.placeHold({
+        listingId: f.listing,
+        checkIn: f['check-in'],
+        checkOut: f['check-out'],
+        ttlSeconds,
+        requiresPayment: false,
+        idempotencyKey: f['idempotency-key'],
+      });
       return { hold_id: res.hold!.holdId };
     },
   }),
@@ -137,7 +159,7 @@ export const operationCommands: Record<string, Command> = {
   'booking confirm': command({
     summary: 'confirms a booking (from a live hold, or on free nights) and emits booking.confirmed; never reaches a payment provider',
     usage:
-      '(--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR',
+      '(--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR [--idempotency-key KEY]',
     notes: [
       'With --hold the booking takes the hold\'s listing and nights (--listing, --check-in, --check-out, if given too, must',
       'match them) and the hold becomes the booking; without it the nights must be free.',
@@ -157,6 +179,7 @@ export const operationCommands: Record<string, Command> = {
         check: matching(/^[A-Za-z]{3}$/, '--currency must be a three-letter currency code such as EUR'),
         doc: 'three-letter currency code',
       },
+      'idempotency-key': IDEMPOTENCY_KEY_FLAG,
     },
     async run(f, { clients, baseUrl }) {
       const res = await clients.client(CalendarService, baseUrl).confirmBooking({
@@ -169,6 +192,7 @@ export const operationCommands: Record<string, Command> = {
         partySize: Number(f['party-size']),
         amountPaid: { value: f.amount, currency: f.currency.toUpperCase() },
         requiresPayment: false,
+        idempotencyKey: f['idempotency-key'],
       });
       return { booking_reference: res.booking!.bookingReference };
     },
@@ -179,10 +203,11 @@ export const operationCommands: Record<string, Command> = {
     flags: {
       booking: { value: 'REF', required: true, doc: 'the booking reference' },
       'initiated-by': { value: 'guest|host', required: true, check: oneOf(INITIATORS, '--initiated-by must be guest or host'), doc: 'who cancelled' },
+      'idempotency-key': IDEMPOTENCY_KEY_FLAG,
     },
     async run(f, { clients, baseUrl }) {
-      const by = INITIATORS[f['initiated-by'] as keyof typeof INITIATORS];
-      const res = await clients.client(CalendarService, baseUrl).cancelBooking({ bookingReference: f.booking, initiatedBy: by });
+      const by = INITIATORS.value(f['initiated-by']!);
+      const res = await clients.client(CalendarService, baseUrl).cancelBooking({ bookingReference: f.booking, initiatedBy: by, idempotencyKey: f['idempotency-key'] });
       return { booking_reference: res.bookingReference, cancelled: res.cancelled };
     },
   }),
@@ -225,7 +250,7 @@ export const operationCommands: Record<string, Command> = {
       },
     },
     async run(f, { clients, baseUrl }) {
-      const state = f.state === undefined ? undefined : DELIVERY_STATES[f.state as keyof typeof DELIVERY_STATES];
+      const state = f.state === undefined ? undefined : DELIVERY_STATES.value(f.state);
       const res = await clients.client(NotificationsService, baseUrl).listDeliveries({ workspaceId: f.workspace, state });
       return { items: res.items.map(deliveryItem) };
     },
@@ -254,16 +279,11 @@ export const operationCommands: Record<string, Command> = {
         workspaceId: f.workspace,
         selection: f.event !== undefined ? { case: 'eventId', value: f.event } : { case: 'allAbandoned', value: true },
       });
-      const statuses: Partial<Record<EndpointStatus, string>> = {
-        [EndpointStatus.PENDING_VERIFICATION]: 'pending_verification',
-        [EndpointStatus.ACTIVE]: 'active',
-        [EndpointStatus.SUSPENDED]: 'suspended',
-      };
       return {
         replayed: res.items.length,
         items: res.items.map(deliveryItem),
         not_replayable: res.notReplayable,
-        endpoint_status: statuses[res.endpointStatus] ?? null,
+        endpoint_status: ENDPOINT_STATUSES.nameOf(res.endpointStatus) ?? null,
       };
     },
   }),
@@ -280,20 +300,20 @@ export const operationCommands: Record<string, Command> = {
       },
     },
     async run(f, { clients, baseUrl }) {
-      const states = DELETION_STATES;
-      const state = f.state === undefined ? undefined : states[f.state as keyof typeof states];
+      const state = f.state === undefined ? undefined : DELETION_STATES.value(f.state);
       const res = await clients.client(NotificationsService, baseUrl).listDeletionRequests({ workspaceId: f.workspace ?? '', state });
       return {
         items: res.items.map((r) => ({
           event_id: r.eventId,
           workspace_id: r.workspaceId,
-          state: (Object.keys(states) as (keyof typeof states)[]).find((k) => states[k] === r.state) ?? 'open',
+          state: DELETION_STATES.nameOr(r.state, 'open'),
           booking_references: r.bookingReferences,
           provider_ids: r.providerIds,
           created_at: isoOrNull(r.createdAt),
           acknowledged_at: isoOrNull(r.acknowledgedAt),
           completed_at: isoOrNull(r.completedAt),
           escalated_at: isoOrNull(r.escalatedAt),
+          test: r.test,
         })),
       };
     },
@@ -301,12 +321,12 @@ export const operationCommands: Record<string, Command> = {
 };
 
 
-/** A delivery as the operator sees it (operator-interface.md, "deliveries list item"). */
+/** A delivery as the operator sees it (docs/contract-gaps.md, "deliveries list item"). */
 function deliveryItem(d: Delivery): Record<string, unknown> {
   return {
     event_id: d.eventId,
     event_type: webhookEventTypeName(d.eventType),
-    state: (Object.keys(DELIVERY_STATES) as (keyof typeof DELIVERY_STATES)[]).find((k) => DELIVERY_STATES[k] === d.state) ?? 'pending',
+    state: DELIVERY_STATES.nameOr(d.state, 'pending'),
     attempts: d.attempts,
     last_status: d.lastStatus ?? null,
     next_attempt_at: isoOrNull(d.nextAttemptAt),

@@ -22,7 +22,7 @@ describe('psync completion', () => {
     for (const name of Object.keys(commands)) expect(first).toContain(name.split(' ')[0]);
     expect(first).toEqual(expect.arrayContaining(['help', 'completion']));
     expect(bashCompletes(bash, 'psync de')).toEqual(['deliveries', 'deletion-requests']);
-    expect(bashCompletes(bash, 'psync deliveries ')).toEqual(['list', 'replay']);
+    expect(bashCompletes(bash, 'psync deliveries ')).toEqual(['list', 'show', 'replay']);
     expect(bashCompletes(bash, 'psync deliveries list --')).toEqual(['--workspace', '--state', '--output', '--help']);
     expect(bashCompletes(bash, 'psync deliveries list --workspace W --state ')).toEqual(['pending', 'delivered', 'abandoned']);
     expect(bashCompletes(bash, 'psync workspace create --env s')).toEqual(['sandbox']);

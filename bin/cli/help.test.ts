@@ -34,11 +34,22 @@ describe('psync help', () => {
   test('booking confirm: --hold, or the listing and nights', () => {
     const cmd = commands['booking confirm']!;
     expect(usageOf('booking confirm', cmd)).toBe(
-      'psync booking confirm (--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR',
+      'psync booking confirm (--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR [--idempotency-key KEY]',
     );
     const text = helpText(commands, ['booking', 'confirm']);
     expect(text).toMatch(/^ {2}--hold HID +\(optional\) a live hold/m);
     expect(text).toMatch(/^ {2}--listing LID +the listing id \(not needed with --hold\)$/m);
+  });
+
+  test('hold place, booking confirm and booking cancel take --idempotency-key, checked before anything is called', () => {
+    for (const words of ['hold place', 'booking confirm', 'booking cancel']) {
+      const text = helpText(commands, words.split(' '));
+      expect([words, text]).toEqual([words, expect.stringMatching(/^ {2}--idempotency-key KEY +\(optional\) makes a retry safe: the same key with the same flags answers what the first call did/m)]);
+      const flags = new Map([['idempotency-key', 'two words']]);
+      expect([words, commands[words]!.problems(flags)]).toEqual([words, expect.arrayContaining(['--idempotency-key must be 1 to 255 visible ASCII characters (no spaces), e.g. a UUID'])]);
+      expect([words, commands[words]!.problems(new Map([['idempotency-key', 'k'.repeat(256)]]))]).toEqual([words, expect.arrayContaining([expect.stringMatching(/^--idempotency-key must be/)])]);
+      expect([words, commands[words]!.problems(new Map([['idempotency-key', '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f']])).some((p) => p.includes('idempotency'))]).toEqual([words, false]);
+    }
   });
 
   test('psync help completion', () => {

@@ -6,16 +6,19 @@
  */
 import type { DescEnum, DescField, DescMessage, Message } from '@bufbuild/protobuf';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { WebhookEventType, WebhookEventTypeSchema } from '../../gen/psync/notifications/v1/notifications_pb';
+import type { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { WebhookEventTypeSchema, type WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
+import { dottedKind, EnumNames, environments } from '../../services/kit/enum-names';
 
 /** A UUID, as workspace ids and event ids are. */
-export const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export { UUID_PATTERN as UUID } from '../../services/kit/uuid';
 
 /** The operator-facing name of an environment. */
 export function environmentName(env: Environment): string {
-  return env === Environment.SANDBOX ? 'sandbox' : env === Environment.PRODUCTION ? 'production' : 'unspecified';
+  return environments.nameOr(env, 'unspecified');
 }
+
+const webhookEventTypes = new EnumNames<WebhookEventType>(WebhookEventTypeSchema, { spell: dottedKind });
 
 /** A protobuf Timestamp as ISO 8601, or null when absent. */
 export function isoOrNull(t: Timestamp | undefined): string | null {
@@ -24,24 +27,13 @@ export function isoOrNull(t: Timestamp | undefined): string | null {
 
 /** The public name of a webhook event kind ("booking.confirmed" …). */
 export function webhookEventTypeName(t: WebhookEventType): string {
-  switch (t) {
-    case WebhookEventType.ENDPOINT_CHALLENGE:
-      return 'endpoint.challenge';
-    case WebhookEventType.BOOKING_CONFIRMED:
-      return 'booking.confirmed';
-    case WebhookEventType.BOOKING_CANCELLED:
-      return 'booking.cancelled';
-    case WebhookEventType.USER_ERASED:
-      return 'user.erased';
-    default:
-      return 'unknown';
-  }
+  return webhookEventTypes.nameOr(t, 'unknown');
 }
 
 /** An enum value's operator-facing name; null for the zero value (`*_UNSPECIFIED`). */
 function enumName(desc: DescEnum, value: number): string | null {
   if (value === 0) return null;
-  if (desc.typeName === WebhookEventTypeSchema.typeName) return webhookEventTypeName(value as WebhookEventType);
+  if (desc.typeName === WebhookEventTypeSchema.typeName) return webhookEventTypeName(value);
   const v = desc.values.find((e) => e.number === value);
   return v ? v.localName.toLowerCase() : String(value);
 }

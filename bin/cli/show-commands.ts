@@ -1,13 +1,13 @@
 /**
  * Operator reads: `psync workspace show`, `property show`, `webhook show`, `webhook health`,
- * `booking show`, `amenities list`. Each prints the record as the service holds it
+ * `deliveries show`, `booking show`, `amenities list`. Each prints the record as the service holds it
  * (present.ts: snake_case fields, lower-case enum names, ISO 8601 times, null for
  * what is absent). Secrets are never part of these records.
  */
 import { IdentityService, WorkspaceSchema } from '../../gen/psync/identity/v1/identity_pb';
 import { AmenitySchema, CatalogService, GetPropertyResponseSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { BookingSchema, CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
-import { EndpointHealthSchema, EndpointSchema, NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
+import { DeliverySchema, EndpointHealthSchema, EndpointSchema, NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { UsageError } from './args';
 import { command, type Command } from './registry';
 import { presentMessage, UUID } from './present';
@@ -47,6 +47,23 @@ export const showCommands: Record<string, Command> = {
       if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
       const res = await clients.client(NotificationsService, baseUrl).getEndpoint({ workspaceId: f.workspace });
       return presentMessage(EndpointSchema, res.endpoint!);
+    },
+  }),
+
+  'deliveries show': command({
+    summary: 'one webhook delivery of a workspace with its recent attempts (status, duration, outcome, retry), as the partner\'s delivery log shows it',
+    flags: {
+      workspace: WORKSPACE_FLAG,
+      event: { value: 'EVENT_ID', required: true, doc: 'the delivery\'s event_id, as printed by `psync deliveries list`' },
+    },
+    async run(f, { clients, baseUrl }) {
+      const problems = [
+        ...(UUID.test(f.workspace) ? [] : [WORKSPACE_ERROR]),
+        ...(UUID.test(f.event) ? [] : ['--event must be an event_id (a UUID, as printed by `psync deliveries list`)']),
+      ];
+      if (problems.length > 0) throw new UsageError(problems.join('; '));
+      const res = await clients.client(NotificationsService, baseUrl).getDelivery({ workspaceId: f.workspace, eventId: f.event });
+      return presentMessage(DeliverySchema, res.delivery!);
     },
   }),
 

@@ -1,26 +1,21 @@
 /**
  * Calendar blocks: the public JSON of PUT/DELETE/GET /v1/blocks ↔ calendar protobuf
- * (spec "Calendar block", "GET /blocks"; operator-interface.md "block list item",
- * "block reason").
+ * (spec "Calendar block", "GET /blocks"; docs/contract-gaps.md "block list item",
+ * "block `reason`").
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import {
-  type Block,
-  BlockReason,
-  type ListBlocksRequestSchema,
-  type ListBlocksResponse,
-  type PutBlockRequestSchema,
-  type PutBlockResponse,
+import type {
+  Block,
+  ListBlocksRequestSchema,
+  ListBlocksResponse,
+  PutBlockRequestSchema,
+  PutBlockResponse,
 } from '../../gen/psync/calendar/v1/calendar_pb';
 import type { BlockBody, BlockReasonName, BlocksQuery } from '../validate';
-import { PublicEnum, upsertResults } from './enums';
+import { blockReasons, upsertResults } from './enums';
+import { PAGE_SIZE_DEFAULT } from '../../services/kit/limits';
 
-export const blockReasons = new PublicEnum<BlockReason, BlockReasonName>('BlockReason', [
-  [BlockReason.RESERVED, 'reserved'],
-  [BlockReason.MAINTENANCE, 'maintenance'],
-  [BlockReason.OWNER_STAY, 'owner_stay'],
-  [BlockReason.OTHER, 'other'],
-]);
+export { blockReasons } from './enums';
 
 /** The largest page number passed on (the internal field is an int32); any page that far is past the end. */
 const MAX_PAGE = 2_147_483_647;
@@ -74,7 +69,7 @@ export function listBlocksRequest(workspaceId: string, q: BlocksQuery): MessageI
     from: q.from,
     to: q.to,
     page: Math.min(q.page ?? 1, MAX_PAGE),
-    pageSize: q.page_size ?? 50,
+    pageSize: q.page_size ?? PAGE_SIZE_DEFAULT,
   };
 }
 

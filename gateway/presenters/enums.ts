@@ -1,39 +1,65 @@
 /**
- * Enum translation between protobuf values and the public strings. A value the
- * public contract has no name for (UNSPECIFIED, or one added later to a proto) coming
- * back from a service is a fault on our side: it throws, and the error mapper answers
- * 500 with the cause in the log, rather than inventing a public value.
+ * Enum translation between protobuf values and the public strings, derived from the
+ * enums' descriptors (services/kit/enum-names.ts: PROPERTY_STATUS_LISTED → `listed`).
+ * The public JSON Schemas list the same names; a test checks each table against them.
+ * A value the public contract has no name for (UNSPECIFIED, or a number unknown to
+ * the descriptor) coming back from a service is a fault on our side: it throws, and
+ * the error mapper answers 500 with the cause in the log, rather than inventing a
+ * public value.
  */
-import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
+import { BlockReasonSchema, type BlockReason } from '../../gen/psync/calendar/v1/calendar_pb';
+import { CancellationInitiatorSchema, type CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
+import {
+  MissingReasonSchema,
+  PhotoRejectionReasonSchema,
+  PropertyStatusSchema,
+  type MissingReason,
+  type PhotoRejectionReason,
+  type PropertyStatus,
+} from '../../gen/psync/catalog/v1/catalog_pb';
+import { UpsertResultSchema, type UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
+import {
+  DeliveryStateSchema,
+  EndpointStatusSchema,
+  WebhookEventTypeSchema,
+  type DeliveryState,
+  type EndpointStatus,
+  type WebhookEventType,
+} from '../../gen/psync/notifications/v1/notifications_pb';
+import { dottedKind, EnumNames } from '../../services/kit/enum-names';
+import type { BlockReasonName, DeliveryStateName, WebhookEventName } from '../validate';
 
-/** A two-way table between a protobuf enum and its public strings. */
-export class PublicEnum<E extends number, N extends string> {
-  private readonly byName: Map<string, E>;
-
-  private readonly names: ReadonlyMap<E, N>;
-
-  constructor(private readonly what: string, entries: readonly (readonly [E, N])[]) {
-    this.names = new Map(entries);
-    this.byName = new Map(entries.map(([value, name]) => [name, value]));
-  }
-
-  /** The public name of `value`; throws for a value without one. */
-  name(value: E): N {
-    const n = this.names.get(value);
-    if (n === undefined) throw new Error(`${this.what}: no public name for protobuf value ${value}`);
-    return n;
-  }
-
-  /** The protobuf value of a public name (validated by the schema before this is called). */
-  value(name: N): E {
-    const v = this.byName.get(name);
-    if (v === undefined) throw new Error(`${this.what}: unknown public name`);
-    return v;
-  }
-}
+export type PropertyStatusName = 'listed' | 'unlisted';
+export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'photos_processing' | 'unlisted';
+export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
+export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
 
 /** `result` of upserts: created / updated. */
-export const upsertResults = new PublicEnum<UpsertResult, 'created' | 'updated'>('UpsertResult', [
-  [UpsertResult.CREATED, 'created'],
-  [UpsertResult.UPDATED, 'updated'],
-]);
+export const upsertResults = new EnumNames<UpsertResult, 'created' | 'updated'>(UpsertResultSchema);
+
+/** Property `status`. */
+export const propertyStatuses = new EnumNames<PropertyStatus, PropertyStatusName>(PropertyStatusSchema);
+
+/** Upsert response `missing[]`. */
+export const missingReasons = new EnumNames<MissingReason, MissingName>(MissingReasonSchema);
+
+/** `photos_rejected[].reason`. */
+export const photoRejectionReasons = new EnumNames<PhotoRejectionReason, PhotoRejectionName>(PhotoRejectionReasonSchema);
+
+/** Block `reason`. */
+export const blockReasons = new EnumNames<BlockReason, BlockReasonName>(BlockReasonSchema);
+
+/**
+ * Webhook event kinds (`booking.confirmed`); the schema lets partners subscribe to
+ * all but `endpoint.challenge`, which is sent to every endpoint being verified.
+ */
+export const webhookEvents = new EnumNames<WebhookEventType, WebhookEventName>(WebhookEventTypeSchema, { spell: dottedKind });
+
+/** Webhook endpoint `status`. */
+export const endpointStatuses = new EnumNames<EndpointStatus, EndpointStatusName>(EndpointStatusSchema);
+
+/** Delivery `state` (the sandbox delivery log). */
+export const deliveryStates = new EnumNames<DeliveryState, DeliveryStateName>(DeliveryStateSchema);
+
+/** `initiated_by` of a cancellation: guest / host. */
+export const cancellationInitiators = new EnumNames<CancellationInitiator, 'guest' | 'host'>(CancellationInitiatorSchema);

@@ -1,44 +1,23 @@
 /**
  * Properties: the public JSON of PUT /v1/properties/{provider_id} ↔ catalog protobuf
- * (spec "Property", "Property upsert response"; operator-interface.md
+ * (spec "Property", "Property upsert response"; docs/contract-gaps.md
  * "photos_rejected entries").
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import {
-  MissingReason,
-  PhotoRejectionReason,
-  PropertyStatus,
-  type UpsertPropertyRequestSchema,
-  type UpsertPropertyResponse,
-} from '../../gen/psync/catalog/v1/catalog_pb';
+import type { UpsertPropertyRequestSchema, UpsertPropertyResponse } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { PropertyBody } from '../validate';
-import { PublicEnum, upsertResults } from './enums';
+import {
+  missingReasons,
+  photoRejectionReasons,
+  propertyStatuses,
+  upsertResults,
+  type MissingName,
+  type PhotoRejectionName,
+  type PropertyStatusName,
+} from './enums';
 
-export type PropertyStatusName = 'listed' | 'unlisted';
-export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'photos_processing' | 'unlisted';
-export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
-
-export const propertyStatuses = new PublicEnum<PropertyStatus, PropertyStatusName>('PropertyStatus', [
-  [PropertyStatus.LISTED, 'listed'],
-  [PropertyStatus.UNLISTED, 'unlisted'],
-]);
-
-export const missingReasons = new PublicEnum<MissingReason, MissingName>('MissingReason', [
-  [MissingReason.PRICE, 'price'],
-  [MissingReason.AMENITIES, 'amenities'],
-  [MissingReason.COVER_PHOTO, 'cover_photo'],
-  [MissingReason.PHOTOS, 'photos'],
-  [MissingReason.PHOTOS_PROCESSING, 'photos_processing'],
-  [MissingReason.UNLISTED, 'unlisted'],
-]);
-
-export const photoRejectionReasons = new PublicEnum<PhotoRejectionReason, PhotoRejectionName>('PhotoRejectionReason', [
-  [PhotoRejectionReason.UNREACHABLE, 'unreachable'],
-  [PhotoRejectionReason.FORBIDDEN_URL, 'forbidden_url'],
-  [PhotoRejectionReason.NOT_AN_IMAGE, 'not_an_image'],
-  [PhotoRejectionReason.TOO_LARGE, 'too_large'],
-  [PhotoRejectionReason.TOO_SMALL, 'too_small'],
-]);
+export type { MissingName, PhotoRejectionName, PropertyStatusName } from './enums';
+export { missingReasons, photoRejectionReasons, propertyStatuses } from './enums';
 
 /** The 200 body of PUT /v1/properties/{provider_id}. */
 export interface PropertyUpsertJson {

@@ -3,29 +3,12 @@
  * protobuf (spec "Webhook endpoint").
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import {
-  EndpointStatus,
-  type PutEndpointRequestSchema,
-  type PutEndpointResponse,
-  WebhookEventType,
-} from '../../gen/psync/notifications/v1/notifications_pb';
+import type { PutEndpointRequestSchema, PutEndpointResponse } from '../../gen/psync/notifications/v1/notifications_pb';
 import type { WebhookEndpointBody, WebhookEventName } from '../validate';
-import { PublicEnum } from './enums';
+import { endpointStatuses, webhookEvents, type EndpointStatusName } from './enums';
 
-export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
-
-/** Subscribable kinds (endpoint.challenge is never subscribed to). */
-export const webhookEvents = new PublicEnum<WebhookEventType, WebhookEventName>('WebhookEventType', [
-  [WebhookEventType.BOOKING_CONFIRMED, 'booking.confirmed'],
-  [WebhookEventType.BOOKING_CANCELLED, 'booking.cancelled'],
-  [WebhookEventType.USER_ERASED, 'user.erased'],
-]);
-
-export const endpointStatuses = new PublicEnum<EndpointStatus, EndpointStatusName>('EndpointStatus', [
-  [EndpointStatus.PENDING_VERIFICATION, 'pending_verification'],
-  [EndpointStatus.ACTIVE, 'active'],
-  [EndpointStatus.SUSPENDED, 'suspended'],
-]);
+export type { EndpointStatusName } from './enums';
+export { endpointStatuses, webhookEvents } from './enums';
 
 /** The 200 body of PUT /v1/webhooks/endpoint; `signing_secret` only on the call that first issues it. */
 export interface EndpointJson {

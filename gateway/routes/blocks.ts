@@ -14,9 +14,7 @@ import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest }
 import { sendJson, sendNoContent } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
-
-/** Most nights one block may hold (spec "Limits"). */
-export const MAX_BLOCK_NIGHTS = 730;
+import { MAX_NIGHTS } from '../../services/kit/limits';
 
 const DAY_MS = 86_400_000;
 
@@ -26,8 +24,8 @@ export function nightsBetween(checkIn: string, checkOut: string): number {
 }
 
 /**
- * The night count, reported on `check_out` (operator-interface.md): not after
- * `check_in` → `invalid`; more than 730 nights → `maximum`. Checked whenever both
+ * The night count, reported on `check_out` (docs/contract-gaps.md): not after
+ * `check_in` → `invalid`; more than MAX_NIGHTS (730) nights → `maximum`. Checked whenever both
  * dates are themselves valid, whatever else is wrong with the body.
  */
 export function blockRangeViolations(body: Record<string, unknown>, found: readonly Violation[] = []): Violation[] {
@@ -37,7 +35,7 @@ export function blockRangeViolations(body: Record<string, unknown>, found: reado
   const nights = nightsBetween(checkIn, checkOut);
   if (Number.isNaN(nights)) return [];
   if (nights < 1) return [{ field: 'check_out', code: 'invalid' }];
-  if (nights > MAX_BLOCK_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
+  if (nights > MAX_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
   return [];
 }
 

@@ -4,6 +4,7 @@ import { blockRoutes } from './blocks';
 import { deletionRequestRoutes } from './deletion-requests';
 import type { RouteDeps } from './deps';
 import { propertyRoutes } from './properties';
+import { sandboxRoutes } from './sandbox';
 import { tokenRoutes } from './token';
 import { webhookRoutes } from './webhooks';
 
@@ -16,5 +17,6 @@ export function contractRoutes(deps: RouteDeps): Route[] {
     ...blockRoutes(deps),
     ...webhookRoutes(deps),
     ...deletionRequestRoutes(deps),
+    ...sandboxRoutes(deps),
   ];
 }

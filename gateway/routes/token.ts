@@ -26,6 +26,7 @@ import { sendJson } from '../respond';
 import type { GatewayContext } from '../request-context';
 import type { RouteDeps } from './deps';
 import { presentedKeyId } from '../token-failures';
+import { RATE_WINDOW_SECONDS } from '../../services/kit/limits';
 
 /** The one body of every refusal (spec "Authentication" 7). */
 export const INVALID_API_KEY = { message: 'invalid API key' } as const;
@@ -42,7 +43,7 @@ function refuse(ctx: GatewayContext): void {
 export const TOO_MANY_FAILURES = { message: 'too many failed token requests; retry later' } as const;
 
 function tooManyFailures(ctx: GatewayContext, retryAfter: number, tokenQuota: number): void {
-  ctx.state.rateLimit ??= { limit: tokenQuota, windowSeconds: 3600, remaining: 0, resetSeconds: retryAfter };
+  ctx.state.rateLimit ??= { limit: tokenQuota, windowSeconds: RATE_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };
   ctx.set('Retry-After', String(retryAfter));
   sendJson(ctx, 429, TOO_MANY_FAILURES);
 }
@@ -89,7 +90,7 @@ export function tokenRoutes(deps: RouteDeps): Route[] {
           if (state) ctx.state.rateLimit = viewFromStatus(state, deps.tokenQuota);
           if (err.code === Code.ResourceExhausted || reason === ErrorReason.RATE_LIMITED) {
             const retryAfter = retryAfterFrom(err) ?? state?.retryAfterSeconds ?? secondsLeftInWindow(Date.now());
-            ctx.state.rateLimit ??= { limit: deps.tokenQuota, windowSeconds: 3600, remaining: 0, resetSeconds: retryAfter };
+            ctx.state.rateLimit ??= { limit: deps.tokenQuota, windowSeconds: RATE_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };
             ctx.set('Retry-After', String(retryAfter));
             return sendJson(ctx, 429, { message: 'too many token requests for this API key; retry later' });
           }

@@ -8,7 +8,6 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { GetAvailabilityRequest, GetAvailabilityResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { checkRange, nightsOf, parseDay } from './dates';
-import type { Violation } from '../kit/errors';
 import { invalidArgument } from './errors';
 import type { CalendarDeps } from './calendar-deps';
 
@@ -20,11 +19,9 @@ const KIND = new Map<string, NightHolderKind>([
 ]);
 
 export async function getAvailability(deps: CalendarDeps, req: GetAvailabilityRequest): Promise<MessageInitShape<typeof GetAvailabilityResponseSchema>> {
-  const violations: Violation[] = [];
-  if (req.listingId === '') violations.push({ field: 'listing_id', code: 'required' });
+  // listing_id and the dates were checked against calendar.proto's rules; the range rule is the calendar's.
   const { span, problems } = checkRange(req.checkIn, req.checkOut);
-  violations.push(...problems);
-  if (violations.length > 0 || !span) throw invalidArgument(violations);
+  if (!span) throw invalidArgument(problems);
   const listing = await deps.listings.resolve(req.listingId);
 
   const rows = await deps.sql<{ holder_kind: string; holder_id: string; label: string | null; check_in: string; check_out: string }[]>`

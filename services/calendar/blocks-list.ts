@@ -1,7 +1,7 @@
 /**
  * The statement behind ListBlocks (GET /v1/blocks): one page of a workspace's blocks
  * holding a night in [from, to] (both optional), ordered by check_in, check_out,
- * external_uid (operator-interface.md), `limit` rows from `offset`.
+ * external_uid (docs/contract-gaps.md "`GET /blocks`"), `limit` rows from `offset`.
  *
  * Two steps, as since migration 0002: the page's ids from an index alone (a deep page
  * skips index entries, not table rows), then only those rows.

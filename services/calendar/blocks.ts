@@ -1,5 +1,5 @@
 /**
- * Partner blocks (spec: "Calendar block", PUT/DELETE/GET /blocks; issue 5 items 1–5).
+ * Partner blocks (spec: "Calendar block", PUT/DELETE/GET /blocks).
  *
  * State table, as implemented by `putBlock`:
  *   absent  + PUT, no collision           → created, nights held            (`created`)
@@ -10,13 +10,14 @@
  *             night, nothing written (a moved block keeps its old dates)
  * The conflict scan runs on every PUT, identical retries included. A partner's own
  * blocks may overlap each other (and the nights of a host-cancelled booking).
- * The whole table is one SQL function, `calendar.put_block` (migration 0003).
+ * The whole table is one SQL function, `calendar.put_block` (migrations 0003, 0008).
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
-  BlockReason,
+  BlockReasonSchema,
   BlockSchema,
+  type BlockReason,
   type Block,
   type DeleteBlockRequest,
   type DeleteBlockResponseSchema,
@@ -25,33 +26,21 @@ import {
   type PutBlockRequest,
   type PutBlockResponseSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { checkRange, parseDay, formatDay } from './dates';
-import type { Violation } from '../kit/errors';
+import { checkRange } from './dates';
+import { EnumNames } from '../kit/enum-names';
 import { invalidArgument, notEnabled } from './errors';
 import { appendEvents, calendarChanged } from './event-log';
 import { blockPageQuery } from './blocks-list';
 import { lockListing, refuseConflicts, scanConflicts, withListingTransaction, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
 import { currentTraceHeaders } from '../kit/telemetry';
+import { PAGE_SIZE_DEFAULT } from '../kit/limits';
+import { canonicalUuid } from '../kit/uuid';
 
-type Reason = 'reserved' | 'maintenance' | 'owner_stay' | 'other';
-
-const REASON_TEXT = new Map<BlockReason, Reason>([
-  [BlockReason.UNSPECIFIED, 'reserved'], // operator-interface.md: optional, default `reserved`
-  [BlockReason.RESERVED, 'reserved'],
-  [BlockReason.MAINTENANCE, 'maintenance'],
-  [BlockReason.OWNER_STAY, 'owner_stay'],
-  [BlockReason.OTHER, 'other'],
-]);
-const REASON_ENUM = new Map<string, BlockReason>([
-  ['reserved', BlockReason.RESERVED],
-  ['maintenance', BlockReason.MAINTENANCE],
-  ['owner_stay', BlockReason.OWNER_STAY],
-  ['other', BlockReason.OTHER],
-]);
+/** Block reasons as stored (`reserved`, `owner_stay`, …) ↔ BlockReason. */
+const reasons = new EnumNames<BlockReason, 'reserved' | 'maintenance' | 'owner_stay' | 'other'>(BlockReasonSchema);
 
 /** A block row as read back. */
 interface BlockRow {
@@ -83,37 +72,29 @@ function toBlock(r: BlockRow): Block {
     listingId: r.listing_id,
     checkIn: r.check_in,
     checkOut: r.check_out,
-    reason: REASON_ENUM.get(r.reason) ?? BlockReason.RESERVED,
+    reason: reasons.value(r.reason),
     nights: r.nights,
     createdAt: timestampFromDate(r.created_at),
     updatedAt: timestampFromDate(r.updated_at),
   });
 }
 
-function checkLength(violations: Violation[], field: string, value: string, min: number, max: number): void {
-  if (value.length < min) violations.push({ field, code: value.length === 0 ? 'required' : 'min_length' });
-  else if (value.length > max) violations.push({ field, code: 'max_length' });
-}
-
-/** PutBlock: creates, re-confirms or moves a block (see the state table above). */
+/**
+ * PutBlock: creates, re-confirms or moves a block (see the state table above). The
+ * request's fields were checked against calendar.proto's rules before this runs
+ * (services/kit/validation.ts); the range rule (1 to MAX_NIGHTS nights) is the calendar's.
+ */
 export async function putBlock(deps: CalendarDeps, req: PutBlockRequest): Promise<MessageInitShape<typeof PutBlockResponseSchema>> {
-  const violations: Violation[] = [];
-  checkLength(violations, 'workspace_id', req.workspaceId, 1, 255);
-  checkLength(violations, 'external_uid', req.externalUid, 1, 255);
   const target = req.target;
-  if (target.case === undefined) violations.push({ field: 'listing_id', code: 'one_of' });
-  else if (target.case === 'providerId') checkLength(violations, 'provider_id', target.value, 1, 128);
-  else checkLength(violations, 'listing_id', target.value, 1, 255);
   const { span, problems } = checkRange(req.checkIn, req.checkOut);
-  violations.push(...problems);
-  const reason = REASON_TEXT.get(req.reason);
-  if (!reason) violations.push({ field: 'reason', code: 'enum' });
-  if (violations.length > 0 || !span || !reason) throw invalidArgument(violations);
+  if (!span) throw invalidArgument(problems);
+  // docs/contract-gaps.md "block `reason`": optional, default `reserved`.
+  const reason = reasons.nameOr(req.reason, 'reserved');
   // Spec: "A block addressed by provider_id answers 501 in either environment" — after validation.
   if (target.case !== 'listingId') throw notEnabled('blocks addressed by provider_id are not enabled; use listing_id');
 
   // Workspace ids are UUIDs; stored in their canonical lower-case form.
-  const workspaceId = req.workspaceId.toLowerCase();
+  const workspaceId = canonicalUuid(req.workspaceId);
   const listingId = target.value;
   const uid = req.externalUid;
   await deps.listings.assertOwned(workspaceId, listingId);
@@ -141,11 +122,7 @@ export async function putBlock(deps: CalendarDeps, req: PutBlockRequest): Promis
 
 /** DeleteBlock: removes the block and frees only the nights it holds; success either way. */
 export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): Promise<MessageInitShape<typeof DeleteBlockResponseSchema>> {
-  const violations: Violation[] = [];
-  checkLength(violations, 'workspace_id', req.workspaceId, 1, 255);
-  checkLength(violations, 'external_uid', req.externalUid, 1, 255);
-  if (violations.length > 0) throw invalidArgument(violations);
-  const workspaceId = req.workspaceId.toLowerCase();
+  const workspaceId = canonicalUuid(req.workspaceId);
   const uid = req.externalUid;
 
   const [found] = await deps.sql<{ listing_id: string }[]>`
@@ -171,8 +148,8 @@ export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): 
         at,
         workspaceId,
         listingId: row.listing_id,
-        kind: CalendarChangeKind.BLOCK_DELETED,
-        holder: { kind: NightHolderKind.BLOCK, id: uid },
+        kind: 'block_deleted',
+        holder: { kind: 'block', id: uid },
         released: { checkIn: row.check_in, checkOut: row.check_out },
       }),
     ]);
@@ -182,10 +159,6 @@ export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): 
   return { deleted };
 }
 
-/** Page size bounds and default (spec: "Limits"). */
-const PAGE_SIZE_DEFAULT = 50;
-const PAGE_SIZE_MAX = 200;
-
 /**
  * ListBlocks: the workspace's blocks holding a night in [from, to] (both optional; a
  * block whose check_out equals `from` holds no night on or after it), ordered by
@@ -193,27 +166,18 @@ const PAGE_SIZE_MAX = 200;
  * The statement: blocks-list.ts.
  */
 export async function listBlocks(deps: CalendarDeps, req: ListBlocksRequest): Promise<MessageInitShape<typeof ListBlocksResponseSchema>> {
-  const violations: Violation[] = [];
-  checkLength(violations, 'workspace_id', req.workspaceId, 1, 255);
+  // Checked against calendar.proto's rules: page >= 0, page_size 0 to PAGE_SIZE_MAX, from/to calendar dates.
   const page = req.page === 0 ? 1 : req.page;
   const pageSize = req.pageSize === 0 ? PAGE_SIZE_DEFAULT : req.pageSize;
-  if (page < 1) violations.push({ field: 'page', code: 'minimum' });
-  if (pageSize < 1) violations.push({ field: 'page_size', code: 'minimum' });
-  else if (pageSize > PAGE_SIZE_MAX) violations.push({ field: 'page_size', code: 'maximum' });
-  const from = req.from === undefined ? undefined : parseDay(req.from);
-  const to = req.to === undefined ? undefined : parseDay(req.to);
-  if (req.from !== undefined && from === undefined) violations.push({ field: 'from', code: 'format' });
-  if (req.to !== undefined && to === undefined) violations.push({ field: 'to', code: 'format' });
-  if (violations.length > 0) throw invalidArgument(violations);
 
   const offset = (page - 1) * pageSize;
   // The page's ids from an index alone, then only those rows; with `from`, one bounded
   // range per length class so the history before `from` is never read (blocks-list.ts,
   // migration 0006).
   const rows = await blockPageQuery(deps.sql, {
-    workspaceId: req.workspaceId.toLowerCase(),
-    from: from === undefined ? null : formatDay(from),
-    to: to === undefined ? null : formatDay(to),
+    workspaceId: canonicalUuid(req.workspaceId),
+    from: req.from ?? null,
+    to: req.to ?? null,
     limit: pageSize + 1,
     offset,
   });

@@ -1,5 +1,5 @@
 /**
- * Marketplace bookings (issue 5 items 6–7).
+ * Marketplace bookings (docs/calendar.md "Holds and bookings").
  *
  * - ConfirmBooking converts a live hold (its nights change holder in place, so nothing
  *   else can slip in) or books free nights directly, and emits BookingConfirmed with
@@ -26,21 +26,18 @@ import {
   type GetBookingRequest,
   type GetBookingResponseSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CalendarChangeKind, CancellationInitiator, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { checkRange, type NightSpan } from './dates';
 import { notFound, type Violation } from '../kit/errors';
 import { failedPrecondition, invalidArgument } from './errors';
-import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged, eventWrites } from './event-log';
+import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged } from './event-log';
 import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
 import { isHoldId, refuseSandboxPayment } from './holds';
 import type { CalendarDeps } from './calendar-deps';
 import type { Caller } from '../kit/internal-auth';
-import { checkIdempotencyKey, findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
+import { findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
 
-const DECIMAL = /^[0-9]{1,18}(\.[0-9]{1,9})?$/;
-const CURRENCY = /^[A-Z]{3}$/;
 /** Crockford base32: no I, L, O, U, so references survive being read aloud. */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
@@ -78,10 +75,6 @@ function initiator(by: 'guest' | 'host'): CancellationInitiator {
   return by === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST;
 }
 
-function environmentEnum(e: 'sandbox' | 'production'): Environment {
-  return e === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION;
-}
-
 function toBooking(r: BookingRow): Booking {
   return create(BookingSchema, {
     bookingReference: r.booking_reference,
@@ -110,20 +103,9 @@ export async function confirmBooking(
   req: ConfirmBookingRequest,
   caller?: Caller,
 ): Promise<MessageInitShape<typeof ConfirmBookingResponseSchema>> {
-  const violations: Violation[] = checkIdempotencyKey(req.idempotencyKey);
-  if (req.guestId === '') violations.push({ field: 'guest_id', code: 'required' });
-  else if (req.guestId.length > 255) violations.push({ field: 'guest_id', code: 'max_length' });
-  if (req.guestName.trim() === '') violations.push({ field: 'guest_name', code: 'required' });
-  else if (req.guestName.length > 200) violations.push({ field: 'guest_name', code: 'max_length' });
-  if (req.partySize < 1) violations.push({ field: 'party_size', code: 'minimum' });
-  else if (req.partySize > 100) violations.push({ field: 'party_size', code: 'maximum' });
-  if (!req.amountPaid) violations.push({ field: 'amount_paid', code: 'required' });
-  else {
-    if (!DECIMAL.test(req.amountPaid.value)) violations.push({ field: 'amount_paid.value', code: 'pattern' });
-    if (!CURRENCY.test(req.amountPaid.currency)) violations.push({ field: 'amount_paid.currency', code: 'pattern' });
-  }
-
-  const idempotency = violations.length === 0 ? idempotencyScope('ConfirmBooking', ConfirmBookingRequestSchema, req, caller) : undefined;
+  // The fields (guest, party size, amount, dates when sent, the key) were checked against
+  // calendar.proto's rules before this runs; what depends on the hold is checked here.
+  const idempotency = idempotencyScope('ConfirmBooking', ConfirmBookingRequestSchema, req, caller);
   if (idempotency) {
     const first = await findIdempotentResult(deps.sql, idempotency);
     if (first) return { booking: await readBooking(deps, first) };
@@ -132,6 +114,7 @@ export async function confirmBooking(
   // Where the booking lands: the hold's listing and nights, or the request's.
   let hold: { listing_id: string; check_in: string; check_out: string } | undefined;
   let span: NightSpan | undefined;
+  const violations: Violation[] = [];
   if (req.holdId !== undefined) {
     if (!isHoldId(req.holdId)) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
     [hold] = await deps.sql<{ listing_id: string; check_in: string; check_out: string }[]>`
@@ -196,27 +179,29 @@ export async function confirmBooking(
           at,
           workspaceId: listing.workspaceId,
           listingId,
-          kind: CalendarChangeKind.BOOKING_CONFIRMED,
-          holder: { kind: NightHolderKind.BOOKING, id: reference },
+          kind: 'booking_confirmed',
+          holder: { kind: 'booking', id: reference },
           held: { checkIn: nights.checkIn, checkOut: nights.checkOut },
         }),
         bookingConfirmed({
-          occurredAt: timestampFromDate(at),
-          workspaceId: listing.workspaceId,
-          environment: environmentEnum(listing.environment),
-          bookingReference: reference,
-          listingId,
-          providerId: listing.providerId,
-          checkIn: nights.checkIn,
-          checkOut: nights.checkOut,
-          checkInTime: listing.checkInTime,
-          checkOutTime: listing.checkOutTime,
-          partySize: req.partySize,
-          guestName: req.guestName,
-          amountPaid: { value: amount.value, currency: amount.currency },
+          occurred_at: at.toISOString(),
+          workspace_id: listing.workspaceId,
+          environment: listing.environment,
+          booking_reference: reference,
+          listing_id: listingId,
+          provider_id: listing.providerId ?? null,
+          check_in: nights.checkIn,
+          check_out: nights.checkOut,
+          check_in_time: listing.checkInTime,
+          check_out_time: listing.checkOutTime,
+          party_size: req.partySize,
+          guest_name: req.guestName,
+          amount_paid: { value: amount.value, currency: amount.currency },
         }),
       ];
-      const [inserted] = await tx<BookingRow[]>`
+      // Pipelined: the booking with its claim, then its events.
+      const [[inserted]] = await Promise.all([
+        tx<BookingRow[]>`
         with k as (
           insert into calendar.bookings (booking_reference, listing_id, workspace_id, environment, provider_id, check_in, check_out,
             party_size, guest_id, guest_name, amount_value, amount_currency, requires_payment, hold_id, status, confirmed_at)
@@ -228,9 +213,11 @@ export async function confirmBooking(
           insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
           select listing_id, 'booking', booking_reference, daterange(check_in, check_out) from k
           where ${!fromHold}::boolean
-        ) ${eventWrites(tx, events)}
+        )
         select ${tx.unsafe(BOOKING_COLUMNS)} from k
-      `;
+      `,
+        appendEvents(tx, events),
+      ]);
       if (idempotency) await recordIdempotencyKey(tx, idempotency, reference);
       return inserted!;
     },
@@ -262,12 +249,7 @@ export async function cancelBooking(
   req: CancelBookingRequest,
   caller?: Caller,
 ): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
-  const violations: Violation[] = checkIdempotencyKey(req.idempotencyKey);
-  if (req.bookingReference === '') violations.push({ field: 'booking_reference', code: 'required' });
-  if (req.initiatedBy !== CancellationInitiator.GUEST && req.initiatedBy !== CancellationInitiator.HOST) {
-    violations.push({ field: 'initiated_by', code: 'enum' });
-  }
-  if (violations.length > 0) throw invalidArgument(violations);
+  // booking_reference, initiated_by (guest or host) and the key were checked against calendar.proto's rules.
   const by: 'guest' | 'host' = req.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest';
   const idempotency = idempotencyScope('CancelBooking', CancelBookingRequestSchema, req, caller);
   if (idempotency) {
@@ -322,20 +304,20 @@ export async function cancelBooking(
         at,
         workspaceId: row.workspace_id,
         listingId: row.listing_id,
-        kind: CalendarChangeKind.BOOKING_CANCELLED,
+        kind: 'booking_cancelled',
         ...(by === 'guest'
-          ? { holder: { kind: NightHolderKind.BOOKING, id: row.booking_reference }, released: range }
-          : { holder: { kind: NightHolderKind.WITHDRAWN, id: row.booking_reference }, held: range }),
+          ? { holder: { kind: 'booking' as const, id: row.booking_reference }, released: range }
+          : { holder: { kind: 'withdrawn' as const, id: row.booking_reference }, held: range }),
       }),
       bookingCancelled({
-        occurredAt: timestampFromDate(at),
-        workspaceId: row.workspace_id,
-        environment: environmentEnum(row.environment),
-        bookingReference: row.booking_reference,
-        listingId: row.listing_id,
-        providerId: row.provider_id ?? undefined,
-        cancelledAt: timestampFromDate(at),
-        initiatedBy: initiator(by),
+        occurred_at: at.toISOString(),
+        workspace_id: row.workspace_id,
+        environment: row.environment,
+        booking_reference: row.booking_reference,
+        listing_id: row.listing_id,
+        provider_id: row.provider_id,
+        cancelled_at: at.toISOString(),
+        initiated_by: by,
       }),
     ]);
     return { cancelledAt: at, wrote: true };
@@ -356,7 +338,6 @@ async function readCancellation(deps: CalendarDeps, reference: string): Promise<
 
 /** GetBooking: one booking by reference. */
 export async function getBooking(deps: CalendarDeps, req: GetBookingRequest): Promise<MessageInitShape<typeof GetBookingResponseSchema>> {
-  if (req.bookingReference === '') throw invalidArgument([{ field: 'booking_reference', code: 'required' }]);
   const sql = deps.sql;
   const [row] = await sql<BookingRow[]>`
     select ${sql.unsafe(BOOKING_COLUMNS)} from calendar.bookings where booking_reference = ${req.bookingReference}

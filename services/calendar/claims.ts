@@ -1,7 +1,7 @@
 /**
  * Who holds which nights (`calendar.claims`, see the migrations): the per-listing
  * lock, hold expiry and the conflict scan every writer runs inside its transaction.
- * Each is one SQL function (migration 0003) that `put_block` uses as well, so the
+ * Each is one SQL function (migrations 0003, 0008) that `put_block` uses as well, so the
  * calendar has one definition of each.
  *
  * Every transaction that claims nights on a listing first takes that listing's

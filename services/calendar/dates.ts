@@ -5,11 +5,11 @@
  * 1970-01-01 so no time zone or DST can shift a night.
  */
 
+import { MAX_NIGHTS } from '../kit/limits';
+
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DAY_MS = 86_400_000;
 
-/** Most nights a block, hold, booking or availability range may span (spec: "Limits"). */
-export const MAX_NIGHTS = 730;
 
 /** Days since 1970-01-01 of a valid "YYYY-MM-DD" (year 0001–9999), else undefined. */
 export function parseDay(text: string): number | undefined {
@@ -40,7 +40,7 @@ export interface NightSpan {
   nights: number;
 }
 
-/** Why a range is not acceptable; `field` names the public field (operator-interface.md). */
+/** Why a range is not acceptable; `field` names the public field (docs/contract-gaps.md "`errors[].field` for the two exclusive block fields"). */
 export interface RangeProblem {
   field: 'check_in' | 'check_out';
   code: 'required' | 'format' | 'invalid' | 'maximum';
@@ -50,7 +50,7 @@ export interface RangeProblem {
  * Validates check_in/check_out as a range of 1 to `max` nights. Problems are reported
  * per field: a missing or malformed date on its own field, and a range with check_out
  * not after check_in (`invalid`) or over `max` nights (`maximum`) on `check_out`
- * (operator-interface.md; the same codes as the gateway's).
+ * (docs/contract-gaps.md; the same codes as the gateway's).
  */
 export function checkRange(checkIn: string, checkOut: string, max = MAX_NIGHTS): { span?: NightSpan; problems: RangeProblem[] } {
   const problems: RangeProblem[] = [];

@@ -1,5 +1,5 @@
 /**
- * EraseGuest (issue 5 item 7; spec `user.erased`): the guest's data is scrubbed here
+ * EraseGuest (spec `user.erased`; docs/calendar.md "Guest erasure"): the guest's data is scrubbed here
  * at once — guest id and name on every booking, and the guest's name inside the
  * booking.confirmed events the calendar still keeps (its event log and its outbox) —
  * and one UserErased per partner workspace that holds the guest's records names the
@@ -9,12 +9,9 @@
  * erasure of the same guest id finds nothing left to erase.
  */
 import { randomUUID } from 'node:crypto';
-import { fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { EraseGuestRequest, EraseGuestResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { BookingConfirmedSchema } from '../../gen/psync/calendar/v1/events_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { invalidArgument } from './errors';
+import { withoutGuestName } from './event-codec';
 import { appendEvents, userErased, type PendingEvent } from './event-log';
 import type { CalendarDeps } from './calendar-deps';
 
@@ -26,7 +23,6 @@ interface ErasedRow {
 }
 
 export async function eraseGuest(deps: CalendarDeps, req: EraseGuestRequest): Promise<MessageInitShape<typeof EraseGuestResponseSchema>> {
-  if (req.guestId === '') throw invalidArgument([{ field: 'guest_id', code: 'required' }]);
   const erasureId = randomUUID();
   const at = new Date();
   const result = await deps.sql.begin(async (tx) => {
@@ -37,16 +33,23 @@ export async function eraseGuest(deps: CalendarDeps, req: EraseGuestRequest): Pr
     `;
     const refs = rows.map((r) => r.booking_reference);
     if (refs.length > 0) {
-      // The guest's name also sits in booking.confirmed payloads kept for WatchEvents
-      // and in the outbox (unrelayed, or relayed and kept for investigations).
-      const logged = await tx<{ id: string; data: Buffer }[]>`
-        select id, data from calendar.events
+      // The guest's name also sits in booking_confirmed events kept for WatchEvents and
+      // in the outbox (unrelayed, or relayed and kept for investigations): emptied in
+      // the body, or in the encoded message of a row written before migration 0008.
+      const logged = await tx<{ id: string; data: Buffer | null }[]>`
+        update calendar.events set body = jsonb_set(body, '{guest_name}', '""')
         where booking_reference in ${tx(refs)} and type = 'booking_confirmed'
+        returning id, data
       `;
+      if (logged.length > 0) {
+        await tx`
+          update calendar.outbox set body = jsonb_set(body, '{guest_name}', '""')
+          where id in ${tx(logged.map((e) => e.id))} and body is not null
+        `;
+      }
       for (const e of logged) {
-        const msg = fromBinary(BookingConfirmedSchema, e.data);
-        msg.guestName = '';
-        const scrubbed = Buffer.from(toBinary(BookingConfirmedSchema, msg));
+        if (e.data === null) continue;
+        const scrubbed = Buffer.from(withoutGuestName(e.data));
         await tx`update calendar.events set data = ${scrubbed} where id = ${e.id}`;
         await tx`update calendar.outbox set data = ${scrubbed} where id = ${e.id}`;
       }
@@ -61,12 +64,12 @@ export async function eraseGuest(deps: CalendarDeps, req: EraseGuestRequest): Pr
     }
     const events: PendingEvent[] = [...byWorkspace].map(([workspaceId, w]) =>
       userErased({
-        occurredAt: timestampFromDate(at),
-        workspaceId,
-        environment: w.environment === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION,
-        erasureId,
-        bookingReferences: [...w.refs].sort(),
-        providerIds: [...w.providers].sort(),
+        occurred_at: at.toISOString(),
+        workspace_id: workspaceId,
+        environment: w.environment,
+        erasure_id: erasureId,
+        booking_references: [...w.refs].sort(),
+        provider_ids: [...w.providers].sort(),
       }),
     );
     await appendEvents(tx, events);

@@ -1,5 +1,5 @@
 /**
- * Marketplace holds (issue 5 item 6): nights kept for a guest while they check out.
+ * Marketplace holds (docs/calendar.md "Holds and bookings"): nights kept for a guest while they check out.
  *
  * A hold is live from PlaceHold until it is released, converted into a booking or its
  * `expires_at` passes (default lifetime HOLD_TTL_SECONDS, 900 s). Only a live hold has
@@ -18,28 +18,23 @@ import {
   type ReleaseHoldRequest,
   type ReleaseHoldResponseSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CalendarChangeKind, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { Caller } from '../kit/internal-auth';
 import type { Logger } from '../kit/logger';
 import type { Sql } from '../kit/database';
 import { PeriodicJob } from '../kit/periodic';
 import { checkRange } from './dates';
-import { notFound, type Violation } from '../kit/errors';
+import { notFound } from '../kit/errors';
+import { isUuid } from '../kit/uuid';
 import { failedPrecondition, invalidArgument } from './errors';
-import { appendEvents, calendarChanged, eventWrites, type PendingEvent } from './event-log';
+import { appendEvents, calendarChanged, type PendingEvent } from './event-log';
 import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
 import type { CalendarDeps } from './calendar-deps';
-import { checkIdempotencyKey, findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
-
-/** Longest hold a caller may ask for: one day. */
-export const MAX_HOLD_TTL_SECONDS = 86_400;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
 
 /** True for a syntactically valid hold id (holds are uuids; anything else is simply unknown). */
 export function isHoldId(id: string): boolean {
-  return UUID.test(id);
+  return isUuid(id);
 }
 
 /** Sandbox workspaces never reach a payment provider (spec: "Availability"). */
@@ -55,16 +50,13 @@ export function refuseSandboxPayment(environment: 'sandbox' | 'production', requ
 /**
  * PlaceHold: a live hold on free nights, or CONFLICT listing every night already taken.
  * With an idempotency key (idempotency.ts) a retry answers the hold the key placed.
+ * The fields (listing_id, dates, ttl_seconds 1 s to 1 day, the key) were checked
+ * against calendar.proto's rules before this runs; the range rule is the calendar's.
  */
 export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest, caller?: Caller): Promise<MessageInitShape<typeof PlaceHoldResponseSchema>> {
-  const violations: Violation[] = checkIdempotencyKey(req.idempotencyKey);
-  if (req.listingId === '') violations.push({ field: 'listing_id', code: 'required' });
   const { span, problems } = checkRange(req.checkIn, req.checkOut);
-  violations.push(...problems);
+  if (!span) throw invalidArgument(problems);
   const ttl = req.ttlSeconds ?? deps.holdTtlSeconds;
-  if (ttl < 1) violations.push({ field: 'ttl_seconds', code: 'minimum' });
-  else if (ttl > MAX_HOLD_TTL_SECONDS) violations.push({ field: 'ttl_seconds', code: 'maximum' });
-  if (violations.length > 0 || !span) throw invalidArgument(violations);
   const idempotency = idempotencyScope('PlaceHold', PlaceHoldRequestSchema, req, caller);
   if (idempotency) {
     const first = await findIdempotentResult(deps.sql, idempotency);
@@ -96,12 +88,14 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest, calle
           at,
           workspaceId: listing.workspaceId,
           listingId: listing.listingId,
-          kind: CalendarChangeKind.HOLD_PLACED,
-          holder: { kind: NightHolderKind.HOLD, id: holdId },
+          kind: 'hold_placed',
+          holder: { kind: 'hold', id: holdId },
           held: { checkIn: span.checkIn, checkOut: span.checkOut },
         }),
       ];
-      const [row] = await tx<{ expires_at: Date }[]>`
+      // Pipelined: the hold with its claim, then its event.
+      const [[row]] = await Promise.all([
+        tx<{ expires_at: Date }[]>`
         with h as (
           insert into calendar.holds (hold_id, listing_id, workspace_id, check_in, check_out, requires_payment, status, expires_at)
           values (${holdId}, ${listing.listingId}, ${listing.workspaceId}, ${span.checkIn}, ${span.checkOut},
@@ -110,9 +104,11 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest, calle
         ), c as (
           insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
           select listing_id, 'hold', hold_id::text, daterange(check_in, check_out) from h
-        ) ${eventWrites(tx, events)}
+        )
         select expires_at from h
-      `;
+      `,
+        appendEvents(tx, events),
+      ]);
       if (idempotency) await recordIdempotencyKey(tx, idempotency, holdId);
       return row!;
     },
@@ -154,7 +150,6 @@ async function readHold(deps: CalendarDeps, holdId: string): Promise<MessageInit
  * FAILED_PRECONDITION (HOLD_NOT_LIVE) — cancel the booking instead.
  */
 export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): Promise<MessageInitShape<typeof ReleaseHoldResponseSchema>> {
-  if (req.holdId === '') throw invalidArgument([{ field: 'hold_id', code: 'required' }]);
   if (!isHoldId(req.holdId)) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
   const [found] = await deps.sql<{ listing_id: string; status: string }[]>`
     select listing_id, status from calendar.holds where hold_id = ${req.holdId}
@@ -187,8 +182,8 @@ export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): 
           at,
           workspaceId: row.workspace_id,
           listingId: found.listing_id,
-          kind: CalendarChangeKind.HOLD_RELEASED,
-          holder: { kind: NightHolderKind.HOLD, id: req.holdId },
+          kind: 'hold_released',
+          holder: { kind: 'hold', id: req.holdId },
           released: { checkIn: row.check_in, checkOut: row.check_out },
         }),
       );

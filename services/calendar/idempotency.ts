@@ -1,6 +1,6 @@
 /**
  * Idempotency keys of the marketplace's writes: PlaceHold, ConfirmBooking and
- * CancelBooking (issue 16 item 7; docs/marketplace.md "Idempotency keys"; table
+ * CancelBooking (docs/marketplace.md "Idempotency keys"; table
  * `calendar.idempotency_keys`, migration 0007).
  *
  * A retry after an ambiguous failure (a timeout, a dropped connection) must not make
@@ -32,7 +32,6 @@ import type { Sql, Tx } from '../kit/database';
 import type { Caller } from '../kit/internal-auth';
 import type { Logger } from '../kit/logger';
 import { BatchPruner } from '../kit/periodic';
-import type { Violation } from '../kit/errors';
 import { failedPrecondition } from './errors';
 
 /** How long a key is remembered: a retry within this long answers the first result. */
@@ -41,9 +40,6 @@ export const IDEMPOTENCY_RETENTION_HOURS = 24;
 export const IDEMPOTENCY_PRUNE_EVERY_MS = 10 * 60 * 1000;
 export const IDEMPOTENCY_PRUNE_BATCH = 10_000;
 
-/** Longest key accepted (a UUID is 36). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
 /** The RPCs that take a key (also the `rpc` column's check constraint). */
 export type IdempotentRpc = 'PlaceHold' | 'ConfirmBooking' | 'CancelBooking';
@@ -59,18 +55,9 @@ export interface IdempotencyScope {
 /** The request fields a key-carrying request has (all three requests do). */
 type Keyed = { idempotencyKey?: string };
 
-/** Violations of `idempotency_key` (absent is fine). */
-export function checkIdempotencyKey(key: string | undefined): Violation[] {
-  if (key === undefined) return [];
-  if (key.length === 0) return [{ field: 'idempotency_key', code: 'min_length' }];
-  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) return [{ field: 'idempotency_key', code: 'max_length' }];
-  if (!VISIBLE_ASCII.test(key)) return [{ field: 'idempotency_key', code: 'pattern' }];
-  return [];
-}
-
 /**
- * The scope of a request's key, or undefined without one. Call after
- * `checkIdempotencyKey` passed. The fingerprint is the SHA-256 of the RPC's name and
+ * The scope of a request's key, or undefined without one (its shape, 1 to 255 visible
+ * ASCII characters, is calendar.proto's rule). The fingerprint is the SHA-256 of the RPC's name and
  * the request's protobuf encoding with the key cleared (protobuf-es writes fields in
  * field-number order, so equal requests encode equally).
  */

@@ -16,7 +16,8 @@
  */
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { CatalogService, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import type { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { environments } from '../kit/enum-names';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { notFound } from '../kit/errors';
 
@@ -33,9 +34,9 @@ export interface ListingInfo {
 const CACHE_LIMIT = 100_000;
 
 function environmentName(e: Environment): 'sandbox' | 'production' {
-  if (e === Environment.SANDBOX) return 'sandbox';
-  if (e === Environment.PRODUCTION) return 'production';
-  throw new ConnectError('catalog returned a listing without an environment', Code.Internal);
+  const name = environments.nameOf(e);
+  if (!name) throw new ConnectError('catalog returned a listing without an environment', Code.Internal);
+  return name;
 }
 
 function toInfo(l: Listing): ListingInfo {

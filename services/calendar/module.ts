@@ -2,14 +2,15 @@
  * The calendar service as hosted by a process (see services/kit/service-module.ts):
  * nights and who holds them, partner blocks, marketplace holds and bookings, the
  * resumable event stream (pruned after CALENDAR_EVENT_RETENTION_DAYS), idempotency
- * keys of the marketplace's writes (pruned after 24 h) and guest erasure (issue 5;
- * docs/calendar.md, docs/marketplace.md).
+ * keys of the marketplace's writes (pruned after 24 h) and guest erasure
+ * (docs/calendar.md, docs/marketplace.md).
  */
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { CalendarDeps } from './calendar-deps';
+import { encodeOutboxRow } from './event-codec';
 import { EventPruner } from './event-retention';
 import { HoldSweeper } from './holds';
 import { IdempotencyKeyPruner } from './idempotency';
@@ -45,6 +46,8 @@ export const calendarModule: ServiceModule = {
   name: 'calendar',
   protoServices: [CalendarService.typeName],
   migrations: { prefix: 'calendar', dir: join(__dirname, 'migrations') },
+  // Its events are plain rows: the relay encodes them (event-codec.ts).
+  outboxEncoder: encodeOutboxRow,
   routes(router, ctx) {
     const { deps, hub } = stateFor(ctx);
     registerCalendarService(router, deps, hub);

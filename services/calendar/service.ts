@@ -1,8 +1,8 @@
 /**
  * CalendarService RPC implementations: thin wrappers over the domain modules.
  * Errors raised on purpose are ConnectErrors with an ErrorDetail; anything else is
- * mapped by the kit's error interceptor (services/kit/errors.ts; architecture.md,
- * "Errors inside").
+ * mapped by the kit's error interceptor (services/kit/errors.ts; docs/decisions.md
+ * "Errors have one path").
  */
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';

@@ -14,77 +14,59 @@
  * ends (the watermark). A cursor before it, or a stream it overtakes, fails
  * OUT_OF_RANGE (CURSOR_EXPIRED) instead of skipping what was pruned.
  */
-import { fromBinary } from '@bufbuild/protobuf';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { WatchEventsRequest, WatchEventsResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { BookingCancelledSchema, BookingConfirmedSchema, CalendarChangedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import type { Sql } from '../kit/database';
+import { WakeSignal } from '../kit/worker';
 import { cursorExpired, invalidArgument } from './errors';
 import { SharedHorizon } from './event-horizon';
-import type { StreamType } from './event-log';
+import { streamEvent, type StreamRow } from './event-codec';
 
 const POLL_MS = 250;
 const BATCH = 500;
 
 /** Wakes waiting streams when this process commits events; shares their horizon reads. */
 export class WatchHub {
-  private readonly waiters = new Set<() => void>();
-  private closed = false;
+  private readonly wake = new WakeSignal();
   /** The horizon reads of this process's streams (event-horizon.ts). */
   readonly horizon = new SharedHorizon();
 
   /** Something was committed: wake every waiting stream. */
   notify(): void {
-    for (const w of [...this.waiters]) w();
+    this.wake.notify();
   }
 
   /** Ends every stream (shutdown). */
   close(): void {
-    this.closed = true;
-    this.notify();
+    this.wake.close();
   }
 
   get isClosed(): boolean {
-    return this.closed;
+    return this.wake.isClosed;
   }
 
-  /** Resolves on notify(), close(), abort or after `ms`. */
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.closed || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done);
-      this.waiters.add(done);
-    });
+  /** Counts notify() calls: read it before reading events, pass it to wait(). */
+  get generation(): number {
+    return this.wake.generation;
+  }
+
+  /** Resolves on notify(), close(), abort or after `ms`; at once if notified since `seenGeneration`. */
+  wait(ms: number, signal: AbortSignal, seenGeneration?: number): Promise<void> {
+    return this.wake.wait(ms, signal, seenGeneration);
   }
 }
 
-interface EventRow {
+interface EventRow extends StreamRow {
   seq: string;
   xid: string;
-  type: StreamType;
-  data: Buffer;
 }
 
 type WatchMessage = MessageInitShape<typeof WatchEventsResponseSchema>;
 
+/** The message of one event row; event-codec.ts builds (or decodes) the event itself. */
 function toMessage(row: EventRow): WatchMessage {
-  const cursor = String(row.seq);
-  switch (row.type) {
-    case 'calendar_changed':
-      return { cursor, event: { case: 'calendarChanged', value: fromBinary(CalendarChangedSchema, row.data) } };
-    case 'booking_confirmed':
-      return { cursor, event: { case: 'bookingConfirmed', value: fromBinary(BookingConfirmedSchema, row.data) } };
-    case 'booking_cancelled':
-      return { cursor, event: { case: 'bookingCancelled', value: fromBinary(BookingCancelledSchema, row.data) } };
-  }
+  return { cursor: String(row.seq), event: streamEvent(row) };
 }
 
 /** A position in the stream: (xid, seq); ('0', '0') is before everything. */
@@ -133,6 +115,8 @@ export async function* watchEvents(sql: Sql, hub: WatchHub, req: WatchEventsRequ
   const workspaceId = req.workspaceId?.toLowerCase() ?? null;
 
   while (!ctx.signal.aborted && !hub.isClosed) {
+    // Commits from here on wake the wait below, even those made while this round reads.
+    const seen = hub.generation;
     // The horizon first, in its own statement: the events below it must be read in a
     // later snapshot (event-horizon.ts).
     const horizon = await hub.horizon.get(sql);
@@ -141,10 +125,10 @@ export async function* watchEvents(sql: Sql, hub: WatchHub, req: WatchEventsRequ
     // past `pos`.
     const rows = await sql<ReadRow[]>`
       select (select (m.xid, m.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint) from calendar.events_pruned m) as overtaken,
-             e.seq::text, e.xid::text, e.type, e.data
+             e.seq::text, e.xid::text, e.id::text, e.type, e.data, e.body
       from (select) h
       left join lateral (
-        select x.seq, x.xid, x.type, x.data
+        select x.seq, x.xid, x.id, x.type, x.data, x.body
         from calendar.events x
         where (x.xid, x.seq) > (${pos.xid}::xid8, ${pos.seq}::bigint)
           and x.xid < ${horizon}::xid8
@@ -168,7 +152,7 @@ export async function* watchEvents(sql: Sql, hub: WatchHub, req: WatchEventsRequ
       // Every matching event below the horizon has been read: the position moves up to
       // it, so a filtered stream of a quiet listing is not overtaken by the retention.
       if (BigInt(horizon) > BigInt(pos.xid)) pos = { xid: horizon, seq: '0' };
-      await hub.wait(POLL_MS, ctx.signal);
+      await hub.wait(POLL_MS, ctx.signal, seen);
     }
   }
 }

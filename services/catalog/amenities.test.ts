@@ -18,7 +18,7 @@ describe('amenity vocabulary', () => {
     }
   });
 
-  it('includes every slug operator-interface.md requires', () => {
+  it('includes every slug docs/contract-gaps.md "amenity vocabulary" requires', () => {
     for (const s of ['wifi', 'kitchen', 'heating', 'washer', 'dryer', 'tv', 'parking', 'air_conditioning', 'pool', 'hot_tub', 'elevator', 'crib', 'smoke_alarm', 'carbon_monoxide_alarm', 'workspace']) {
       expect(isKnownAmenity(s)).toBe(true);
     }

@@ -1,6 +1,6 @@
 /**
- * The curated amenity vocabulary (operator-interface.md: at least 150 snake_case
- * slugs). The data lives in amenities.json ({slug, name, category}, ordered by slug);
+ * The curated amenity vocabulary (docs/contract-gaps.md "amenity vocabulary": at least
+ * 150 snake_case slugs). The data lives in amenities.json ({slug, name, category}, ordered by slug);
  * where it comes from is documented in docs/amenities.md. It is checked when the
  * module loads, so a bad edit fails start-up and the unit test rather than a push.
  */
@@ -27,7 +27,7 @@ function load(entries: AmenityEntry[]): readonly AmenityEntry[] {
 }
 
 /** The whole vocabulary, ordered by slug. */
-export const AMENITIES: readonly AmenityEntry[] = load(vocabulary as AmenityEntry[]);
+export const AMENITIES: readonly AmenityEntry[] = load(vocabulary);
 
 const known = new Set(AMENITIES.map((a) => a.slug));
 

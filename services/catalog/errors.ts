@@ -15,10 +15,3 @@ export const listingNotFound = (): ConnectError => failure(Code.NotFound, ErrorR
 
 /** NOT_FOUND / WORKSPACE_NOT_FOUND: operator and marketplace calls naming an unknown workspace. */
 export const workspaceNotFound = (): ConnectError => failure(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** True for a textual UUID (any version). */
-export function isUuid(s: string): boolean {
-  return UUID.test(s);
-}

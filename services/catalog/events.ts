@@ -1,6 +1,6 @@
 /**
  * The catalog's domain events (proto/psync/catalog/v1/events.proto), written to the
- * outbox in the transaction of the change that causes them (architecture.md).
+ * outbox in the transaction of the change that causes them (services/kit/outbox.ts).
  *
  * Subjects below the bus prefix (NATS: `psync.catalog.listing.*`):
  * - `catalog.listing.published`: a listing id was assigned — a partner property became

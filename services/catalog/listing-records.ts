@@ -8,9 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { ListingOrigin, ListingSchema, PropertyStatus, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { ListingOriginSchema, ListingSchema, type Listing, type ListingOrigin } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { Sql, Tx } from '../kit/database';
+import { EnumNames, environments } from '../kit/enum-names';
+import { propertyStatuses } from './messages';
 
 /** One listing with what the calendar needs to know about it. */
 export interface ListingRecord {
@@ -73,19 +74,21 @@ export async function readListing(q: Sql | Tx, listingId: string): Promise<Listi
   return row;
 }
 
+const listingOrigins = new EnumNames<ListingOrigin, 'partner' | 'marketplace'>(ListingOriginSchema);
+
 /** The `Listing` message of a record. */
 export function listingMessage(r: ListingRecord): Listing {
   return create(ListingSchema, {
     listingId: r.listing_id,
     workspaceId: r.workspace_id,
-    environment: r.environment === 'production' ? Environment.PRODUCTION : Environment.SANDBOX,
-    origin: r.origin === 'partner' ? ListingOrigin.PARTNER : ListingOrigin.MARKETPLACE,
+    environment: environments.value(r.environment),
+    origin: listingOrigins.value(r.origin),
     providerId: r.provider_id ?? undefined,
     name: r.name,
     checkInTime: r.check_in_time,
     checkOutTime: r.check_out_time,
     publishable: r.publishable,
-    status: r.status === 'listed' ? PropertyStatus.LISTED : PropertyStatus.UNLISTED,
+    status: propertyStatuses.value(r.status),
     createdAt: timestampFromDate(r.created_at),
   });
 }

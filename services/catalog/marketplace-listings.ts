@@ -1,6 +1,6 @@
 /**
- * Marketplace listings: listings the partner did not push (operator-interface.md,
- * `psync listing create`), in sandbox and production workspaces alike. They have a
+ * Marketplace listings: listings the partner did not push (`psync listing
+ * create`, docs/operator-cli.md), in sandbox and production workspaces alike. They have a
  * listing id, a name and check-in/out times — what the calendar needs for holds,
  * bookings and `booking.confirmed` (with `provider_id` null) — and are publishable
  * and listed from the start; their guest-facing content lives on the marketplace
@@ -18,7 +18,7 @@ export async function createMarketplaceListing(
   sql: Sql,
   args: { workspaceId: string; environment: EnvironmentName; name: string; checkInTime: string; checkOutTime: string },
 ): Promise<ListingRecord> {
-  return (await sql.begin(async (tx) => {
+  return await sql.begin<ListingRecord>(async (tx) => {
     const listingId = newListingId();
     await tx`
       insert into catalog.listings (listing_id, workspace_id, environment, origin, name, check_in_time, check_out_time)
@@ -27,5 +27,5 @@ export async function createMarketplaceListing(
     const listing = (await readListing(tx, listingId))!;
     await appendListingEvent(tx, 'published', listing);
     return listing;
-  })) as ListingRecord;
+  });
 }

@@ -4,44 +4,32 @@
  */
 import { create } from '@bufbuild/protobuf';
 import {
-  MissingReason as MissingReasonEnum,
-  PhotoRejectionReason,
-  PhotoState as PhotoStateEnum,
+  MissingReasonSchema,
+  PhotoRejectionReasonSchema,
+  PhotoStateSchema,
   PhotoStatusSchema,
   PropertySchema,
-  PropertyStatus,
+  PropertyStatusSchema,
+  type MissingReason as MissingReasonEnum,
+  type PhotoRejectionReason,
+  type PhotoState as PhotoStateEnum,
   type PhotoStatus,
   type Property,
+  type PropertyStatus,
 } from '../../gen/psync/catalog/v1/catalog_pb';
+import { EnumNames } from '../kit/enum-names';
 import type { PhotoRow, PropertyRow, RejectionReason } from './property-records';
 import type { MissingReason, PhotoState } from './publishability';
 
-const MISSING: Record<MissingReason, MissingReasonEnum> = {
-  price: MissingReasonEnum.PRICE,
-  amenities: MissingReasonEnum.AMENITIES,
-  cover_photo: MissingReasonEnum.COVER_PHOTO,
-  photos: MissingReasonEnum.PHOTOS,
-  photos_processing: MissingReasonEnum.PHOTOS_PROCESSING,
-  unlisted: MissingReasonEnum.UNLISTED,
-};
+/** The catalog's spellings (database columns) ↔ the protobuf enums, from their descriptors. */
+const missingReasons = new EnumNames<MissingReasonEnum, MissingReason>(MissingReasonSchema);
+const rejectionReasons = new EnumNames<PhotoRejectionReason, RejectionReason>(PhotoRejectionReasonSchema);
+const photoStates = new EnumNames<PhotoStateEnum, PhotoState>(PhotoStateSchema);
+export const propertyStatuses = new EnumNames<PropertyStatus, 'listed' | 'unlisted'>(PropertyStatusSchema);
 
-const REJECTION: Record<RejectionReason, PhotoRejectionReason> = {
-  unreachable: PhotoRejectionReason.UNREACHABLE,
-  forbidden_url: PhotoRejectionReason.FORBIDDEN_URL,
-  not_an_image: PhotoRejectionReason.NOT_AN_IMAGE,
-  too_large: PhotoRejectionReason.TOO_LARGE,
-  too_small: PhotoRejectionReason.TOO_SMALL,
-};
-
-const STATE: Record<PhotoState, PhotoStateEnum> = {
-  pending: PhotoStateEnum.PENDING,
-  processed: PhotoStateEnum.PROCESSED,
-  rejected: PhotoStateEnum.REJECTED,
-};
-
-export const toMissingReason = (r: MissingReason): MissingReasonEnum => MISSING[r];
-export const toRejectionReason = (r: RejectionReason): PhotoRejectionReason => REJECTION[r];
-export const toPropertyStatus = (s: 'listed' | 'unlisted'): PropertyStatus => (s === 'listed' ? PropertyStatus.LISTED : PropertyStatus.UNLISTED);
+export const toMissingReason = (r: MissingReason): MissingReasonEnum => missingReasons.value(r);
+export const toRejectionReason = (r: RejectionReason): PhotoRejectionReason => rejectionReasons.value(r);
+export const toPropertyStatus = (s: 'listed' | 'unlisted'): PropertyStatus => propertyStatuses.value(s);
 
 /** The stored property as the `Property` message the partner pushed. */
 export function propertyMessage(p: PropertyRow, photos: readonly PhotoRow[]): Property {
@@ -74,8 +62,8 @@ export function photoStatusMessage(ph: PhotoRow): PhotoStatus {
   return create(PhotoStatusSchema, {
     url: ph.url,
     position: ph.position,
-    state: STATE[ph.state],
-    rejectionReason: ph.rejection_reason ? REJECTION[ph.rejection_reason] : undefined,
+    state: photoStates.value(ph.state),
+    rejectionReason: ph.rejection_reason ? rejectionReasons.value(ph.rejection_reason) : undefined,
     photoId: ph.blob_sha256 ?? undefined,
     width: ph.width ?? undefined,
     height: ph.height ?? undefined,

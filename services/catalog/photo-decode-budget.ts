@@ -4,7 +4,7 @@
  *
  * PHOTO_CONCURRENCY bounds how many photos are fetched and processed at once, but not
  * what they cost: a 1600-pixel photo needs ~35 MB to decode and re-encode, a 100-MP
- * progressive JPEG of 880 KB over 340 MB (issue 13). So every decode first takes its
+ * progressive JPEG of 880 KB over 340 MB (docs/catalog.md "Memory bounds"). So every decode first takes its
  * estimated bytes from this budget and gives them back when it ends, whatever the
  * outcome: the sum of the estimates of the decodes in flight never exceeds the
  * capacity, however many photos are fetched at once. A photo whose estimate alone is

@@ -1,7 +1,6 @@
 /**
  * What decoding a photo will cost in memory, known from its header before any pixel
- * is decoded, and the bounds that follow from it (docs/catalog.md "Memory bounds",
- * issue 13).
+ * is decoded, and the bounds that follow from it (docs/catalog.md "Memory bounds").
  *
  * libvips decodes baseline JPEG, non-interlaced PNG and WebP as a stream of rows, so
  * their cost hardly depends on the image (measured: 32 MB for 12 MP, 41 MB for a

@@ -13,7 +13,7 @@
  * that never finished is decoded alone (the whole decode budget), so that a photo
  * that kills its process takes no other photo's attempts with it.
  *
- * Memory is bounded before that can happen (issue 13): photos are judged on their
+ * Memory is bounded before that can happen: photos are judged on their
  * header and decoded within the per-process decode budget (photo-processor.ts), and
  * one that could never fit is settled `too_large` at its first claim, never retried.
  *
@@ -33,6 +33,8 @@ import type { Logger } from '../kit/logger';
 import { fetchAndProcessPhoto, type PhotoOutcome } from './photo-processor';
 import { republishById } from './publication';
 import { recordPhotoProcessed } from '../kit/metrics';
+import { PeriodicJob } from '../kit/periodic';
+import { Worker, type RoundResult } from '../kit/worker';
 
 /** Claims of one photo before it is given up as unreachable. */
 export const MAX_ATTEMPTS = 5;
@@ -71,76 +73,56 @@ interface Claim {
 export class PhotoPipeline {
   private readonly sql: Sql;
   private readonly log: Logger;
-  private readonly pollMs: number;
   private readonly process: PhotoStep;
-  private readonly inflight = new Map<string, { token: string; abort: AbortController; done: Promise<void> }>();
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private nudged = false;
-  private heartbeat: NodeJS.Timeout | null = null;
-  private lastHousekeeping = Date.now();
+  /** The claim token of each photo in flight, by `property_id url`. */
+  private readonly inflight = new Map<string, string>();
+  private readonly worker: Worker;
+  private readonly housekeeping: PeriodicJob;
 
   constructor(private readonly opts: PhotoPipelineOptions) {
     this.sql = opts.sql;
     this.log = opts.log;
-    this.pollMs = opts.pollMs ?? 1000;
+    const pollMs = opts.pollMs ?? 1000;
     this.process =
       opts.process ??
       ((url, signal, { alone }) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal, alone }));
+    this.worker = new Worker({
+      name: 'photo-pipeline',
+      idleMs: pollMs,
+      backoff: { baseMs: pollMs * 2, maxMs: 10_000 },
+      round: () => this.round(),
+      onError: (err, retryInMs) => this.log.error({ err, retry_in_ms: retryInMs }, 'photo pipeline: claiming work failed; retrying'),
+      // Every third of the lease while fetches run, so a slow one is not taken by another worker.
+      lease: { everyMs: Math.max(500, (opts.leaseSeconds * 1000) / 3), renew: () => this.renewLeases() },
+    });
+    this.housekeeping = new PeriodicJob(() => this.deleteUnreferencedBlobs(), HOUSEKEEPING_EVERY_MS, (err) =>
+      // A concurrent reference (foreign key) or a database hiccup: try again next round.
+      this.log.warn({ err }, 'photo pipeline: housekeeping failed'), 'photo-blobs-prune');
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(500, (this.opts.leaseSeconds * 1000) / 3));
-    this.loop = this.run();
+    this.worker.start();
+    this.housekeeping.start();
   }
 
   /** Wakes the pipeline now (after a push queued photos). */
   nudge(): void {
-    this.nudged = true;
-    this.wake?.();
+    this.worker.nudge();
   }
 
   /** Stops claiming, aborts in-flight fetches, releases their claims and waits for them. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    for (const job of this.inflight.values()) job.abort.abort();
-    await this.loop;
-    await Promise.all([...this.inflight.values()].map((j) => j.done));
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.heartbeat = null;
+    await Promise.all([this.worker.stop(0), this.housekeeping.stop()]);
   }
 
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (this.running) {
-      this.nudged = false;
-      const free = this.opts.concurrency - this.inflight.size;
-      let claimed = 0;
-      if (free > 0) {
-        try {
-          const claims = await this.claim(free);
-          claimed = claims.length;
-          failures = 0;
-          for (const c of claims) this.startJob(c);
-        } catch (err) {
-          failures++;
-          this.log.error({ err }, 'photo pipeline: claiming work failed; retrying');
-          await this.sleep(Math.min(10000, this.pollMs * 2 ** Math.min(failures, 4)));
-          continue;
-        }
-      }
-      await this.housekeeping();
-      if (!this.running) break;
-      // Go again at once if a push or a finished job asked for it while we were claiming,
-      // or if every free slot found work (more may be waiting) and a slot is still free.
-      if (this.nudged && this.inflight.size < this.opts.concurrency) continue;
-      if (claimed === free && free > 0 && this.inflight.size < this.opts.concurrency) continue;
-      await this.sleep(this.pollMs);
-    }
+  /** Claims work for the free slots and starts it; a finished job nudges the worker (a slot is free). */
+  private async round(): Promise<RoundResult> {
+    const free = this.opts.concurrency - this.worker.inFlight;
+    if (free <= 0) return { items: 0, more: false };
+    const claims = await this.claim(free);
+    for (const c of claims) this.startJob(c);
+    // Every free slot found work: more may be waiting (if a slot is still free).
+    return { items: claims.length, more: claims.length === free && this.worker.inFlight < this.opts.concurrency };
   }
 
   /** Claims up to `n` pending photos whose lease is free. */
@@ -166,16 +148,12 @@ export class PhotoPipeline {
 
   private startJob(c: Claim & { token: string }): void {
     const key = `${c.property_id} ${c.url}`;
-    const abort = new AbortController();
-    const done = this.runJob(c, abort.signal)
-      .catch((err) => this.log.error({ err, property_id: c.property_id }, 'photo pipeline: job failed; the photo is retried when its lease ends'))
-      .finally(() => {
-        this.inflight.delete(key);
-        // A slot is free: claim again now (nudged covers a finish between claim and sleep).
-        this.nudged = true;
-        this.wake?.();
-      });
-    this.inflight.set(key, { token: c.token, abort, done });
+    this.inflight.set(key, c.token);
+    this.worker.spawn((signal) =>
+      this.runJob(c, signal)
+        .catch((err) => this.log.error({ err, property_id: c.property_id }, 'photo pipeline: job failed; the photo is retried when its lease ends'))
+        .finally(() => this.inflight.delete(key)),
+    );
   }
 
   private async runJob(c: Claim & { token: string }, signal: AbortSignal): Promise<void> {
@@ -244,7 +222,7 @@ export class PhotoPipeline {
 
   /** Extends the leases of the photos in flight, so a slow fetch is not taken by another worker. */
   private async renewLeases(): Promise<void> {
-    const tokens = [...new Set([...this.inflight.values()].map((j) => j.token))];
+    const tokens = [...new Set(this.inflight.values())];
     if (tokens.length === 0) return;
     try {
       await this.sql`
@@ -257,32 +235,12 @@ export class PhotoPipeline {
   }
 
   /** Deletes stored images no photo refers to any more (photos dropped by later pushes). */
-  private async housekeeping(): Promise<void> {
-    if (Date.now() - this.lastHousekeeping < HOUSEKEEPING_EVERY_MS) return;
-    this.lastHousekeeping = Date.now();
-    try {
-      const deleted = await this.sql`
-        delete from catalog.photo_blobs b
-        where b.created_at < now() - make_interval(hours => ${ORPHAN_GRACE_HOURS})
-          and not exists (select 1 from catalog.photos p where p.blob_sha256 = b.sha256)
-      `;
-      if (deleted.count > 0) this.log.info({ deleted: deleted.count }, 'photo pipeline: unreferenced stored images deleted');
-    } catch (err) {
-      // A concurrent reference (foreign key) or a database hiccup: try again next round.
-      this.log.warn({ err }, 'photo pipeline: housekeeping failed');
-    }
-  }
-
-  /** Waits `ms`, or less if nudged or a job finishes meanwhile. */
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        if (this.wake === done) this.wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-    });
+  private async deleteUnreferencedBlobs(): Promise<void> {
+    const deleted = await this.sql`
+      delete from catalog.photo_blobs b
+      where b.created_at < now() - make_interval(hours => ${ORPHAN_GRACE_HOURS})
+        and not exists (select 1 from catalog.photos p where p.blob_sha256 = b.sha256)
+    `;
+    if (deleted.count > 0) this.log.info({ deleted: deleted.count }, 'photo pipeline: unreferenced stored images deleted');
   }
 }

@@ -1,7 +1,7 @@
 /**
  * One photo URL in, one outcome out: fetched through the egress guard, decoded with
  * sharp to prove it is an image and read its size, and turned into the stored
- * derivative. Rejection reasons (operator-interface.md, "photos"):
+ * derivative. Rejection reasons (docs/contract-gaps.md "photos"):
  * - `forbidden_url`: the outbound rules refuse the URL or every address it resolves to;
  * - `unreachable`: any non-2xx answer (a redirect included: never followed), a
  *   time-out, a connection or TLS failure, a name that does not resolve;
@@ -14,7 +14,7 @@
  * The derivative: EXIF-oriented, longest side at most 2048 px (never enlarged), WebP,
  * metadata stripped; addressed by the sha256 of its bytes.
  *
- * Memory (issue 13): every check above is made on the header (sharp's metadata(),
+ * Memory (docs/catalog.md "Memory bounds"): every check above is made on the header (sharp's metadata(),
  * which decodes no pixels), and a photo that passes decodes only once its estimated
  * cost fits in the per-process decode budget (photo-decode-budget.ts), so the decodes
  * in flight stay within DECODE_BUDGET_BYTES whatever PHOTO_CONCURRENCY is.
@@ -108,7 +108,8 @@ export async function fetchAndProcessPhoto(url: string, opts: FetchPhotoOptions)
       headers: { accept: 'image/jpeg, image/png, image/webp;q=0.9, */*;q=0.1' },
       maxBytes: MAX_PHOTO_BYTES,
       connectTimeoutMs: Math.min(5000, opts.timeoutMs),
-      readTimeoutMs: Math.min(10000, opts.timeoutMs),
+      headersTimeoutMs: Math.min(10000, opts.timeoutMs),
+      bodyTimeoutMs: Math.min(10000, opts.timeoutMs),
       totalTimeoutMs: opts.timeoutMs,
       signal: opts.signal,
       resolver: opts.resolver,

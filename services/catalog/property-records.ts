@@ -1,6 +1,6 @@
 /**
  * Stored partner properties and their photos: the row shapes and the queries that
- * read them (tagged-template SQL only; architecture.md house style).
+ * read them (tagged-template SQL only: every value is a bound parameter).
  */
 import type { Sql, Tx } from '../kit/database';
 import type { MissingReason, PhotoState } from './publishability';
@@ -41,7 +41,7 @@ export interface PropertyRow {
   changed_at: Date;
 }
 
-/** Rejection reasons of a photo (operator-interface.md, "photos"). */
+/** Rejection reasons of a photo (docs/contract-gaps.md "photos"). */
 export type RejectionReason = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
 
 /** A `catalog.photos` row joined with its stored image, as the API shows it. */

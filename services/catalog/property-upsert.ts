@@ -18,7 +18,7 @@ import { splitAmenities } from './amenities';
 import type { EnvironmentName } from './workspaces';
 import { republish } from './publication';
 import { readPhotos, type PhotoRow, type PropertyRow } from './property-records';
-import type { PropertyInput } from './validation';
+import type { PropertyInput } from './property-input';
 
 export interface UpsertOutcome {
   created: boolean;

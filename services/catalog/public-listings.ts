@@ -15,11 +15,10 @@ import {
   type SearchPublicListingsRequest,
 } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { Sql } from '../kit/database';
-import { validationFailed, type Violation } from '../kit/errors';
+import { validationFailed } from '../kit/errors';
 import type { PropertyRow } from './property-records';
+import { PAGE_SIZE_DEFAULT } from '../kit/limits';
 
-const DEFAULT_PAGE_SIZE = 50;
-const MAX_PAGE_SIZE = 200;
 
 interface PublicPhotoRow {
   property_id: string;
@@ -66,14 +65,10 @@ function decodeToken(token: string): [string, string] {
 
 /** Search, map and guest feed: filters combine with AND; ordered by change time, then listing id. */
 export async function searchPublicListings(sql: Sql, req: SearchPublicListingsRequest): Promise<{ listings: PublicListing[]; nextPageToken: string }> {
-  const bad: Violation[] = [];
-  const pageSize = req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize;
-  if (pageSize < 1) bad.push({ field: 'page_size', code: 'minimum' });
-  if (pageSize > MAX_PAGE_SIZE) bad.push({ field: 'page_size', code: 'maximum' });
+  // page_size (0 to 200) and the box's bounds are checked against catalog.proto's rules before this runs.
+  // 0: the default page size (the largest, PAGE_SIZE_MAX, is catalog.proto's rule).
+  const pageSize = req.pageSize === 0 ? PAGE_SIZE_DEFAULT : req.pageSize;
   const b = req.bounds;
-  if (b && (Math.abs(b.minLatitude) > 90 || Math.abs(b.maxLatitude) > 90 || b.minLatitude > b.maxLatitude)) bad.push({ field: 'bounds', code: 'invalid' });
-  if (b && (Math.abs(b.minLongitude) > 180 || Math.abs(b.maxLongitude) > 180)) bad.push({ field: 'bounds', code: 'invalid' });
-  if (bad.length > 0) throw validationFailed(bad);
   const after = req.pageToken ? decodeToken(req.pageToken) : null;
   const none = sql``;
 

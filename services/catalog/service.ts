@@ -1,6 +1,6 @@
 /**
- * CatalogService RPC implementations: validate, call the domain modules, shape the
- * response. Thin on purpose; the rules live in property-upsert.ts, publication.ts,
+ * CatalogService RPC implementations: call the domain modules, shape the response
+ * (requests arrive checked against catalog.proto's rules: services/kit/validation.ts). Thin on purpose; the rules live in property-upsert.ts, publication.ts,
  * publishability.ts, photo-pipeline.ts, public-listings.ts and
  * marketplace-listings.ts.
  */
@@ -11,15 +11,15 @@ import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { AMENITIES } from './amenities';
-import { validationFailed, type Violation } from '../kit/errors';
-import { isUuid, listingNotFound, propertyNotFound } from './errors';
+import { canonicalUuid } from '../kit/uuid';
+import { listingNotFound, propertyNotFound } from './errors';
 import { listingMessage, readListing } from './listing-records';
 import { DEFAULT_MARKETPLACE_LISTING, createMarketplaceListing } from './marketplace-listings';
 import { photoStatusMessage, propertyMessage, toMissingReason, toPropertyStatus, toRejectionReason } from './messages';
 import { findProperty, readPhotos, rejectedPhotos } from './property-records';
 import { upsertProperty } from './property-upsert';
 import { getPublicListing, getPublicPhoto, searchPublicListings } from './public-listings';
-import { validateUpsert } from './validation';
+import { propertyInput } from './property-input';
 import type { WorkspaceDirectory } from './workspaces';
 
 export interface CatalogDeps {
@@ -32,14 +32,12 @@ export interface CatalogDeps {
   nudgePhotos: () => void;
 }
 
-const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
-
 export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogService> {
   const { sql, workspaces } = deps;
 
   const impl: ServiceImpl<typeof CatalogService> = {
     async upsertProperty(req) {
-      const { workspaceId, providerId, property } = validateUpsert(req);
+      const { workspaceId, providerId, property } = propertyInput(req);
       const environment = await workspaces.environment(workspaceId);
       const out = await upsertProperty(sql, { workspaceId, providerId, environment, property });
       if (out.events > 0) deps.nudgeOutbox();
@@ -58,8 +56,7 @@ export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogSer
     },
 
     async getProperty(req) {
-      if (!isUuid(req.workspaceId) || req.providerId === '') throw propertyNotFound();
-      const p = await findProperty(sql, req.workspaceId.toLowerCase(), req.providerId);
+      const p = await findProperty(sql, canonicalUuid(req.workspaceId), req.providerId);
       if (!p) throw propertyNotFound();
       const photos = await readPhotos(sql, p.id);
       return {
@@ -76,13 +73,7 @@ export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogSer
     },
 
     async createListing(req) {
-      const bad: Violation[] = [];
-      if (!isUuid(req.workspaceId)) bad.push({ field: 'workspace_id', code: req.workspaceId === '' ? 'required' : 'format' });
-      if (req.name !== undefined && ([...req.name].length < 1 || [...req.name].length > 120)) bad.push({ field: 'name', code: req.name === '' ? 'min_length' : 'max_length' });
-      if (req.checkInTime !== undefined && !TIME.test(req.checkInTime)) bad.push({ field: 'check_in_time', code: 'pattern' });
-      if (req.checkOutTime !== undefined && !TIME.test(req.checkOutTime)) bad.push({ field: 'check_out_time', code: 'pattern' });
-      if (bad.length > 0) throw validationFailed(bad);
-      const workspaceId = req.workspaceId.toLowerCase();
+      const workspaceId = canonicalUuid(req.workspaceId);
       const environment = await workspaces.environment(workspaceId);
       const listing = await createMarketplaceListing(sql, {
         workspaceId,
@@ -98,7 +89,7 @@ export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogSer
     async getListing(req) {
       const listing = req.listingId ? await readListing(sql, req.listingId) : undefined;
       // Unknown, and another workspace's, answer the same (spec "Errors": indistinguishable).
-      if (!listing || !isUuid(req.workspaceId) || listing.workspace_id !== req.workspaceId.toLowerCase()) throw propertyNotFound();
+      if (!listing || listing.workspace_id !== canonicalUuid(req.workspaceId)) throw propertyNotFound();
       return { listing: listingMessage(listing) };
     },
 

@@ -6,10 +6,11 @@
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import { environments } from '../kit/enum-names';
 import type { Sql } from '../kit/database';
 import type { InternalClients } from '../kit/internal-client';
-import { isUuid, workspaceNotFound } from './errors';
+import { workspaceNotFound } from './errors';
+import { isUuid } from '../kit/uuid';
 
 export type EnvironmentName = 'sandbox' | 'production';
 
@@ -41,10 +42,9 @@ export class WorkspaceDirectory {
     let env: EnvironmentName;
     try {
       const res = await this.clients.client(IdentityService, this.identityUrl()).getWorkspace({ workspaceId });
-      const e = res.workspace?.environment;
-      if (e === Environment.SANDBOX) env = 'sandbox';
-      else if (e === Environment.PRODUCTION) env = 'production';
-      else throw new ConnectError('identity returned a workspace without an environment', Code.Internal);
+      const e = res.workspace ? environments.nameOf(res.workspace.environment) : undefined;
+      if (!e) throw new ConnectError('identity returned a workspace without an environment', Code.Internal);
+      env = e;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) throw workspaceNotFound();
       throw err;

@@ -11,6 +11,8 @@
  * token is still live is Authorize's SQL re-check, not this module's.
  */
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { MAX_TOKEN_TTL_SECONDS } from '../kit/limits';
+import { isCanonicalUuid } from '../kit/uuid';
 
 /** Prefix of every access token (also scrubbed from free text by the logger). */
 export const ACCESS_TOKEN_PREFIX = 'pst_';
@@ -42,12 +44,9 @@ export type VerifyResult =
 /** Longer inputs are refused before any work (a real token is about 230 characters). */
 const MAX_TOKEN_LENGTH = 1024;
 const TOKEN = /^pst_([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const KEY_ID = /^[a-z2-7]{16}$/;
 /** Tolerated clock difference between replicas for `iat` in the future. */
 const CLOCK_SKEW_SECONDS = 60;
-/** The spec's ceiling on token lifetime ("never more than one hour"). */
-export const MAX_TOKEN_TTL_SECONDS = 3600;
 
 /** Issues and verifies access tokens under one token-signing key. */
 export class AccessTokens {
@@ -132,7 +131,7 @@ function parseClaims(payload: string): TokenClaims | undefined {
   const int = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
   if (o.v !== 1) return undefined;
   if (typeof o.kid !== 'string' || !KEY_ID.test(o.kid)) return undefined;
-  if (typeof o.ws !== 'string' || !UUID.test(o.ws)) return undefined;
+  if (typeof o.ws !== 'string' || !isCanonicalUuid(o.ws)) return undefined;
   if (o.env !== 'sandbox' && o.env !== 'production') return undefined;
   if (!int(o.iat) || !int(o.exp) || o.exp <= o.iat || o.exp - o.iat > MAX_TOKEN_TTL_SECONDS) return undefined;
   if (typeof o.jti !== 'string' || o.jti.length === 0) return undefined;

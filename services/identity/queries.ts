@@ -2,8 +2,10 @@
  * The identity service's SQL: tagged templates only, schema-qualified (in the
  * embedded mode every service shares one connection, so no search_path is assumed).
  *
- * Rate-limit windows come from the DATABASE clock (`date_bin` over 3600 s from the
- * epoch), never a replica's own, so every replica counts in the same window.
+ * Rate-limit windows come from the DATABASE clock (`identity.rate_window_start(now())`,
+ * migration 0005), never a replica's own, so every replica counts in the same window.
+ * Both counters count through `identity.count_requests`, the one definition of "count
+ * unless at the limit".
  */
 import type { Sql } from '../kit/database';
 import type { Bucket } from './rate-limit';
@@ -102,21 +104,12 @@ export interface CountRow {
 /** Counts one request of `keyId` in `bucket` unless `limit` is reached (the token endpoint's ceiling). */
 export async function countRequest(sql: Sql, c: { keyId: string; bucket: Bucket; limit: number }): Promise<CountRow> {
   const [row] = await sql<CountRow[]>`
-    with clock as (
-      select now() as now, date_bin(interval '3600 seconds', now(), timestamptz 'epoch') as window_start
-    ), counted as (
-      insert into identity.rate_counters as c (key_id, bucket, window_start, count)
-      select ${c.keyId}, ${c.bucket}, clock.window_start, 1 from clock
-      on conflict (key_id, bucket, window_start) do update set count = c.count + 1 where c.count < ${c.limit}
-      returning c.count
+    with c as (
+      select identity.count_requests(${c.keyId}, ${c.bucket}, identity.rate_window_start(now()), 1, ${c.limit}::integer) as previous
     )
-    select
-      (select count from counted) as counted,
-      coalesce((
-        select r.count from identity.rate_counters r, clock
-        where r.key_id = ${c.keyId} and r.bucket = ${c.bucket} and r.window_start = clock.window_start
-      ), 0) as previous,
-      extract(epoch from (select now from clock))::float8 as now_epoch`;
+    select case when previous < ${c.limit}::integer then previous + 1 end as counted, previous,
+           extract(epoch from now())::float8 as now_epoch
+    from c`;
   return row!;
 }
 
@@ -143,12 +136,12 @@ export interface AuthorizeInput {
 
 /**
  * Authorize for a batch of requests in ONE statement, `identity.authorize_batch`
- * (migration 0002): for each, re-checks that the key is live, resolves the addressed
+ * (migrations 0002, 0005): for each, re-checks that the key is live, resolves the addressed
  * workspace and — when `count` is true and the key is live — counts the request in the
  * 'contract' bucket unless `limit` is reached. Each row is what the request's own
  * statement would have answered, had the batch's requests run one after another in
  * order. A revoked or unknown key is never counted; a workspace mismatch is
- * (operator-interface.md: every request authenticated with a token of the key counts,
+ * (docs/contract-gaps.md "what counts toward the 600": every request authenticated with a token of the key counts,
  * except 429s). Rows come back in the order of `items`.
  */
 export async function authorizeBatch(sql: Sql, items: AuthorizeInput[], limit: number): Promise<AuthorizeRow[]> {
@@ -170,7 +163,7 @@ export async function authorizeBatch(sql: Sql, items: AuthorizeInput[], limit: n
 export async function deleteOldCounters(sql: Sql): Promise<number> {
   const result = await sql`
     delete from identity.rate_counters
-    where window_start < date_bin(interval '3600 seconds', now(), timestamptz 'epoch') - interval '3600 seconds'`;
+    where window_start < identity.rate_window_start(now()) - make_interval(secs => identity.rate_window_seconds())`;
   return result.count;
 }
 

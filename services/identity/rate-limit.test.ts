@@ -1,4 +1,5 @@
-import { rateLimitState, secondsLeftInWindow, windowStart, WINDOW_SECONDS } from './rate-limit';
+import { RATE_WINDOW_SECONDS } from '../kit/limits';
+import { rateLimitState, secondsLeftInWindow, windowStart } from './rate-limit';
 
 const HOUR = 1_800_000_000; // a multiple of 3600: the start of an epoch-aligned window
 const base = { limit: 600, previous: 0 };
@@ -9,7 +10,7 @@ describe('rate-limit arithmetic', () => {
     expect(windowStart(HOUR)).toBe(HOUR);
     expect(windowStart(HOUR + 3599.9)).toBe(HOUR);
     expect(windowStart(HOUR + 3600)).toBe(HOUR + 3600);
-    expect(WINDOW_SECONDS).toBe(3600);
+    expect(RATE_WINDOW_SECONDS).toBe(3600);
   });
 
   test('reset is the seconds left in the window, 1..3600', () => {

@@ -1,22 +1,17 @@
 /**
- * Rate-limit arithmetic (docs/decisions.md "Gateway contract": fixed windows of 3600 s
- * aligned to the Unix epoch; operator-interface.md "what counts toward the 600").
+ * Rate-limit arithmetic (docs/decisions.md "Gateway contract": fixed windows of
+ * RATE_WINDOW_SECONDS, 3600 s, aligned to the Unix epoch; docs/contract-gaps.md
+ * "what counts toward the 600").
  *
- * The counting itself is one atomic upsert in PostgreSQL (queries.ts):
- *
- *   insert … values (key, bucket, window, 1)
- *   on conflict (key_id, bucket, window_start)
- *   do update set count = count + 1 where count < limit
- *   returning count
- *
- * Row back: counted, `count` includes this request. No row back: the quota was
- * already used up and nothing was written. Under any concurrency, across any number
- * of processes, exactly `limit` requests per window get a row back. This module turns
- * the upsert's outcome and the database clock into the numbers the gateway sends.
+ * The counting itself is PostgreSQL's (`identity.count_requests`, migration 0005): a
+ * key's window row is created or locked and added to, stopping at the limit, so under
+ * any concurrency, across any number of processes, exactly `limit` requests per window
+ * are counted. Each request learns the window's count before it and, when counted, the
+ * count including it (queries.ts). This module turns that outcome and the database
+ * clock into the numbers the gateway sends.
  */
+import { RATE_WINDOW_SECONDS } from '../kit/limits';
 
-/** Window length in seconds (the `w` of `RateLimit-Policy`). */
-export const WINDOW_SECONDS = 3600;
 
 /** The two counters of a key. */
 export type Bucket = 'contract' | 'token';
@@ -50,13 +45,13 @@ export interface CounterOutcome {
 
 /** Seconds left in the epoch-aligned window containing `nowEpochSeconds`, 1..3600. */
 export function secondsLeftInWindow(nowEpochSeconds: number): number {
-  const end = (Math.floor(nowEpochSeconds / WINDOW_SECONDS) + 1) * WINDOW_SECONDS;
-  return Math.min(WINDOW_SECONDS, Math.max(1, Math.ceil(end - nowEpochSeconds)));
+  const end = (Math.floor(nowEpochSeconds / RATE_WINDOW_SECONDS) + 1) * RATE_WINDOW_SECONDS;
+  return Math.min(RATE_WINDOW_SECONDS, Math.max(1, Math.ceil(end - nowEpochSeconds)));
 }
 
 /** Start (Unix seconds) of the epoch-aligned window containing `nowEpochSeconds`. */
 export function windowStart(nowEpochSeconds: number): number {
-  return Math.floor(nowEpochSeconds / WINDOW_SECONDS) * WINDOW_SECONDS;
+  return Math.floor(nowEpochSeconds / RATE_WINDOW_SECONDS) * RATE_WINDOW_SECONDS;
 }
 
 /**
@@ -79,7 +74,7 @@ export function rateLimitState(o: CounterOutcome): RateLimitState {
   }
   return {
     limit: o.limit,
-    windowSeconds: WINDOW_SECONDS,
+    windowSeconds: RATE_WINDOW_SECONDS,
     remaining,
     resetSeconds,
     limited,

@@ -17,18 +17,20 @@ import {
   type RateLimitStatusSchema,
   type WorkspaceSchema,
 } from '../../gen/psync/identity/v1/identity_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
+import type { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { Config } from '../kit/config';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { AccessTokens, EnvironmentName } from './access-tokens';
-import { isKeyId, mintApiKey, parseApiKey, secretMatches } from './api-keys';
-import { failure, invalidField } from '../kit/errors';
+import { mintApiKey, parseApiKey, secretMatches } from './api-keys';
+import { failure } from '../kit/errors';
+import { environments } from '../kit/enum-names';
+import { canonicalUuid, isUuid } from '../kit/uuid';
 import { invalidApiKey, rateLimited } from './errors';
 import * as q from './queries';
 import { AuthorizeBatcher } from './authorize-batcher';
-import { CLIENT_ROLE, CLIENT_TOKEN_PREFIX, isClientId, mintClientToken, TOKEN_HASH_BYTES } from './internal-clients';
+import { CLIENT_ROLE, mintClientToken, TOKEN_HASH_BYTES } from './internal-clients';
 import { RateLimitState, rateLimitState } from './rate-limit';
 import { recordTokenIssued } from '../kit/metrics';
 import { LogSampler } from '../kit/log-sampler';
@@ -49,13 +51,10 @@ export interface IdentityDeps {
   tokens: AccessTokens | undefined;
 }
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const MAX_NAME_LENGTH = 200;
 /** Attempts at a fresh key or client id when one collides (80 random bits: practically never). */
 const KEY_ID_ATTEMPTS = 3;
 
-const toEnvironment = (env: EnvironmentName): Environment =>
-  env === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION;
+const toEnvironment = (env: EnvironmentName): Environment => environments.value(env);
 
 function workspaceMessage(row: q.WorkspaceRow): MessageInitShape<typeof WorkspaceSchema> {
   return {
@@ -87,13 +86,6 @@ function rateLimitMessage(s: RateLimitState): MessageInitShape<typeof RateLimitS
   };
 }
 
-/** A workspace id from a request, lower-cased; INVALID_ARGUMENT unless it is a UUID. */
-function workspaceIdArg(value: string, field = 'workspace_id'): string {
-  if (value === '') throw invalidField(field, 'required', `${field} is required`);
-  if (!UUID.test(value)) throw invalidField(field, 'format', `${field} must be a UUID`);
-  return value.toLowerCase();
-}
-
 /** The RPC implementations. */
 export function identityService(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
   const { sql, counterSql, config, log, tokens } = deps;
@@ -104,27 +96,21 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
 
   const impl: ServiceImpl<typeof IdentityService> = {
     async createWorkspace(req) {
-      const length = [...req.name].length;
-      if (length === 0 || req.name.trim() === '') throw invalidField('name', 'required', 'name is required');
-      if (length > MAX_NAME_LENGTH) throw invalidField('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
-      let environment: EnvironmentName;
-      if (req.environment === Environment.SANDBOX) environment = 'sandbox';
-      else if (req.environment === Environment.PRODUCTION) environment = 'production';
-      else if (req.environment === Environment.UNSPECIFIED) throw invalidField('environment', 'required', 'environment is required (sandbox or production)');
-      else throw invalidField('environment', 'enum', 'environment must be sandbox or production');
+      // name (1 to 200 characters, not blank) and environment were checked against identity.proto's rules.
+      const environment: EnvironmentName = environments.name(req.environment);
       const row = await q.insertWorkspace(sql, { name: req.name, environment });
       log.info({ workspace_id: row.workspace_id, environment }, 'workspace created');
       return { workspace: workspaceMessage(row) };
     },
 
     async getWorkspace(req) {
-      const row = await q.selectWorkspace(sql, workspaceIdArg(req.workspaceId));
+      const row = await q.selectWorkspace(sql, canonicalUuid(req.workspaceId));
       if (!row) throw failure(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
       return { workspace: workspaceMessage(row) };
     },
 
     async issueKey(req) {
-      const workspaceId = workspaceIdArg(req.workspaceId);
+      const workspaceId = canonicalUuid(req.workspaceId);
       for (let attempt = 1; ; attempt++) {
         const key = mintApiKey();
         let row: q.IssuedKeyRow | undefined;
@@ -148,12 +134,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
     },
 
     async revokeKey(req) {
-      if (req.keyId === '') throw invalidField('key_id', 'required', 'key_id is required');
-      if (parseApiKey(req.keyId)) {
-        // Someone pasted the whole key: say so without repeating it anywhere.
-        throw invalidField('key_id', 'format', 'key_id must be the 16-character key id, not the API key');
-      }
-      if (!isKeyId(req.keyId)) throw invalidField('key_id', 'format', 'key_id must be 16 lower-case base32 characters');
+      // key_id's shape (not a pasted API key) was checked against identity.proto's rules.
       const row = await q.revokeKey(sql, req.keyId);
       if (!row) throw failure(Code.NotFound, ErrorReason.KEY_NOT_FOUND, 'API key not found');
       log.info({ key_id: row.key_id, workspace_id: row.workspace_id }, 'API key revoked');
@@ -221,7 +202,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
         keyId: claims.kid,
         tokenWorkspaceId: claims.ws,
         // Not a UUID: cannot resolve, which is a scope mismatch (still counted).
-        addressedWorkspaceId: UUID.test(addressed) ? addressed : null,
+        addressedWorkspaceId: isUuid(addressed) ? addressed : null,
         count: req.countRequest,
       });
       // Revoked (or unknown) key: 401, not counted — the statement counts only live keys.
@@ -245,9 +226,6 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
     },
 
     async issueClient(req) {
-      const length = [...req.name].length;
-      if (length === 0 || req.name.trim() === '') throw invalidField('name', 'required', 'name is required');
-      if (length > MAX_NAME_LENGTH) throw invalidField('name', 'max_length', `name must be at most ${MAX_NAME_LENGTH} characters`);
       for (let attempt = 1; ; attempt++) {
         const minted = mintClientToken();
         let row: q.InternalClientRow;
@@ -264,12 +242,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
     },
 
     async revokeClient(req) {
-      if (req.clientId === '') throw invalidField('client_id', 'required', 'client_id is required');
-      if (req.clientId.startsWith(CLIENT_TOKEN_PREFIX)) {
-        // Someone pasted the whole credential: say so without repeating it anywhere.
-        throw invalidField('client_id', 'format', 'client_id must be the 16-character client id, not the token');
-      }
-      if (!isClientId(req.clientId)) throw invalidField('client_id', 'format', 'client_id must be 16 lower-case base32 characters');
+      // client_id's shape (not a pasted token) was checked against identity.proto's rules.
       const row = await q.revokeInternalClient(sql, req.clientId);
       if (!row) throw failure(Code.NotFound, ErrorReason.CLIENT_NOT_FOUND, 'internal API client not found');
       log.info({ client_id: row.client_id }, 'internal API client revoked');

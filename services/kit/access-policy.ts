@@ -33,8 +33,9 @@ const ANY_SERVICE = SERVICE_ROLES;
  *
  * - gateway: exactly the RPCs the public contract's routes use (gateway/routes/).
  * - identity, catalog, calendar, notifications: what each calls on the others
- *   (catalog: a workspace's environment; calendar: listings; every service:
- *   AuthenticateClient, to verify a marketplace credential presented to it).
+ *   (catalog: a workspace's environment; calendar: listings; notifications: the
+ *   listing a partner's test event is about; every service: AuthenticateClient, to
+ *   verify a marketplace credential presented to it).
  * - marketplace: holds, bookings, availability, public listing reads, WatchEvents.
  * - operator: what `bin/psync` does (docs/operator-cli.md).
  * - every role: gRPC server reflection (grpcurl, buf curl; docs/marketplace.md).
@@ -65,7 +66,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     UpsertProperty: ['gateway'],
     GetProperty: ['operator'],
     CreateListing: ['operator'],
-    GetListing: ['calendar'],
+    GetListing: ['calendar', 'notifications'],
     ResolveListing: ['calendar', 'marketplace'],
     ListAmenities: ['marketplace', 'operator'],
     SearchPublicListings: ['marketplace'],
@@ -93,6 +94,10 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     ReplayDeliveries: ['operator'],
     AcknowledgeDeletion: ['gateway'],
     ListDeletionRequests: ['operator'],
+    TriggerTestEvent: ['gateway'],
+    ListDeliveryLog: ['gateway'],
+    GetDelivery: ['gateway', 'operator'],
+    ResendDelivery: ['gateway'],
   },
 };
 

@@ -15,6 +15,7 @@
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import type { Logger } from './logger';
 import { inConsumerSpan } from './telemetry';
+import { WakeSignal } from './worker';
 
 /** NATS subject matching: `*` matches one token, `>` one or more trailing tokens. */
 export function subjectMatches(pattern: string, subject: string): boolean {
@@ -49,8 +50,8 @@ interface Durable {
   cursor: number;
   /** Failed deliveries waiting for their retry time. */
   retries: Retry[];
-  /** Workers waiting for something to do. */
-  waiters: Set<() => void>;
+  /** Wakes its subscriptions' loops when there is something to do. */
+  wake: WakeSignal;
 }
 
 /** Creates an in-process bus. */
@@ -63,7 +64,7 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
   let closed = false;
 
   function wakeAll(): void {
-    for (const d of durables.values()) for (const w of [...d.waiters]) w();
+    for (const d of durables.values()) d.wake.notify();
   }
 
   /** Takes the next delivery for `d`: a due retry first, else the next matching event. */
@@ -106,7 +107,7 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
       while (!this.stopping) {
         const next = claim(this.d);
         if ('waitMs' in next) {
-          await this.wait(next.waitMs);
+          await this.d.wake.wait(next.waitMs);
           continue;
         }
         const e = events[next.index]!;
@@ -130,21 +131,9 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
       }
     }
 
-    private wait(ms: number | null): Promise<void> {
-      return new Promise((resolve) => {
-        const done = () => {
-          if (timer) clearTimeout(timer);
-          this.d.waiters.delete(done);
-          resolve();
-        };
-        const timer = ms === null ? null : setTimeout(done, ms);
-        this.d.waiters.add(done);
-      });
-    }
-
     async stop(): Promise<void> {
       this.stopping = true;
-      for (const w of [...this.d.waiters]) w();
+      this.d.wake.notify();
       await this.loop;
       active.delete(this);
     }
@@ -171,7 +160,7 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
       if (sub.subjects.length === 0) throw new Error('bus: subscribe needs at least one subject');
       let d = durables.get(sub.durable);
       if (!d) {
-        d = { name: sub.durable, subjects: [...sub.subjects], cursor: 0, retries: [], waiters: new Set() };
+        d = { name: sub.durable, subjects: [...sub.subjects], cursor: 0, retries: [], wake: new WakeSignal() };
         durables.set(sub.durable, d);
       } else {
         // Like a JetStream consumer update: the new filter applies from the current position.

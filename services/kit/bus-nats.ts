@@ -15,6 +15,7 @@ import {
   ConsumerMessages,
   DeliverPolicy,
   DiscardPolicy,
+  Events,
   JetStreamClient,
   JetStreamManager,
   JsMsg,
@@ -31,6 +32,7 @@ import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription 
 import { subjectMatches } from './bus-memory';
 import type { Logger } from './logger';
 import { inConsumerSpan } from './telemetry';
+import { backoffMs, Worker, type RoundResult } from './worker';
 
 /** JetStream API error codes we react to (nats-server `server/errors.json`). */
 const JS_STREAM_NOT_FOUND = 10059;
@@ -50,8 +52,7 @@ const PULL_BATCH = 32;
 
 /** Redelivery delay after the n-th failed delivery: 250 ms, 500 ms, 1 s … capped at 30 s, with jitter. */
 export function redeliveryDelayMs(deliveryCount: number): number {
-  const base = Math.min(30_000, 250 * 2 ** Math.max(0, Math.min(deliveryCount - 1, 10)));
-  return Math.round(base * (0.8 + Math.random() * 0.4));
+  return backoffMs(deliveryCount, { baseMs: 250, maxMs: 30_000 });
 }
 
 function apiErrorCode(err: unknown): number | undefined {
@@ -142,9 +143,9 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
   // Connection state changes, for operators; ends when the connection closes.
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === 'disconnect') log.warn({ server: where }, 'bus: disconnected from NATS, reconnecting');
-      else if (s.type === 'reconnect') log.info({ server: where }, 'bus: reconnected to NATS');
-      else if (s.type === 'error') log.warn({ server: where, status: String(s.data) }, 'bus: NATS connection error');
+      if (s.type === Events.Disconnect) log.warn({ server: where }, 'bus: disconnected from NATS, reconnecting');
+      else if (s.type === Events.Reconnect) log.info({ server: where }, 'bus: reconnected to NATS');
+      else if (s.type === Events.Error) log.warn({ server: where, status: String(s.data) }, 'bus: NATS connection error');
     }
   })().catch(() => {});
 
@@ -228,61 +229,58 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
     throw new Error(`bus: could not create or read consumer ${durable}`);
   }
 
+  /**
+   * One durable pull consumer. Its worker's round is one `consume` session, handling
+   * messages one by one until the session ends (then the next starts at once) or fails
+   * (then the next starts after a back-off, recreating the consumer if it is gone).
+   */
   class NatsSubscription implements Subscription {
-    private stopping = false;
     private iter: ConsumerMessages | null = null;
-    private loop: Promise<void> = Promise.resolve();
-    private wake: (() => void) | null = null;
+    private readonly worker: Worker;
 
-    constructor(private readonly sub: SubscribeOptions) {}
+    constructor(private readonly sub: SubscribeOptions) {
+      this.worker = new Worker({
+        name: `bus-${sub.durable}`,
+        idleMs: 0,
+        backoff: { baseMs: 500, maxMs: 10_000 },
+        round: () => this.session(),
+        onError: (err, retryInMs) => {
+          log.warn({ err, durable: sub.durable, retry_in_ms: retryInMs }, 'bus: consumer loop failed; restarting');
+          if (apiErrorCode(err) === JS_CONSUMER_NOT_FOUND || /consumer not found/i.test(String(err))) {
+            ensureConsumer(sub.durable, sub.subjects).catch((e) => log.warn({ err: e, durable: sub.durable }, 'bus: could not recreate consumer'));
+          }
+        },
+      });
+    }
 
     start(): void {
-      this.loop = this.run();
+      this.worker.start();
     }
 
-    private async run(): Promise<void> {
-      let failures = 0;
-      while (!this.stopping) {
-        try {
-          const consumer = await js.consumers.get(stream, this.sub.durable);
-          if (this.stopping) break;
-          this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: 30_000 });
-          if (this.stopping) this.iter.stop();
-          for await (const m of this.iter) {
-            if (this.stopping) {
-              // Already fetched but not ours to handle any more: hand it back at once
-              // rather than letting it wait out ack_wait.
-              m.nak();
-              continue;
-            }
-            await this.handle(m);
-            failures = 0;
+    private async session(): Promise<RoundResult> {
+      let handled = 0;
+      try {
+        const consumer = await js.consumers.get(stream, this.sub.durable);
+        if (this.worker.isStopping) return { items: 0, more: false };
+        this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: 30_000 });
+        if (this.worker.isStopping) this.iter.stop();
+        for await (const m of this.iter) {
+          if (this.worker.isStopping) {
+            // Already fetched but not ours to handle any more: hand it back at once
+            // rather than letting it wait out ack_wait.
+            m.nak();
+            continue;
           }
-        } catch (err) {
-          if (this.stopping || closed) break;
-          failures++;
-          log.warn({ err, durable: this.sub.durable }, 'bus: consumer loop failed; restarting');
-          if (apiErrorCode(err) === JS_CONSUMER_NOT_FOUND || /consumer not found/i.test(String(err))) {
-            await ensureConsumer(this.sub.durable, this.sub.subjects).catch((e) =>
-              log.warn({ err: e, durable: this.sub.durable }, 'bus: could not recreate consumer'),
-            );
-          }
-          await this.sleep(Math.min(10_000, 250 * 2 ** Math.min(failures, 6)));
-        } finally {
-          this.iter = null;
+          await this.handle(m);
+          handled++;
         }
+      } catch (err) {
+        if (this.worker.isStopping || closed) return { items: handled, more: false };
+        throw err;
+      } finally {
+        this.iter = null;
       }
-    }
-
-    private sleep(ms: number): Promise<void> {
-      return new Promise((resolve) => {
-        const t = setTimeout(done, ms);
-        function done() {
-          clearTimeout(t);
-          resolve();
-        }
-        this.wake = done;
-      });
+      return { items: handled, more: true };
     }
 
     private async handle(m: JsMsg): Promise<void> {
@@ -323,13 +321,10 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
     }
 
     async stop(): Promise<void> {
-      if (!this.stopping) {
-        this.stopping = true;
-        // stop(), not close(): awaiting close() after leaving the loop hangs (stack-notes.md).
-        this.iter?.stop();
-        this.wake?.();
-      }
-      await this.loop;
+      const stopping = this.worker.stop();
+      // stop(), not close(): with nats.js, awaiting close() after leaving the loop hangs.
+      this.iter?.stop();
+      await stopping;
       subscriptions.delete(this);
     }
   }

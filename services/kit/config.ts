@@ -9,6 +9,7 @@
  */
 import { isIP } from 'node:net';
 import { isRole, type Role } from './access-policy';
+import { MAX_TOKEN_TTL_SECONDS, RATE_WINDOW_SECONDS } from './limits';
 
 /** A configuration value that cannot be used; the message is one line for the operator. */
 export class ConfigError extends Error {
@@ -167,17 +168,17 @@ export const settings = {
     if (!/^[a-z][a-z0-9_]{0,30}$/.test(raw)) throw new ConfigError(`${name} must match ^[a-z][a-z0-9_]{0,30}$`);
     return raw;
   }, 'subject prefix and stream name of domain events on NATS'),
-  rateLimitPerHour: setting('RATE_LIMIT_PER_HOUR', 600, int(1, 1_000_000), 'contract requests per API key per 3600 s'),
+  rateLimitPerHour: setting('RATE_LIMIT_PER_HOUR', 600, int(1, 1_000_000), `contract requests per API key per ${RATE_WINDOW_SECONDS} s`),
   tokenTtlSeconds: setting('TOKEN_TTL_SECONDS', 900, (raw, name) => {
     const n = int(1, Number.MAX_SAFE_INTEGER)(raw, name);
-    if (n > 3600) throw new ConfigError(`${name} must be at most 3600 (the spec caps token lifetime at one hour), got ${n}`);
+    if (n > MAX_TOKEN_TTL_SECONDS) throw new ConfigError(`${name} must be at most ${MAX_TOKEN_TTL_SECONDS} (the spec caps token lifetime at one hour), got ${n}`);
     return n;
-  }, 'access-token lifetime in seconds, at most 3600'),
+  }, `access-token lifetime in seconds, at most ${MAX_TOKEN_TTL_SECONDS}`),
   tokenSigningKey: setting<Buffer | undefined>('TOKEN_SIGNING_KEY', undefined, base64Key(32),
     'HMAC key signing access tokens (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with a real PostgreSQL (DATABASE_URL or a per-service URL): the token endpoint is not configured'),
   tokenSigningKeyPrevious: setting<Buffer | undefined>('TOKEN_SIGNING_KEY_PREVIOUS', undefined, base64Key(32),
     'previous token-signing key during a rotation (base64, >= 32 bytes): tokens signed with it still verify, none are issued with it; remove after TOKEN_TTL_SECONDS'),
-  tokenRateLimitPerHour: setting('TOKEN_RATE_LIMIT_PER_HOUR', 60, int(1, 1_000_000), 'token exchanges per API key per 3600 s'),
+  tokenRateLimitPerHour: setting('TOKEN_RATE_LIMIT_PER_HOUR', 60, int(1, 1_000_000), `token exchanges per API key per ${RATE_WINDOW_SECONDS} s`),
   tokenFailuresPerAddress: setting('TOKEN_FAILURES_PER_ADDRESS', 30, int(1, 1_000_000),
     'failed token exchanges one client address may make per TOKEN_FAILURE_WINDOW_SECONDS before its exchanges are answered 429 without a lookup'),
   tokenFailuresPerKey: setting('TOKEN_FAILURES_PER_KEY', 10, int(1, 1_000_000),

@@ -7,7 +7,7 @@
  *   else with DATABASE_URL (the all-in-one on one shared role).
  * - Embedded default (none of them set): PGlite served on loopback; it has ONE session,
  *   so every service in the process shares ONE instance with `max: 1`
- *   (stack-notes.md: a second connection is reset).
+ *   (PGlite resets a second connection).
  *
  * Services receive a `Database` and never know which one they got.
  */
@@ -34,7 +34,7 @@ export function createSql(url: string, opts: { max?: number; applicationName?: s
       ...(opts.asyncCommit ? { synchronous_commit: 'off' } : {}),
     },
     // bigint columns come back as strings (postgres.js default): convert where a number is meant.
-  }) as unknown as Sql;
+  });
 }
 
 /** The database settings of config.ts that openDatabase reads. */

@@ -1,298 +1,62 @@
 /**
- * The egress guard: the one way a service makes an HTTP request to a URL a partner
- * gave us (photo fetches now, webhook deliveries later).
+ * The egress client: the one way a service makes an HTTP request to a URL a partner
+ * gave us (webhook deliveries and registration challenges, photo fetches), on undici
+ * under the rules of egress-rules.ts (docs/security/threat-model.md, "Egress").
  *
- * operator-interface.md, "outbound address rule": the URL host must be a DNS name
- * (an IP literal is refused); the name is resolved, addresses outside the public
- * unicast ranges are dropped unless inside EGRESS_ALLOW_CIDRS, none left means
- * refused; the connection goes only to an address that passed, and this is redone
- * at every connection. Spec "Events": redirects are never followed.
+ * - The address rule holds at every connection: sockets are opened by undici's
+ *   connector with the `lookup` of egress-rules.ts, which resolves the name when the
+ *   socket opens, keeps only the addresses that pass (public unicast, or inside
+ *   EGRESS_ALLOW_CIDRS) and hands Node exactly those to connect to. There is no second
+ *   resolution between the vetting and the connection, so a connection goes to an
+ *   address that passed, and a name that rebinds to a private address after an earlier
+ *   check is refused at the connection, before any byte is sent.
+ * - TLS: the URL's host name is the server name (SNI and certificate check) and the
+ *   Host header; trust is Node's own store (NODE_EXTRA_CA_CERTS adds a CA); HTTP/1.1.
+ * - Redirects are never followed: no redirect handling is composed into the
+ *   dispatcher, so a 3xx is the answer.
+ * - Time-outs: connect (TCP and TLS handshake), headers (request written → status
+ *   line and headers), body (longest silence between body chunks), and a deadline on
+ *   the whole request, so a server trickling bytes cannot hold it.
+ * - Size: a declared Content-Length over the limit is refused before reading; a body
+ *   without one is counted while it streams and the connection is closed at the limit.
  *
- * How the pinning works: the request is made with node:http/https (fetch cannot pin)
- * with a custom `lookup` function, so every new socket's address comes from `lookup`,
- * which resolves the name again, vets every answer and hands Node only the addresses
- * that passed. A name that resolved to a public address a moment ago and now resolves
- * to 127.0.0.1 (DNS rebinding) is therefore refused at the connection, not just at a
- * pre-check. The URL's host name stays the TLS server name (SNI and certificate
- * check) and the `Host` header. TLS trust is Node's own (NODE_EXTRA_CA_CERTS adds a CA).
- *
- * Connections: by default (photo fetches) no agent (`agent: false`): every request is
- * a new connection, closed after it. A caller that sends many requests to the same
- * partners (webhook deliveries) may opt in to an `EgressPool`: kept-alive HTTPS
- * connections whose every NEW socket is made through the same vetting `lookup` (with
- * the pool's rules), so a reused socket is always one that was vetted and pinned when
- * it was opened. Idle sockets are bounded (per pool key and in all), close after an
- * idle time-out, are not reused past a maximum age (a changed DNS answer is then
- * picked up), and are all closed by `close()`; new sockets resume TLS sessions.
- *
- * Scheme and port rules differ per caller and are passed in (`UrlRules`); the
- * address rules are the same for everyone.
+ * Connections: without a pool (photo fetches, challenges) a request has a connection
+ * of its own, closed after it. Webhook deliveries use an `EgressPool`: kept-alive
+ * connections per pool key (the endpoint) and origin, each opened through the same
+ * vetting connector, so a reused connection is always one that was vetted and pinned
+ * when it was opened.
  */
-import dns from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
 import type { Socket } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
+import { Agent, Client, buildConnector, type Dispatcher } from 'undici';
+import { EgressError, checkUrl, vettingLookup, type Resolver, type UrlRules } from './egress-rules';
 import { inSpan } from './telemetry';
 
-/** Coarse outcome of a refused or failed request; callers map it to their public vocabulary. */
-export type EgressErrorKind = 'forbidden_url' | 'unreachable' | 'too_large';
+export {
+  CidrList,
+  EgressError,
+  PHOTO_URL_RULES,
+  WEBHOOK_URL_RULES,
+  checkUrl,
+  checkUrlAndResolve,
+  isAllowedAddress,
+  isPublicAddress,
+  mappedIPv4,
+  resolveAllowed,
+  systemResolver,
+  type EgressErrorKind,
+  type ResolvedAddress,
+  type Resolver,
+  type UrlRules,
+} from './egress-rules';
 
-/**
- * Why a request did not produce a response. `kind` is coarse (what partners may be
- * told), `reason` is precise (for logs and tests; never shown to partners of webhooks,
- * which get one generic refusal).
- */
-export class EgressError extends Error {
-  override name = 'EgressError';
-  constructor(
-    readonly kind: EgressErrorKind,
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Scheme and port rules of one kind of outbound URL. */
-export interface UrlRules {
-  /** Allowed schemes without the colon. */
-  schemes: readonly ('http' | 'https')[];
-  /** Allowed ports (the scheme's default port counts as its number); undefined: any port. */
-  ports?: readonly number[];
-}
-
-/** Photos: http and https, any port (operator-interface.md, "outbound address rule"). */
-export const PHOTO_URL_RULES: UrlRules = { schemes: ['http', 'https'] };
-/** Webhooks: https on 443 or 8443 only (spec: "Webhook endpoint"). */
-export const WEBHOOK_URL_RULES: UrlRules = { schemes: ['https'], ports: [443, 8443] };
-
-/** One resolved address. */
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-/** Resolves a host name to every address (default: `dns.lookup` with `all: true`). */
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
-
-/** The system resolver, as sockets use it (hosts file, search domains, both families). */
-export const systemResolver: Resolver = async (hostname) => {
-  const all = await dns.promises.lookup(hostname, { all: true, verbatim: true });
-  return all.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
-
-// ---------------------------------------------------------------------------
-// Addresses
-
-/**
- * IPv4 ranges that are not public unicast (IANA special-purpose registry, RFC 6890
- * and successors).
- */
-const NON_PUBLIC_V4: readonly [string, number][] = [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local (cloud metadata lives here)
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments
-  ['192.0.2.0', 24], // documentation TEST-NET-1
-  ['192.31.196.0', 24], // AS112-v4
-  ['192.52.193.0', 24], // AMT
-  ['192.88.99.0', 24], // deprecated 6to4 relay anycast
-  ['192.168.0.0', 16], // private
-  ['192.175.48.0', 24], // direct delegation AS112
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation TEST-NET-2
-  ['203.0.113.0', 24], // documentation TEST-NET-3
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, and 255.255.255.255 broadcast
-];
-
-/**
- * IPv6: only global unicast (2000::/3) can be public; inside it these are not
- * (documentation, 6to4, Teredo and other IETF assignments). Everything outside
- * 2000::/3 — ::, ::1, ::/96 IPv4-compatible, 64:ff9b::/96 NAT64, 100::/64 discard,
- * fc00::/7 unique-local, fe80::/10 link-local, fec0::/10 site-local, ff00::/8
- * multicast — is refused. IPv4-mapped addresses (::ffff:a.b.c.d) are judged by the
- * IPv4 rules.
- */
-const NON_PUBLIC_V6_IN_GLOBAL: readonly [string, number][] = [
-  ['2001::', 23], // IETF protocol assignments, incl. Teredo 2001::/32
-  ['2001:db8::', 32], // documentation
-  ['2002::', 16], // 6to4
-  ['3fff::', 20], // documentation (RFC 9637)
-];
-
-function blockList(v4: readonly [string, number][], v6: readonly [string, number][]): net.BlockList {
-  const list = new net.BlockList();
-  for (const [a, p] of v4) list.addSubnet(a, p, 'ipv4');
-  for (const [a, p] of v6) list.addSubnet(a, p, 'ipv6');
-  return list;
-}
-
-const nonPublicV4 = blockList(NON_PUBLIC_V4, []);
-const globalV6 = blockList([], [['2000::', 3]]);
-const nonPublicV6 = blockList([], NON_PUBLIC_V6_IN_GLOBAL);
-
-/** Expands an IPv6 address (no zone) into 8 numbers, or null if it is not one. */
-function hextets(address: string): number[] | null {
-  if (net.isIPv6(address) === false) return null;
-  let text = address.toLowerCase();
-  const tail: number[] = [];
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4) {
-    const b = v4[1]!.split('.').map(Number);
-    tail.push((b[0]! << 8) | b[1]!, (b[2]! << 8) | b[3]!);
-    text = text.slice(0, -v4[1]!.length);
-    if (text.endsWith(':') && !text.endsWith('::')) text = text.slice(0, -1);
-  }
-  const [head, rest] = text.split('::') as [string, string | undefined];
-  const parse = (s: string) => (s === '' ? [] : s.split(':').map((h) => parseInt(h, 16)));
-  const left = parse(head);
-  const right = rest === undefined ? [] : parse(rest);
-  const fill = 8 - left.length - right.length - tail.length;
-  if (fill < 0 || (rest === undefined && fill !== 0)) return null;
-  return [...left, ...new Array<number>(rest === undefined ? 0 : fill).fill(0), ...right, ...tail];
-}
-
-/** The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:a.b.c.d), else null. */
-export function mappedIPv4(address: string): string | null {
-  const h = hextets(address);
-  if (!h || h.slice(0, 5).some((x) => x !== 0) || h[5] !== 0xffff) return null;
-  return [h[6]! >> 8, h[6]! & 0xff, h[7]! >> 8, h[7]! & 0xff].join('.');
-}
-
-/** True if `address` (an IP, no zone) is public unicast: the only kind a partner URL may reach. */
-export function isPublicAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return !nonPublicV4.check(address, 'ipv4');
-  if (family !== 6) return false;
-  const v4 = mappedIPv4(address);
-  if (v4) return isPublicAddress(v4);
-  return globalV6.check(address, 'ipv6') && !nonPublicV6.check(address, 'ipv6');
-}
-
-/** A compiled EGRESS_ALLOW_CIDRS list. */
-export class CidrList {
-  private readonly list = new net.BlockList();
-  readonly size: number;
-
-  constructor(cidrs: readonly string[]) {
-    for (const c of cidrs) {
-      const [addr, bits] = c.split('/');
-      const family = net.isIP(addr ?? '');
-      if (!family || bits === undefined) throw new Error(`not a CIDR: ${c}`);
-      this.list.addSubnet(addr!, Number(bits), family === 6 ? 'ipv6' : 'ipv4');
-    }
-    this.size = cidrs.length;
-  }
-
-  /** True if `address` lies in one of the CIDRs (an IPv4-mapped address also matches IPv4 CIDRs). */
-  contains(address: string): boolean {
-    if (this.size === 0) return false;
-    const family = net.isIP(address);
-    if (!family) return false;
-    if (this.list.check(address, family === 6 ? 'ipv6' : 'ipv4')) return true;
-    const v4 = family === 6 ? mappedIPv4(address) : null;
-    return v4 !== null && this.list.check(v4, 'ipv4');
-  }
-}
-
-const compiled = new Map<string, CidrList>();
-function cidrList(cidrs: readonly string[] | undefined): CidrList {
-  const key = (cidrs ?? []).join(',');
-  let list = compiled.get(key);
-  if (!list) {
-    list = new CidrList(cidrs ?? []);
-    compiled.set(key, list);
-  }
-  return list;
-}
-
-/** True if a connection to `address` is allowed: public unicast, or inside the allow-list. */
-export function isAllowedAddress(address: string, allowCidrs: readonly string[] = []): boolean {
-  if (address.includes('%')) return false; // zoned (link-local) addresses are never allowed
-  return isPublicAddress(address) || cidrList(allowCidrs).contains(address);
-}
-
-// ---------------------------------------------------------------------------
-// URLs and names
-
-/**
- * Checks what can be checked without the network: a parsable absolute URL, an
- * allowed scheme and port, no user-info, and a DNS name as host (IP literals,
- * including the numeric forms URL parsing normalises, e.g. http://2130706433/, are
- * refused). Returns the parsed URL; throws EgressError('forbidden_url').
- */
-export function checkUrl(raw: string, rules: UrlRules): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new EgressError('forbidden_url', 'invalid_url', 'not an absolute URL');
-  }
-  const scheme = url.protocol.replace(/:$/, '');
-  if (!(rules.schemes as readonly string[]).includes(scheme)) {
-    throw new EgressError('forbidden_url', 'scheme', `scheme ${scheme} is not allowed (${rules.schemes.join(', ')})`);
-  }
-  if (url.username || url.password) throw new EgressError('forbidden_url', 'userinfo', 'credentials in the URL are not allowed');
-  const host = bareHost(url);
-  if (!host) throw new EgressError('forbidden_url', 'invalid_url', 'the URL has no host');
-  if (net.isIP(host)) throw new EgressError('forbidden_url', 'ip_literal', 'the host must be a DNS name, not an IP address');
-  const port = url.port ? Number(url.port) : scheme === 'https' ? 443 : 80;
-  if (rules.ports && !rules.ports.includes(port)) {
-    throw new EgressError('forbidden_url', 'port', `port ${port} is not allowed (${rules.ports.join(', ')})`);
-  }
-  return url;
-}
-
-/** The URL's host without IPv6 brackets. */
-function bareHost(url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, '$1');
-}
-
-/**
- * Resolves `hostname` and keeps only the addresses a connection may go to. Throws
- * EgressError('unreachable', 'dns') if the name does not resolve, and
- * EgressError('forbidden_url', 'no_allowed_address') if nothing is left.
- */
-export async function resolveAllowed(
-  hostname: string,
-  opts: { allowCidrs?: readonly string[]; resolver?: Resolver } = {},
-): Promise<ResolvedAddress[]> {
-  let all: ResolvedAddress[];
-  try {
-    all = await (opts.resolver ?? systemResolver)(hostname);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new EgressError('unreachable', 'dns', `cannot resolve ${hostname} (${code})`);
-  }
-  if (all.length === 0) throw new EgressError('unreachable', 'dns', `${hostname} resolves to no address`);
-  const allowed = all.filter((a) => isAllowedAddress(a.address, opts.allowCidrs));
-  if (allowed.length === 0) {
-    throw new EgressError('forbidden_url', 'no_allowed_address', `${hostname} resolves only to non-public addresses`);
-  }
-  return allowed;
-}
-
-/**
- * The whole pre-flight check for a URL (what webhook registration needs): the URL
- * rules, then a resolution with at least one allowed address.
- */
-export async function checkUrlAndResolve(
-  raw: string,
-  rules: UrlRules,
-  opts: { allowCidrs?: readonly string[]; resolver?: Resolver } = {},
-): Promise<{ url: URL; addresses: ResolvedAddress[] }> {
-  const url = checkUrl(raw, rules);
-  return { url, addresses: await resolveAllowed(bareHost(url), opts) };
-}
-
-// ---------------------------------------------------------------------------
-// Requests
+const DEFAULT_MAX_BYTES = 1024 * 1024;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+const DEFAULT_TOTAL_TIMEOUT_MS = 60_000;
+/** TLS sessions remembered per pool key (one per server name it talks to). */
+const SESSIONS_PER_KEY = 8;
 
 export interface GuardedRequestOptions {
   /** Scheme/port rules of this kind of URL (PHOTO_URL_RULES, WEBHOOK_URL_RULES). */
@@ -302,18 +66,22 @@ export interface GuardedRequestOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: Buffer | string;
-  /** Largest accepted response body, enforced while streaming; default 1 MiB. */
+  /** Largest accepted response body; default 1 MiB. */
   maxBytes?: number;
-  /** From the start of the request until the connection (and TLS handshake) is up; default 5000. */
+  /** TCP connection and TLS handshake; default 5000. A pooled request uses the pool's. */
   connectTimeoutMs?: number;
-  /** Longest silence while waiting for or reading the response; default 10000. */
-  readTimeoutMs?: number;
+  /** From the request written until the status line and headers are in; default 10000. */
+  headersTimeoutMs?: number;
+  /** Longest silence between two chunks of the body; default 10000. */
+  bodyTimeoutMs?: number;
   /** Deadline for the whole request, so a server trickling bytes cannot hold it; default 60000. */
   totalTimeoutMs?: number;
   /**
-   * Resolve as soon as the status line and headers arrive, without reading the body
-   * (`body` is empty, the connection is closed): for callers that need only the
-   * status, e.g. webhook deliveries, where any 2xx acknowledges whatever follows.
+   * Resolve as soon as the status line and headers arrive, without the body (`body`
+   * is empty): for callers that need only the status, e.g. webhook deliveries, where
+   * any 2xx acknowledges whatever follows. On a pooled connection the rest is read and
+   * discarded (at most `maxBytes`, within the time-outs) so the connection can carry
+   * the next request; otherwise the connection is closed at once.
    */
   ignoreBody?: boolean;
   /** Aborts the request (e.g. at shutdown); the promise rejects with EgressError('unreachable', 'aborted'). */
@@ -321,15 +89,15 @@ export interface GuardedRequestOptions {
   /** Name resolution; default the system resolver. Injected by tests to play DNS rebinding. */
   resolver?: Resolver;
   /**
-   * Kept-alive connections (opt-in; https URLs only, an http URL still gets a fresh
-   * connection). New connections are vetted with the POOL's allowCidrs and resolver,
-   * which replace `allowCidrs` and `resolver` above for this request.
+   * Kept-alive connections (opt-in). New connections are vetted with the POOL's
+   * allowCidrs and resolver, which replace `allowCidrs` and `resolver` above for this
+   * request; so is its connect time-out.
    */
   pool?: EgressPool;
   /**
-   * Which of the pool's connections the request may use, besides host and port (e.g.
-   * the endpoint): requests with different keys never share a connection, and the
-   * pool's per-key bound applies per key.
+   * Which of the pool's connections the request may use, besides the origin (e.g. the
+   * endpoint): requests with different keys never share a connection or a TLS session,
+   * and the pool's per-key bound applies per key.
    */
   poolKey?: string;
 }
@@ -337,10 +105,9 @@ export interface GuardedRequestOptions {
 export interface GuardedResponse {
   /** HTTP status, as answered: a 3xx is returned, never followed. */
   status: number;
-  headers: http.IncomingHttpHeaders;
+  /** Header names in lower case; a repeated header's values joined with ", ". */
+  headers: Record<string, string>;
   body: Buffer;
-  /** The address the connection went to (it passed the vetting). */
-  remoteAddress: string | undefined;
 }
 
 /**
@@ -372,190 +139,225 @@ export async function guardedRequest(rawUrl: string, opts: GuardedRequestOptions
   });
 }
 
-/** A `lookup` for sockets: resolves the name again and hands Node only the addresses that pass. */
-function vettingLookup(rules: { allowCidrs?: readonly string[]; resolver?: Resolver }): net.LookupFunction {
-  return (hostname, options, callback) => {
-    resolveAllowed(hostname, { allowCidrs: rules.allowCidrs, resolver: rules.resolver }).then(
-      (allowed) => {
-        const family = options.family === 4 || options.family === 6 ? options.family : 0;
-        const usable = family ? allowed.filter((a) => a.family === family) : allowed;
-        if (usable.length === 0) {
-          callback(new EgressError('forbidden_url', 'no_allowed_address', `${hostname} has no allowed IPv${family} address`), '', 0);
-        } else if (options.all) {
-          callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
-        } else {
-          callback(null, usable[0]!.address, usable[0]!.family);
-        }
-      },
-      (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
-    );
-  };
-}
-
 async function guardedRequestUntraced(rawUrl: string, opts: GuardedRequestOptions): Promise<GuardedResponse> {
   const url = checkUrl(rawUrl, opts.rules);
   if (opts.signal?.aborted) throw new EgressError('unreachable', 'aborted', 'request aborted');
-  const deadline = Date.now() + (opts.totalTimeoutMs ?? 60000);
-  const pool = opts.pool && url.protocol === 'https:' && !opts.pool.closed ? opts.pool : undefined;
-  // Without a pool: a fresh socket per request, so every connection goes through `lookup`.
-  if (!pool) return requestOnce(url, opts, { agent: false, lookup: vettingLookup(opts), deadline });
+  const deadline = new Deadline(opts.signal, opts.totalTimeoutMs ?? DEFAULT_TOTAL_TIMEOUT_MS);
+  let rest: Promise<unknown> | undefined;
   try {
-    return await requestOnce(url, opts, { agent: pool.agent, lookup: pool.lookup, poolKey: opts.poolKey ?? '', deadline });
+    const pool = opts.pool && !opts.pool.closed ? opts.pool : undefined;
+    if (!pool) {
+      const connect = connector({ allowCidrs: opts.allowCidrs, resolver: opts.resolver }, opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 0);
+      return await ownConnection(url, opts, connect, deadline);
+    }
+    const key = pool.key(opts.poolKey ?? '');
+    try {
+      const done = await deadline.race(exchange(url, opts, key.agent, deadline.signal, true));
+      rest = done.rest;
+      return done.response;
+    } catch (err) {
+      if (!onUsedConnection(err)) throw err;
+      // The server closed a kept-alive connection as the request went out on it, before
+      // answering: once more, on a connection of its own (vetted the same way), within the deadline.
+      return await ownConnection(url, opts, key.connect, deadline);
+    }
   } catch (err) {
-    if (!(err instanceof StaleConnectionError)) throw err;
-    // The server closed a kept-alive connection as the request went out on it, before
-    // answering: once more, on a new connection (vetted the same way), within the deadline.
-    return requestOnce(url, opts, { agent: false, lookup: pool.lookup, deadline });
+    throw toEgressError(err);
+  } finally {
+    // The deadline and the caller's signal also bound the discarded rest of a body.
+    if (rest) void rest.finally(() => deadline.clear());
+    else deadline.clear();
   }
 }
 
-/** A request on a reused connection that the server had closed (nothing was answered). */
-class StaleConnectionError extends EgressError {}
-
-/** How one request connects. */
-interface Via {
-  /** `false`: a socket of its own, closed after the request. */
-  agent: https.Agent | false;
-  lookup: net.LookupFunction;
-  poolKey?: string;
-  /** Date.now() by which everything must be done (shared by a retry). */
-  deadline: number;
+/** A request on a connection of its own, closed when the request is over. */
+async function ownConnection(url: URL, opts: GuardedRequestOptions, connect: buildConnector.connector, deadline: Deadline): Promise<GuardedResponse> {
+  const client = new Client(url.origin, { connect, pipelining: 1 });
+  const onAbort = () => void client.destroy().catch(() => {});
+  deadline.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return (await deadline.race(exchange(url, opts, client, deadline.signal, false))).response;
+  } finally {
+    deadline.signal.removeEventListener('abort', onAbort);
+    void client.destroy().catch(() => {});
+  }
 }
 
-function requestOnce(url: URL, opts: GuardedRequestOptions, via: Via): Promise<GuardedResponse> {
-  const maxBytes = opts.maxBytes ?? 1024 * 1024;
-  const connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
-  const readTimeoutMs = opts.readTimeoutMs ?? 10000;
-  const totalTimeoutMs = opts.totalTimeoutMs ?? 60000;
-  const https_ = url.protocol === 'https:';
-  const pooled = via.agent !== false;
-  if (opts.signal?.aborted) return Promise.reject(new EgressError('unreachable', 'aborted', 'request aborted'));
-  const left = via.deadline - Date.now();
-  if (left <= 0) return Promise.reject(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`));
-
-  return new Promise<GuardedResponse>((resolve, reject) => {
-    let settled = false;
-    let watching = true;
-    let responded = false;
-    let failure: EgressError | null = null;
-    const timers: NodeJS.Timeout[] = [];
-    /** Stops the timers and the abort listener (the request is over, or its connection is back in the pool). */
-    const unwatch = () => {
-      if (!watching) return;
-      watching = false;
-      for (const t of timers) clearTimeout(t);
-      opts.signal?.removeEventListener('abort', onAbort);
-    };
-    const settle = (err: EgressError | null, res?: GuardedResponse) => {
-      if (settled) return;
-      settled = true;
-      if (err) reject(err);
-      else resolve(res!);
-    };
-    const finish = (err: EgressError | null, res?: GuardedResponse) => {
-      unwatch();
-      settle(err, res);
-    };
-    /** Ends the request with `err` (the first failure wins over the resulting socket error). */
-    const fail = (err: EgressError) => {
-      failure ??= err;
-      req.destroy(err);
-      finish(failure);
-    };
-    const onAbort = () => fail(new EgressError('unreachable', 'aborted', 'request aborted'));
-
-    const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body);
-    const headers: Record<string, string> = { 'user-agent': 'PartnerSync/1', accept: '*/*', ...opts.headers };
-    if (body) headers['content-length'] = String(body.length);
-    const requestOptions: https.RequestOptions & { poolKey?: string } = {
-      protocol: url.protocol,
-      hostname: bareHost(url),
-      port: url.port || undefined,
-      path: `${url.pathname}${url.search}`,
-      method: opts.method ?? 'GET',
-      headers,
-      agent: via.agent,
-      lookup: via.lookup,
-      ...(pooled ? { poolKey: via.poolKey ?? '' } : {}),
-    };
-    const req = (https_ ? https : http).request(requestOptions);
-
-    timers.push(setTimeout(() => fail(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`)), left));
-    const connectTimer = setTimeout(
-      () => fail(new EgressError('unreachable', 'connect_timeout', `no connection within ${connectTimeoutMs} ms`)),
-      Math.min(connectTimeoutMs, left),
-    );
-    timers.push(connectTimer);
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    req.once('close', unwatch);
-
-    req.on('socket', (socket: Socket) => {
-      const connected = () => {
-        clearTimeout(connectTimer);
-        // On the request, not the socket: Node drops it when a kept-alive socket goes back to the pool.
-        req.setTimeout(readTimeoutMs, () => fail(new EgressError('unreachable', 'read_timeout', `no data for ${readTimeoutMs} ms`)));
-      };
-      // A reused socket is connected (and was vetted when it was opened).
-      if (req.reusedSocket) connected();
-      else socket.once(https_ ? 'secureConnect' : 'connect', connected);
-    });
-
-    req.on('error', (err: Error) => {
-      if (err instanceof EgressError) return finish(failure ?? err);
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (!failure && !responded && req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')) {
-        return finish(new StaleConnectionError('unreachable', 'reset', `kept-alive connection closed by the server (${code})`));
-      }
-      const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i.test(code) || /certificate|ssl|tls/i.test(err.message);
-      finish(failure ?? new EgressError('unreachable', tls ? 'tls' : 'connect', `request failed: ${code || err.message}`));
-    });
-
-    req.on('response', (res: http.IncomingMessage) => {
-      responded = true;
-      const length = Number(res.headers['content-length']);
-      const declaredTooLarge = Number.isFinite(length) && length > maxBytes;
-      res.on('error', (err: Error) => fail(err instanceof EgressError ? err : new EgressError('unreachable', 'reset', `response failed: ${err.message}`)));
-      if (opts.ignoreBody) {
-        settle(null, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0), remoteAddress: res.socket?.remoteAddress });
-        if (!pooled || declaredTooLarge) {
-          unwatch();
-          res.destroy();
-          if (pooled) req.destroy();
-          return;
-        }
-        // Read and discard the rest (bounded by maxBytes and the time-outs, which stay
-        // armed until the request closes), so the connection can serve the next request.
-        let drained = 0;
-        res.on('data', (chunk: Buffer) => {
-          drained += chunk.length;
-          if (drained > maxBytes) fail(new EgressError('too_large', 'body', `body exceeds ${maxBytes} bytes`));
-        });
-        return;
-      }
-      if (declaredTooLarge) {
-        return fail(new EgressError('too_large', 'content_length', `Content-Length ${length} exceeds ${maxBytes} bytes`));
-      }
-      const chunks: Buffer[] = [];
-      let received = 0;
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received > maxBytes) return fail(new EgressError('too_large', 'body', `body exceeds ${maxBytes} bytes`));
-        chunks.push(chunk);
-      });
-      res.on('end', () => {
-        if (!res.complete) return fail(new EgressError('unreachable', 'reset', 'connection closed before the body was complete'));
-        finish(null, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), remoteAddress: res.socket?.remoteAddress });
-        if (!pooled) res.socket?.destroy(); // a pooled socket goes back to its pool
-      });
-      res.on('aborted', () => fail(new EgressError('unreachable', 'reset', 'connection closed before the body was complete')));
-    });
-
-    req.end(body);
+/** Sends the request and reads the answer; `rest` is a discarded body still being read. */
+async function exchange(
+  url: URL,
+  opts: GuardedRequestOptions,
+  dispatcher: Dispatcher,
+  signal: AbortSignal,
+  keepConnection: boolean,
+): Promise<{ response: GuardedResponse; rest?: Promise<unknown> }> {
+  const res = await dispatcher.request({
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+    method: (opts.method ?? 'GET') as Dispatcher.HttpMethod,
+    // Names in lower case before the merge: undici sends `user-agent` and `User-Agent` as two headers.
+    headers: { 'user-agent': 'PartnerSync/1', accept: '*/*', ...Object.fromEntries(Object.entries(opts.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])) },
+    body: opts.body,
+    signal,
+    headersTimeout: opts.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
+    bodyTimeout: opts.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
   });
+  try {
+    return await readResponse(res, opts, keepConnection);
+  } catch (err) {
+    // After the headers a failure is never retried: the server did answer.
+    throw toEgressError(err);
+  }
 }
 
-// ---------------------------------------------------------------------------
-// Kept-alive connections (opt-in)
+/** Reads the body under the size limit (or discards it, with ignoreBody). */
+async function readResponse(
+  res: Dispatcher.ResponseData,
+  opts: GuardedRequestOptions,
+  keepConnection: boolean,
+): Promise<{ response: GuardedResponse; rest?: Promise<unknown> }> {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+  const headers = flatHeaders(res.headers);
+  const declared = Number(headers['content-length']);
+  const declaredTooLarge = Number.isFinite(declared) && declared > maxBytes;
+  if (opts.ignoreBody) {
+    const response = { status: res.statusCode, headers, body: Buffer.alloc(0) };
+    if (!keepConnection || declaredTooLarge) {
+      discard(res.body);
+      return { response };
+    }
+    // Read and discard the rest (bounded by maxBytes: beyond it the connection is closed).
+    return { response, rest: res.body.dump({ limit: maxBytes }).catch(() => {}) };
+  }
+  if (declaredTooLarge) {
+    discard(res.body);
+    throw new EgressError('too_large', 'content_length', `Content-Length ${declared} exceeds ${maxBytes} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let received = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    received += chunk.length;
+    if (received > maxBytes) {
+      discard(res.body); // stops reading: the connection is closed, not drained
+      throw new EgressError('too_large', 'body', `body exceeds ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return { response: { status: res.statusCode, headers, body: Buffer.concat(chunks, received) } };
+}
+
+/** Stops reading a body and closes its connection (the abort it reports is expected, not an error). */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => {});
+  body.destroy();
+}
+
+function flatHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+/** The whole-request deadline and the caller's abort, as one signal undici honours. */
+class Deadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onCallerAbort = () => this.controller.abort(new EgressError('unreachable', 'aborted', 'request aborted'));
+  /** Rejects with the abort's reason: undici honours an abort only once a request has a connection. */
+  private readonly aborted: Promise<never>;
+
+  constructor(
+    private readonly callerSignal: AbortSignal | undefined,
+    totalTimeoutMs: number,
+  ) {
+    this.timer = setTimeout(
+      () => this.controller.abort(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`)),
+      totalTimeoutMs,
+    );
+    callerSignal?.addEventListener('abort', this.onCallerAbort, { once: true });
+    this.aborted = new Promise<never>((_, reject) => {
+      this.controller.signal.addEventListener('abort', () => reject(this.controller.signal.reason), { once: true });
+    });
+    this.aborted.catch(() => {});
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** `work`, or the abort if it comes first (the work's own later failure is then ignored). */
+  race<T>(work: Promise<T>): Promise<T> {
+    work.catch(() => {});
+    return Promise.race([work, this.aborted]);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.callerSignal?.removeEventListener('abort', this.onCallerAbort);
+  }
+}
+
+const USED_CONNECTION = Symbol('egress.usedConnection');
+
+/**
+ * True if `err` says a connection that had already carried a response was closed or
+ * reset under this request before any answer: a kept-alive connection the server
+ * dropped as the request went out. (A socket's bytesRead counts decrypted bytes: zero
+ * on a connection that never answered.)
+ */
+function onUsedConnection(err: unknown): boolean {
+  if (err instanceof EgressError || typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: string; socket?: { bytesRead?: number }; [USED_CONNECTION]?: boolean };
+  if (e.code === 'UND_ERR_SOCKET') return (e.socket?.bytesRead ?? 0) > 0;
+  return (e.code === 'ECONNRESET' || e.code === 'EPIPE') && e[USED_CONNECTION] === true;
+}
+
+/** Maps undici's and Node's errors to the egress vocabulary. */
+function toEgressError(err: unknown): EgressError {
+  if (err instanceof EgressError) return err;
+  const e = err as Error & { code?: string };
+  const code = e.code ?? '';
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return new EgressError('unreachable', 'connect_timeout', 'no connection within the connect time-out');
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return new EgressError('unreachable', 'headers_timeout', 'no response headers within the headers time-out');
+    case 'UND_ERR_BODY_TIMEOUT':
+      return new EgressError('unreachable', 'body_timeout', 'the body stalled longer than the body time-out');
+    case 'UND_ERR_ABORTED':
+    case 'ABORT_ERR':
+      return new EgressError('unreachable', 'aborted', 'request aborted');
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return new EgressError('unreachable', 'reset', `connection closed before the response was complete (${code})`);
+  }
+  const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i.test(code) || /certificate|ssl|tls/i.test(e.message ?? '');
+  return new EgressError('unreachable', tls ? 'tls' : 'connect', `request failed: ${code || e.message}`);
+}
+
+/**
+ * An undici connector whose sockets resolve through the vetting `lookup` (and so go
+ * only to addresses that passed), with its own TLS session cache (`sessions` entries,
+ * 0: none). `onSocket` sees every socket it opens.
+ */
+function connector(
+  rules: { allowCidrs?: readonly string[]; resolver?: Resolver },
+  timeoutMs: number,
+  sessions: number,
+  onSocket?: (socket: Socket) => void,
+): buildConnector.connector {
+  const connect = buildConnector({ timeout: timeoutMs, maxCachedSessions: sessions, lookup: vettingLookup(rules) });
+  if (!onSocket) return connect;
+  return (options, callback) =>
+    connect(options, (...args: buildConnector.CallbackArgs) => {
+      if (args[1]) onSocket(args[1]);
+      callback(...args);
+    });
+}
 
 export interface EgressPoolOptions {
   /** EGRESS_ALLOW_CIDRS: applied to every new connection of the pool. */
@@ -563,91 +365,99 @@ export interface EgressPoolOptions {
   /** Name resolution for new connections; default the system resolver. */
   resolver?: Resolver;
   /**
-   * Connections per pool key (with host and port) at most, busy and idle together;
-   * make it the caller's own concurrency bound per key, so a request never waits for one.
+   * Connections per pool key and origin at most, busy and idle together; make it the
+   * caller's own concurrency bound per key, so a request never waits for one.
    */
   maxSocketsPerKey: number;
-  /** Idle connections kept in all; one falling idle beyond that is closed. Default 64. */
-  maxIdleSockets?: number;
-  /** An idle connection is closed after this long (sooner if the server announces a shorter Keep-Alive). Default 30000. */
+  /**
+   * Pool keys whose connections are kept; a request for another one closes the least
+   * recently used key's connections (once its requests in flight are done). Default 64.
+   */
+  maxKeys?: number;
+  /** An idle connection is closed after this long (sooner if the server announces a shorter Keep-Alive, less 1 s). Default 30000. */
   idleTimeoutMs?: number;
-  /** A connection this old is closed instead of being reused (a changed DNS answer is then picked up). Default 300000. */
+  /**
+   * No connection older than this is reused (a changed DNS answer is then picked up):
+   * a key's connections are renewed together at this age. Default 300000.
+   */
   maxSocketAgeMs?: number;
-  /** TLS sessions remembered for resumption on new connections (one per key, host and port). Default 256. */
-  maxCachedSessions?: number;
+  /** TCP connection and TLS handshake of a new connection. Default 5000. */
+  connectTimeoutMs?: number;
 }
 
-/** The https.Agent methods the pool overrides (documented, missing from @types/node). */
-interface AgentMethods {
-  getName(options?: object): string;
-  keepSocketAlive(socket: Socket): boolean;
-  createConnection(...args: unknown[]): Socket;
-}
-const agentMethods = https.Agent.prototype as unknown as AgentMethods;
-const OPENED_AT = Symbol('egress.openedAt');
-
-/**
- * The pool's agent: keep-alive HTTPS whose new sockets are made with the vetting
- * `lookup` (in its options, which win over a request's), pooled per host, port,
- * TLS options and pool key.
- */
-class VettingAgent extends https.Agent {
-  constructor(
-    options: https.AgentOptions,
-    private readonly limits: { maxIdleSockets: number; maxSocketAgeMs: number },
-  ) {
-    super(options);
-  }
-
-  getName(options: { poolKey?: string } = {}): string {
-    return `${agentMethods.getName.call(this, options)}:${options.poolKey ?? ''}`;
-  }
-
-  createConnection(...args: unknown[]): Socket {
-    const socket = agentMethods.createConnection.apply(this, args) as Socket & { [OPENED_AT]?: number };
-    socket[OPENED_AT] = Date.now();
-    return socket;
-  }
-
-  /** Called when a socket falls idle: false closes it instead of pooling it. */
-  keepSocketAlive(socket: Socket & { [OPENED_AT]?: number }): boolean {
-    if (Date.now() - (socket[OPENED_AT] ?? 0) >= this.limits.maxSocketAgeMs) return false;
-    let idle = 0;
-    for (const list of Object.values(this.freeSockets)) idle += list?.length ?? 0;
-    if (idle >= this.limits.maxIdleSockets) return false;
-    return agentMethods.keepSocketAlive.call(this, socket);
-  }
+/** One pool key's connections. */
+interface KeyConnections {
+  /** Kept-alive connections per origin (undici Pools). */
+  agent: Agent;
+  /** The key's vetting connector (and TLS session cache), also for a retry on a connection of its own. */
+  connect: buildConnector.connector;
+  /** When `agent` was made: none of its connections is older. */
+  since: number;
 }
 
 /**
- * Kept-alive HTTPS connections for a caller that sends many requests to the same
+ * Kept-alive connections for a caller that sends many requests to the same
  * partners (webhook deliveries). The address rule holds as without it: every new
  * connection resolves the name again, is refused unless an address passes the rules
  * (this pool's allowCidrs) and is pinned to that address; a request only ever reuses
  * a connection that was vetted that way when it was opened. Pass it as
  * `guardedRequest(url, { pool, poolKey })`; `close()` at shutdown.
+ *
+ * Per pool key an undici Agent, keeping per origin at most `maxSocketsPerKey`
+ * connections (HTTP/1.1, one request at a time each) and a TLS session cache of its
+ * own; connections are closed when idle or too old; at most `maxKeys` keys keep
+ * connections.
  */
 export class EgressPool {
-  /** @internal the agent requests go through. */
-  readonly agent: https.Agent;
-  /** @internal the vetting lookup of every new connection. */
-  readonly lookup: net.LookupFunction;
+  private readonly keys = new Map<string, KeyConnections>();
+  private readonly open = new Set<Socket>();
   private isClosed = false;
 
-  constructor(opts: EgressPoolOptions) {
-    this.lookup = vettingLookup(opts);
-    this.agent = new VettingAgent(
-      {
-        keepAlive: true,
-        scheduling: 'lifo', // the most recently used first: surplus connections idle out
-        maxSockets: opts.maxSocketsPerKey,
-        maxFreeSockets: opts.maxSocketsPerKey,
-        timeout: opts.idleTimeoutMs ?? 30_000,
-        maxCachedSessions: opts.maxCachedSessions ?? 256,
-        lookup: this.lookup,
-      },
-      { maxIdleSockets: opts.maxIdleSockets ?? 64, maxSocketAgeMs: opts.maxSocketAgeMs ?? 300_000 },
-    );
+  constructor(private readonly opts: EgressPoolOptions) {}
+
+  /** @internal The connections of `poolKey`, most recently used from now on. */
+  key(poolKey: string): KeyConnections {
+    const found = this.keys.get(poolKey);
+    this.keys.delete(poolKey); // (re-)inserted below: the Map's order is least recently used first
+    if (found && Date.now() - found.since < (this.opts.maxSocketAgeMs ?? 300_000)) {
+      this.keys.set(poolKey, found);
+      return found;
+    }
+    // A new key, or the key's connections reached the maximum age: new ones from now on
+    // (vetted anew), the old ones closed once their requests in flight are done. The
+    // connector, and so the key's TLS sessions, carry over.
+    if (found) void found.agent.close().catch(() => {});
+    const connect =
+      found?.connect ?? connector(this.opts, this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, SESSIONS_PER_KEY, (socket) => this.track(socket));
+    const idle = this.opts.idleTimeoutMs ?? 30_000;
+    const created: KeyConnections = {
+      connect,
+      since: Date.now(),
+      agent: new Agent({
+        connect,
+        connections: this.opts.maxSocketsPerKey,
+        pipelining: 1,
+        keepAliveTimeout: idle,
+        keepAliveMaxTimeout: idle,
+        keepAliveTimeoutThreshold: 1000,
+      }),
+    };
+    this.keys.set(poolKey, created);
+    if (this.keys.size > (this.opts.maxKeys ?? 64)) {
+      const [oldest, evicted] = this.keys.entries().next().value!;
+      this.keys.delete(oldest);
+      void evicted.agent.close().catch(() => {});
+    }
+    return created;
+  }
+
+  /** Counts the socket while it is open; marks its errors once it has carried a response. */
+  private track(socket: Socket): void {
+    this.open.add(socket);
+    socket.once('close', () => this.open.delete(socket));
+    socket.on('error', (err: Error & { [USED_CONNECTION]?: boolean }) => {
+      if (socket.bytesRead > 0) err[USED_CONNECTION] = true;
+    });
   }
 
   /** True after close(): requests then make connections of their own again. */
@@ -657,13 +467,13 @@ export class EgressPool {
 
   /**
    * Closes every connection, idle or busy (at shutdown, after in-flight requests were
-   * drained); returns how many there were.
+   * drained); returns how many were open.
    */
   close(): number {
     this.isClosed = true;
-    let open = 0;
-    for (const set of [this.agent.sockets, this.agent.freeSockets]) for (const list of Object.values(set)) open += list?.length ?? 0;
-    this.agent.destroy();
+    const open = this.open.size;
+    for (const { agent } of this.keys.values()) void agent.destroy().catch(() => {});
+    this.keys.clear();
     return open;
   }
 }

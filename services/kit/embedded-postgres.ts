@@ -3,7 +3,7 @@
  * DATA_DIR and served over the PostgreSQL wire protocol on loopback, so the very same
  * postgres.js code runs against it as against a real server.
  *
- * PGlite has exactly one session (stack-notes.md): the socket server accepts one
+ * PGlite has exactly one session: the socket server accepts one
  * connection, and every service in the process must share ONE postgres.js instance
  * with `max: 1` (see database.ts).
  */

@@ -1,6 +1,5 @@
 /**
- * Errors inside the services (architecture.md "Errors inside", rule 11 "one error
- * interceptor"): the constructors every service builds its errors from, and the one
+ * Errors inside the services (docs/decisions.md "Errors have one path"): the constructors every service builds its errors from, and the one
  * server interceptor that decides what a failure nobody mapped on purpose becomes.
  *
  * What a caller of any service sees (docs/decisions.md "Errors have one path"):
@@ -61,7 +60,7 @@ export const INTERNAL_MESSAGE = 'internal error';
 /** The message every UNAVAILABLE answer the interceptor makes carries. */
 export const UNAVAILABLE_MESSAGE = 'service temporarily unavailable: a database or message bus it needs cannot be reached';
 
-/** SQLSTATEs the services react to by code, never by message text (architecture.md "Errors inside"). */
+/** SQLSTATEs the services react to by code, never by message text (docs/decisions.md "Errors have one path"). */
 export const SqlState = {
   uniqueViolation: '23505',
   exclusionViolation: '23P01',

@@ -83,13 +83,12 @@ export class InProcessServices {
    * the process runner passes the wrapper to each module's `routes()`.
    */
   recording(router: ConnectRouter): ConnectRouter {
-    const services = this;
     const recorder: ConnectRouter = {
       get handlers() {
         return router.handlers;
       },
-      service(service, implementation, options) {
-        services.register(service, implementation as Partial<ServiceImpl<DescService>>);
+      service: (service, implementation, options) => {
+        this.register(service, implementation);
         router.service(service, implementation, options);
         return recorder;
       },
@@ -212,7 +211,7 @@ export function createInProcessTransport(opts: {
       input: MessageInitShape<I>,
       contextValues?: ReturnType<typeof createContextValues>,
     ): Promise<UnaryResponse<I, O>> {
-      const spec = services.unary(method as unknown as DescMethodUnary);
+      const spec = services.unary(method);
       if (!spec) throw new ConnectError(`${method.parent.typeName}.${method.name} is not hosted in this process`, Code.Unimplemented);
       const deadlineMs = timeoutMs ?? opts.defaultTimeoutMs;
       const handle: UnaryFn = (req) => {
@@ -247,14 +246,14 @@ export function createInProcessTransport(opts: {
               header: ctx.responseHeader,
               trailer: ctx.responseTrailer,
               message: create(req.method.output, out as MessageInitShape<DescMessage>),
-            } as UnaryResponse);
+            });
           }, fail);
         });
       };
       const request: UnaryRequest = {
         stream: false,
         service: method.parent,
-        method: method as unknown as DescMethodUnary,
+        method: method,
         requestMethod: 'POST',
         url: `in-process:/${method.parent.typeName}/${method.name}`,
         signal: signal ?? NO_SIGNAL,

@@ -3,7 +3,7 @@
  *
  * One Http2SessionManager per base URL is shared by every client of that URL and
  * aborted at shutdown — an open HTTP/2 session would otherwise keep the process
- * alive (stack-notes.md).
+ * alive.
  *
  * A service hosted by this same process (its base URL is this process's own internal
  * server) is called in process instead (in-process-transport.ts): same interceptors,
@@ -107,7 +107,7 @@ export class InternalClients {
     const key = `${service.typeName} ${baseUrl}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = createClient(service, this.transport(service, baseUrl)) as unknown as Client<DescService>;
+      client = createClient(service, this.transport(service, baseUrl));
       this.clients.set(key, client);
     }
     return client as unknown as Client<T>;

@@ -124,10 +124,10 @@ export function createLogger(opts: LoggerOptions, destination?: pino.Destination
   const withMergingChildren = (logger: Logger): Logger => {
     const child = function (this: Logger, bindings: pino.Bindings, childOptions?: pino.ChildLoggerOptions): Logger {
       const merged = { ...this.bindings(), ...(redactValue(bindings) as pino.Bindings) };
-      return withMergingChildren(childOf(merged, { level: this.level, ...childOptions }) as unknown as Logger);
+      return withMergingChildren(childOf(merged, { level: this.level, ...childOptions }));
     };
     logger.child = child as unknown as typeof logger.child;
     return logger;
   };
-  return withMergingChildren(childOf({ service: opts.name, name: opts.name }) as unknown as Logger);
+  return withMergingChildren(childOf({ service: opts.name, name: opts.name }));
 }

@@ -26,6 +26,10 @@ interface Instruments {
   internalAuthRefusals: Counter;
   webhookEndpointEvents: Counter;
   webhookAttemptDuration: Histogram;
+  workerRounds: Counter;
+  workerRoundsFailed: Counter;
+  workerRoundItems: Histogram;
+  workerBusy: Counter;
 }
 
 let current: Instruments | undefined;
@@ -79,6 +83,20 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       description: 'Duration of webhook delivery attempts that reached the network, by outcome (delivered, http_status, timeout, connection_failed …)',
       unit: 's',
       advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
+    }),
+    workerRounds: meter.createCounter('psync_worker_rounds_total', {
+      description: 'Rounds of the background workers (outbox relays, webhook dispatcher, photo pipeline, periodic jobs, bus consumers) by worker',
+    }),
+    workerRoundsFailed: meter.createCounter('psync_worker_rounds_failed_total', {
+      description: 'Worker rounds that failed (retried after a back-off), by worker',
+    }),
+    workerRoundItems: meter.createHistogram('psync_worker_round_items', {
+      description: 'Items a worker round claimed or handled (batch size), by worker',
+      advice: { explicitBucketBoundaries: [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] },
+    }),
+    workerBusy: meter.createCounter('psync_worker_busy_seconds_total', {
+      description: 'Time spent in worker rounds, by worker (idle waits excluded; a bus consumer\'s round is a whole consume session, its waits for messages included)',
+      unit: 's',
     }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
       description: 'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
@@ -236,4 +254,22 @@ export function recordWebhookEndpointEvent(event: WebhookEndpointEvent): void {
 /** One webhook attempt that reached the network, in seconds, by outcome class. */
 export function recordWebhookAttempt(seconds: number, outcome: string): void {
   current?.webhookAttemptDuration.record(seconds, { outcome });
+}
+
+/** One worker round that succeeded (worker.ts): `items` claimed or handled, `seconds` spent. */
+export function recordWorkerRound(worker: string, items: number, seconds: number): void {
+  if (!current) return;
+  const attrs = { worker };
+  current.workerRounds.add(1, attrs);
+  current.workerRoundItems.record(items, attrs);
+  current.workerBusy.add(seconds, attrs);
+}
+
+/** One worker round that failed after `seconds`. */
+export function recordWorkerRoundFailed(worker: string, seconds: number): void {
+  if (!current) return;
+  const attrs = { worker };
+  current.workerRounds.add(1, attrs);
+  current.workerRoundsFailed.add(1, attrs);
+  current.workerBusy.add(seconds, attrs);
 }

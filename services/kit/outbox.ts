@@ -10,15 +10,20 @@
  * a failed publish leaves the row unpublished and the relay retries it.
  *
  * Table (created by the kit migrations in every service schema):
- *   outbox(seq bigserial pk, id uuid unique, subject, data bytea, headers jsonb,
- *          created_at, published_at)
+ *   outbox(seq bigserial pk, id uuid unique, subject, data bytea, body jsonb,
+ *          headers jsonb, created_at, published_at)
+ * A row holds its message encoded (`data`) or as plain fields (`body`, which the
+ * service's `encode` hook turns into the message when the row is published). Every row
+ * is written by the SQL function `<schema>.append_outbox` (kit migration 0004).
  */
 import { randomUUID } from 'node:crypto';
 import type { EventBus } from './bus';
 import type { Sql, Tx } from './database';
 import type { Logger } from './logger';
 import { registerOutboxLag } from './metrics';
+import { BatchPruner } from './periodic';
 import { currentTraceHeaders } from './telemetry';
+import { Worker } from './worker';
 
 const SCHEMA_PATTERN = /^[a-z][a-z0-9_]*$/;
 /** Published rows are kept this long (for investigations), then deleted. */
@@ -51,6 +56,8 @@ export interface OutboxEvent {
 /**
  * Appends one event to `<schema>.outbox` inside the caller's transaction, so the state
  * change and its event commit (or roll back) together. Returns the event id.
+ * Through `<schema>.append_outbox`, the one writer of outbox rows, which SQL functions
+ * that write events inside a statement call as well.
  */
 export async function appendToOutbox(tx: Tx | Sql, schema: string, event: OutboxEvent): Promise<string> {
   assertSchemaName(schema);
@@ -59,11 +66,38 @@ export async function appendToOutbox(tx: Tx | Sql, schema: string, event: Outbox
   const data = Buffer.from(event.data.buffer, event.data.byteOffset, event.data.byteLength);
   // The active trace context (`traceparent`) travels with the event, so its consumers continue the trace.
   const headers = { ...currentTraceHeaders(), ...(event.headers ?? {}) };
-  await q`
-    insert into ${q(`${schema}.outbox`)} (id, subject, data, headers)
-    values (${id}, ${event.subject}, ${data}, ${q.json(headers)})
-  `;
+  await q`select ${q(schema)}.append_outbox(${id}::uuid, ${event.subject}, ${data}::bytea, null, ${q.json(headers)})`;
   return id;
+}
+
+/** An outbox row as the relay reads it: `data` (encoded) or `body` (plain fields) is set. */
+export interface OutboxRow {
+  id: string;
+  subject: string;
+  data: Buffer | null;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** What the relay publishes for a row (the event id is the row's). */
+export interface OutboxMessage {
+  subject: string;
+  data: Uint8Array;
+  headers: Record<string, string>;
+  /**
+   * The aggregate whose events must reach the bus in commit order, outermost first
+   * (e.g. [workspace, listing]); default defaultOrderKey(headers). See OutboxRelay.
+   */
+  orderKey?: readonly string[];
+}
+
+/** Turns an outbox row into the message to publish; throwing counts as a failed publish (the row is retried). */
+export type OutboxEncoder = (row: OutboxRow) => OutboxMessage;
+
+/** Without a service's encoder: encoded rows go out as stored; a plain row cannot. */
+export function publishAsStored(row: OutboxRow): OutboxMessage {
+  if (row.data === null) throw new Error(`outbox row ${row.id} holds plain fields and this relay has no encoder`);
+  return { subject: row.subject, data: row.data, headers: row.headers };
 }
 
 export interface OutboxRelayOptions {
@@ -71,26 +105,35 @@ export interface OutboxRelayOptions {
   schema: string;
   bus: EventBus;
   log: Logger;
-  /** Rows per transaction; default 100. */
+  /** Rows per transaction (all of them may be in flight at once); default 500. */
   batchSize?: number;
   /** Idle poll interval when nobody nudges; default 250 ms. */
   pollMs?: number;
-}
-
-interface OutboxRow {
-  id: string;
-  subject: string;
-  data: Buffer;
-  headers: Record<string, string> | null;
+  /** The service's encoder of its rows (ServiceModule.outboxEncoder); default publishAsStored. */
+  encode?: OutboxEncoder;
 }
 
 /**
- * Copies committed outbox rows to the bus, in order, at least once.
+ * Copies committed outbox rows to the bus, at least once, many publishes in flight,
+ * keeping commit order per aggregate.
  *
  * Every batch runs in one transaction: a transaction-scoped advisory lock lets one
- * relay per schema work at a time (so replicas keep `seq` order on the bus), rows are
- * taken `for update skip locked` (so even without the lock no two replicas publish the
- * same row concurrently), published one by one, and marked `published_at` before commit.
+ * relay per schema work at a time (taken in the same statement that selects the rows),
+ * rows are taken in `seq` order `for update skip locked` (so even without the lock no
+ * two replicas publish the same row concurrently), published, and the ones the bus
+ * acknowledged are marked `published_at` before commit.
+ *
+ * Publishing is pipelined: rows are handed to the bus in `seq` order without waiting
+ * for each acknowledgement (NATS keeps the order of one connection, so the bus sees
+ * commit order), up to the whole batch in flight. What may never happen is a later
+ * event of an aggregate reaching the bus while an earlier one of the same aggregate
+ * did not (a failed publish, retried in a later batch). So a row is not handed over
+ * while an earlier row of its aggregate is still unacknowledged (orderKey: rows whose
+ * keys are equal, or one a prefix of the other, are of one aggregate; `[]` — rows
+ * without a key — is the whole schema), and sending stops at that row: rows behind it
+ * wait too, so commit order holds across aggregates as well while nothing fails. After
+ * a failure nothing more is handed over; what was acknowledged is marked published,
+ * the failed row and everything after it not yet sent stay for the next batch.
  */
 export class OutboxRelay {
   private readonly sql: Sql;
@@ -98,12 +141,9 @@ export class OutboxRelay {
   private readonly bus: EventBus;
   private readonly log: Logger;
   private readonly batchSize: number;
-  private readonly pollMs: number;
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
-  private nudged = false;
-  private lastHousekeeping = 0;
+  private readonly encode: OutboxEncoder;
+  private readonly worker: Worker;
+  private readonly pruners: BatchPruner[];
   private unregisterLag: (() => void) | null = null;
 
   constructor(opts: OutboxRelayOptions) {
@@ -112,36 +152,65 @@ export class OutboxRelay {
     this.schema = opts.schema;
     this.bus = opts.bus;
     this.log = opts.log;
-    this.batchSize = opts.batchSize ?? 100;
-    this.pollMs = opts.pollMs ?? 250;
+    this.batchSize = opts.batchSize ?? 500;
+    this.encode = opts.encode ?? publishAsStored;
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new Error('OutboxRelay: batchSize must be a positive integer');
+    this.worker = new Worker({
+      name: `${this.schema}-outbox`,
+      idleMs: opts.pollMs ?? 250,
+      backoff: { baseMs: Math.max(50, (opts.pollMs ?? 250) * 2), maxMs: MAX_BACKOFF_MS },
+      round: async () => {
+        const published = await this.relayOnce();
+        // A full batch means more may be waiting: go again at once.
+        return { items: published, more: published >= this.batchSize };
+      },
+      onError: (err, retryInMs) =>
+        this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
+    });
+    // Housekeeping, a minute after start (not during start-up) and then every 10 minutes,
+    // batch after batch until a batch comes back short; a failure only costs a log line.
+    const onError = (err: unknown) => this.log.warn({ err, schema: this.schema }, 'outbox: housekeeping failed');
+    this.pruners = [
+      new BatchPruner({
+        pruneOnce: () => this.prune(),
+        batch: HOUSEKEEPING_DELETE_LIMIT,
+        everyMs: HOUSEKEEPING_EVERY_MS,
+        firstDelayMs: 60_000,
+        name: `${this.schema}-outbox-prune`,
+        onPruned: (deleted) => this.log.info({ schema: this.schema, deleted }, 'outbox: old published rows deleted'),
+        onError,
+      }),
+      new BatchPruner({
+        pruneOnce: () => this.pruneProcessed(),
+        batch: HOUSEKEEPING_DELETE_LIMIT,
+        everyMs: HOUSEKEEPING_EVERY_MS,
+        firstDelayMs: 60_000,
+        name: `${this.schema}-inbox-prune`,
+        onPruned: (deleted) => this.log.info({ schema: this.schema, deleted }, 'inbox: old dedupe marks deleted'),
+        onError,
+      }),
+    ];
   }
 
   /** Starts relaying in the background; calling it again is harmless. */
   start(): void {
-    if (this.running) return;
-    this.running = true;
+    if (this.unregisterLag) return;
     // psync_outbox_lag_seconds / psync_outbox_pending{schema}, read at scrape time.
     this.unregisterLag = registerOutboxLag(this.schema, () => this.lag());
-    // The first clean-up runs a minute after start, not during start-up.
-    this.lastHousekeeping = Date.now() - HOUSEKEEPING_EVERY_MS + 60_000;
-    this.loop = this.run();
+    this.worker.start();
+    for (const p of this.pruners) p.start();
   }
 
   /** Wakes the relay now (call after committing a transaction that appended events). */
   nudge(): void {
-    this.nudged = true;
-    this.wakeUp?.();
+    this.worker.nudge();
   }
 
   /** Finishes the batch in progress and stops. */
   async stop(): Promise<void> {
-    this.running = false;
     this.unregisterLag?.();
     this.unregisterLag = null;
-    this.wakeUp?.();
-    await this.loop;
-    this.loop = null;
+    await Promise.all([this.worker.stop(), ...this.pruners.map((p) => p.stop())]);
   }
 
   /** Unpublished rows and the age of the oldest one, for metrics and readiness. */
@@ -156,66 +225,94 @@ export class OutboxRelay {
   }
 
   /**
-   * Publishes one batch; resolves with the number of rows published. Exposed for tests
+   * Publishes one batch; resolves with the number of rows published, or rejects with
+   * the first publish failure (after marking what was acknowledged). Exposed for tests
    * and for a final flush; the background loop calls it repeatedly.
    */
   async relayOnce(): Promise<number> {
     let published = 0;
     let failure: unknown = null;
     await this.sql.begin(async (tx) => {
-      const [lock] = await tx<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtext(${this.table})) as ok`;
-      if (!lock?.ok) return; // another replica is relaying this schema right now
-      const rows = await tx<OutboxRow[]>`
-        select id, subject, data, headers
-        from ${tx(this.table)}
-        where published_at is null
-        order by seq
+      // An empty answer also when another replica holds the lock (it is relaying this schema right now).
+      const rows = await tx<(Omit<OutboxRow, 'headers'> & { headers: unknown })[]>`
+        with l as materialized (select pg_try_advisory_xact_lock(hashtext(${this.table})) as ok)
+        select o.id, o.subject, o.data, o.body, o.headers
+        from l, ${tx(this.table)} o
+        where l.ok and o.published_at is null
+        order by o.seq
         limit ${this.batchSize}
-        for update skip locked
+        for update of o skip locked
       `;
-      const done: string[] = [];
-      for (const row of rows) {
-        try {
-          await this.bus.publish({ id: row.id, subject: row.subject, data: row.data, headers: outboxHeaders(row.headers) });
-        } catch (err) {
-          // Keep what went out; stop at the first failure so nothing overtakes it.
-          failure = err;
-          break;
-        }
-        done.push(row.id);
+      if (rows.length === 0) return;
+      const result = await this.publishAll(rows);
+      failure = result.failure;
+      if (result.done.length > 0) {
+        // One array parameter, however many rows: cheaper to bind than a parameter per id.
+        await tx`update ${tx(this.table)} set published_at = now() where id = any(${tx.array(result.done)}::uuid[])`;
       }
-      if (done.length > 0) {
-        await tx`update ${tx(this.table)} set published_at = now() where id in ${tx(done)}`;
-      }
-      published = done.length;
+      published = result.done.length;
     });
     if (failure) throw failure;
     return published;
   }
 
-  private get table(): string {
-    return `${this.schema}.outbox`;
+  /**
+   * Hands `rows` to the bus in order, many in flight, never two of one aggregate at once
+   * (see the class comment); stops handing over at the first failure. Resolves when
+   * nothing is in flight any more, with the ids acknowledged and the first failure.
+   */
+  private publishAll(rows: (Omit<OutboxRow, 'headers'> & { headers: unknown })[]): Promise<{ done: string[]; failure: unknown }> {
+    const done: string[] = [];
+    let failure: unknown = null;
+    let failed = false;
+    let next = 0;
+    let inFlight = 0;
+    const busy = new OrderKeys();
+    // Encoded once: a row held back by its aggregate is looked at again after each acknowledgement.
+    let message: OutboxMessage | null = null;
+    return new Promise((resolve) => {
+      const pump = () => {
+        while (!failed && next < rows.length) {
+          const row = rows[next]!;
+          try {
+            message ??= this.encode({ ...row, headers: outboxHeaders(row.headers) });
+          } catch (err) {
+            failure = err;
+            failed = true;
+            break;
+          }
+          const key = message.orderKey ?? defaultOrderKey(message.headers);
+          if (busy.conflicts(key)) break; // an earlier row of its aggregate is unacknowledged
+          next++;
+          inFlight++;
+          busy.add(key);
+          const { subject, data, headers } = message;
+          message = null;
+          this.bus.publish({ id: row.id, subject, data, headers }).then(
+            () => {
+              done.push(row.id);
+              settle(key);
+            },
+            (err) => {
+              if (!failed) failure = err;
+              failed = true;
+              settle(key);
+            },
+          );
+        }
+        if (inFlight === 0) resolve({ done, failure });
+      };
+      const settle = (key: readonly string[]) => {
+        inFlight--;
+        busy.remove(key);
+        pump();
+      };
+      pump();
+    });
   }
 
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (this.running) {
-      this.nudged = false;
-      let published = 0;
-      try {
-        published = await this.relayOnce();
-        failures = 0;
-      } catch (err) {
-        failures++;
-        const backoff = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** Math.min(failures, 8));
-        this.log.error({ err, schema: this.schema, retry_in_ms: backoff }, 'outbox: publish failed; rows stay unpublished and will be retried');
-        await this.sleep(backoff, false);
-        continue;
-      }
-      await this.housekeeping();
-      // A full batch means more may be waiting: go again at once.
-      if (published < this.batchSize && !this.nudged) await this.sleep(this.pollMs, true);
-    }
+  private get table(): string {
+    return `${this.schema}.outbox`;
   }
 
   /**
@@ -258,33 +355,46 @@ export class OutboxRelay {
     `;
     return deleted.count;
   }
+}
 
-  /** Runs prune() and pruneProcessed() now and then from the loop; a failure only costs a log line. */
-  private async housekeeping(): Promise<void> {
-    if (Date.now() - this.lastHousekeeping < HOUSEKEEPING_EVERY_MS) return;
-    this.lastHousekeeping = Date.now();
-    try {
-      const deleted = await this.prune();
-      if (deleted > 0) this.log.info({ schema: this.schema, deleted }, 'outbox: old published rows deleted');
-      const marks = await this.pruneProcessed();
-      if (marks > 0) this.log.info({ schema: this.schema, deleted: marks }, 'inbox: old dedupe marks deleted');
-    } catch (err) {
-      this.log.warn({ err, schema: this.schema }, 'outbox: housekeeping failed');
-    }
+/** Without a key from the encoder: the row's workspace (`workspace_id` header), else the whole schema. */
+export function defaultOrderKey(headers: Record<string, string>): readonly string[] {
+  return headers.workspace_id ? [headers.workspace_id] : [];
+}
+
+/**
+ * The order keys of the rows in flight. Two keys conflict when one is a prefix of the
+ * other (equal included): [] conflicts with everything, [w] with every [w, …], [w, a]
+ * with [w] and [w, a] but not [w, b]. Counted per key and per proper prefix, so a check
+ * costs one look-up per segment.
+ */
+class OrderKeys {
+  private readonly exact = new Map<string, number>();
+  private readonly prefixes = new Map<string, number>();
+
+  conflicts(key: readonly string[]): boolean {
+    if (this.prefixes.has(join(key))) return true; // something in flight lies below this key
+    for (let i = 0; i <= key.length; i++) if (this.exact.has(join(key.slice(0, i)))) return true;
+    return false;
   }
 
-  private sleep(ms: number, wakeOnNudge: boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      // stop() always wakes; a nudge only ends an idle wait, not a failure back-off.
-      this.wakeUp = wakeOnNudge ? done : () => (this.running ? undefined : done());
-    });
+  add(key: readonly string[]): void {
+    bump(this.exact, join(key), 1);
+    for (let i = 0; i < key.length; i++) bump(this.prefixes, join(key.slice(0, i)), 1);
   }
+
+  remove(key: readonly string[]): void {
+    bump(this.exact, join(key), -1);
+    for (let i = 0; i < key.length; i++) bump(this.prefixes, join(key.slice(0, i)), -1);
+  }
+}
+
+const join = (key: readonly string[]) => key.join('\u0000');
+
+function bump(m: Map<string, number>, k: string, by: number): void {
+  const n = (m.get(k) ?? 0) + by;
+  if (n === 0) m.delete(k);
+  else m.set(k, n);
 }
 
 /**

@@ -48,7 +48,7 @@ export const REFLECTION_SERVICES: readonly DescService[] = [ServerReflectionV1, 
 
 /**
  * Files described although no hosted service imports them: the error details every
- * service attaches (ErrorDetail, ConflictDetail …, architecture.md "Errors inside"),
+ * service attaches (ErrorDetail, ConflictDetail …: proto/psync/common/v1/errors.proto),
  * so a tool can decode `grpc-status-details-bin` from reflection alone.
  */
 export const DETAIL_FILES: readonly DescFile[] = [file_psync_common_v1_errors];

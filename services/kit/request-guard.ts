@@ -24,7 +24,7 @@ import { ScalarType, type DescField, type DescMessage, type DescOneof } from '@b
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { isUnstorableText, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS } from './storable-values';
 
-/** One refused field: `{field, code}` as in the public `errors[]` (operator-interface.md vocabulary). */
+/** One refused field: `{field, code}` as in the public `errors[]` (docs/contract-gaps.md "`errors[].code` values"). */
 export interface GuardViolation {
   field: string;
   code: 'invalid' | 'minimum' | 'maximum';

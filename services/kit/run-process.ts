@@ -33,6 +33,7 @@ import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { authInterceptor, ClientVerifier, CredentialRegistry } from './internal-auth';
 import { acceptedCallers, internalTls } from './internal-credentials';
 import { requestGuardInterceptor } from './request-guard';
+import { validationInterceptor } from './validation';
 import { errorInterceptor } from './errors';
 import { bindingPort, checkDatabaseReachable, exitOnStartupError, reasonOf, StartupError, urlWithoutSecrets } from './startup-failure';
 
@@ -226,7 +227,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     const urls = {} as ServiceUrls;
     for (const m of opts.services) {
       const sql = database.sqlFor(m.name);
-      const outbox = new OutboxRelay({ sql, schema: m.name, bus, log: log.child({ component: `${m.name}-outbox` }) });
+      const outbox = new OutboxRelay({ sql, schema: m.name, bus, log: log.child({ component: `${m.name}-outbox` }), encode: m.outboxEncoder });
       contexts.push({
         module: m,
         ctx: {
@@ -260,7 +261,8 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     });
     // Inside the SERVER span, outside authentication: its identity look-ups are mapped too (errors.ts).
     const errors = errorInterceptor(log.child({ component: 'errors' }));
-    const interceptors = [errors, auth, requestGuardInterceptor];
+    // After authentication (an unauthenticated caller learns nothing about its payload): storable values, then the proto's rules.
+    const interceptors = [errors, auth, requestGuardInterceptor, validationInterceptor];
     // What the internal server applies (it adds the tracing one first), for in-process calls too.
     const serverInterceptors = [serverTracingInterceptor, ...interceptors];
     const server = await bindingPort('INTERNAL_PORT', config.internalPort, () => startInternalServer({

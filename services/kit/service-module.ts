@@ -11,7 +11,7 @@ import type { EventBus } from './bus';
 import type { Logger } from './logger';
 import type { InternalClients } from './internal-client';
 import type { MigrationSource } from './migrate';
-import type { OutboxRelay } from './outbox';
+import type { OutboxEncoder, OutboxRelay } from './outbox';
 import type { Shutdown } from './shutdown';
 
 export type ServiceName = 'identity' | 'catalog' | 'calendar' | 'notifications';
@@ -54,6 +54,8 @@ export interface ServiceModule {
   protoServices: string[];
   /** Its forward-only migrations (the kit's outbox tables are added by the runner). */
   migrations: MigrationSource;
+  /** Turns its outbox rows into bus messages when it writes plain rows (outbox.ts `OutboxEncoder`). */
+  outboxEncoder?: OutboxEncoder;
   /** Registers the RPC implementations. */
   routes(router: ConnectRouter, ctx: ServiceContext): void;
   /** Starts background workers (consumers, pipelines); stop them via ctx.shutdown. */

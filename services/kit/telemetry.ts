@@ -11,7 +11,7 @@
  *   that file — a debugging aid (and what test/telemetry uses), not for production.
  *
  * Nothing here is auto-instrumentation: connect-node and postgres.js are not covered by
- * it (stack-notes.md), so spans come from the kit's own Connect interceptors
+ * it, so spans come from the kit's own Connect interceptors
  * (internal-server.ts, internal-client.ts), the gateway's error mapper, the bus
  * consumers and egress.ts, all through the helpers below.
  */
@@ -266,7 +266,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
     async shutdown() {
       unbind();
       if (metricsPort !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
-      // Without a reachable collector the OTLP exporter rejects after its time-out (stack-notes.md).
+      // Without a reachable collector the OTLP exporter rejects only after its time-out.
       const settle = (what: string, p: Promise<unknown>) =>
         p.catch((err: unknown) => opts.log.warn({ err }, `telemetry: ${what} shutdown failed`));
       await Promise.all([settle('tracer provider', tracerProvider.shutdown()), settle('meter provider', meterProvider.shutdown())]);

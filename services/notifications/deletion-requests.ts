@@ -14,7 +14,8 @@
  * - Escalation: a request still unacknowledged DELETION_ESCALATION_SECONDS (default
  *   7 days) after it was created escalates once: an error-level log line, a metric,
  *   and state `escalated` in `psync deletion-requests list`. Acknowledging later is
- *   still accepted.
+ *   still accepted. A test request (a test user.erased, test-events.ts) never escalates:
+ *   nobody's data is waiting to be deleted.
  * - Our own erasure never waits for any of this (intake.ts scrubs at once).
  *
  * The same periodic sweep also prunes finished deliveries after RETENTION_DAYS.
@@ -23,7 +24,8 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { notFound } from '../kit/errors';
-import { isUuid, requireUuid } from './errors';
+import { isUuid } from './errors';
+import { canonicalUuid } from '../kit/uuid';
 import { invalidRequest } from '../kit/request-guard';
 
 export type DeletionRequestState = 'open' | 'acknowledged' | 'escalated';
@@ -38,6 +40,8 @@ export interface DeletionRequestRow {
   acknowledged_at: Date | null;
   completed_at: Date | null;
   escalated_at: Date | null;
+  /** A test user.erased's request (test-events.ts): never escalates. */
+  test: boolean;
 }
 
 export function stateOf(r: DeletionRequestRow): DeletionRequestState {
@@ -92,11 +96,11 @@ export class DeletionRequests {
 
   /** Newest first, at most 500; optionally one workspace and one state. */
   async list(workspaceId: string, state: DeletionRequestState | undefined): Promise<DeletionRequestRow[]> {
-    const ws = workspaceId ? requireUuid(workspaceId, 'workspace_id') : null;
+    const ws = workspaceId ? canonicalUuid(workspaceId) : null;
     const { sql } = this.deps;
     return sql<DeletionRequestRow[]>`
       select event_id, workspace_id, booking_references, provider_ids, occurred_at, created_at,
-             acknowledged_at, completed_at, escalated_at
+             acknowledged_at, completed_at, escalated_at, test
       from notifications.deletion_requests
       where (${ws}::uuid is null or workspace_id = ${ws}::uuid)
         and (${state ?? null}::text is null
@@ -112,7 +116,7 @@ export class DeletionRequests {
     const { sql, log, escalationSeconds } = this.deps;
     const rows = await sql<{ workspace_id: string; event_id: string; created_at: Date }[]>`
       update notifications.deletion_requests set escalated_at = now()
-      where acknowledged_at is null and escalated_at is null
+      where acknowledged_at is null and escalated_at is null and not test
         and created_at <= now() - ${escalationSeconds}::float8 * interval '1 second'
       returning workspace_id, event_id, created_at`;
     for (const r of rows) {

@@ -1,9 +1,9 @@
 /**
- * The operators' view of deliveries (`psync deliveries list`; operator-interface.md
+ * The operators' view of deliveries (`psync deliveries list`; docs/contract-gaps.md
  * "deliveries list item").
  */
 import type { Sql } from '../kit/database';
-import { requireUuid } from './errors';
+import { canonicalUuid } from '../kit/uuid';
 
 export type DeliveryStateName = 'pending' | 'delivered' | 'abandoned';
 
@@ -25,7 +25,7 @@ export const LIST_LIMIT = 500;
 
 /** A workspace's deliveries, newest first, optionally in one state. */
 export async function listDeliveries(sql: Sql, workspaceId: string, state: DeliveryStateName | undefined): Promise<DeliveryListRow[]> {
-  const ws = requireUuid(workspaceId, 'workspace_id');
+  const ws = canonicalUuid(workspaceId);
   return sql<DeliveryListRow[]>`
     select workspace_id, event_id, event_type, state, attempts, last_status, last_error,
            next_attempt_at, occurred_at, created_at

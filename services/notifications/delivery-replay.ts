@@ -28,7 +28,7 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { DeliveryListRow } from './delivery-list';
 import { validationFailed } from '../kit/errors';
-import { requireUuid } from './errors';
+import { canonicalUuid } from '../kit/uuid';
 import type { EndpointStatus } from './registration';
 
 /** Which abandoned deliveries to replay. */
@@ -55,8 +55,9 @@ type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /** Re-queues the selected abandoned deliveries of `workspaceId`; logs one line per delivery. */
 export async function replayDeliveries(sql: Sql, log: Logger, workspaceId: string, selection: ReplaySelection): Promise<ReplayResult> {
-  const ws = requireUuid(workspaceId, 'workspace_id');
-  const eventId = 'eventId' in selection ? requireUuid(selection.eventId, 'event_id') : null;
+  // Both are UUIDs: notifications.proto's rules on ReplayDeliveriesRequest.
+  const ws = canonicalUuid(workspaceId);
+  const eventId = 'eventId' in selection ? canonicalUuid(selection.eventId) : null;
   const rows = await sql<ReplayRow[]>`
     with target as (
       select d.id, d.body is not null as has_body from notifications.deliveries d

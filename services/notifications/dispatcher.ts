@@ -35,7 +35,12 @@
  * After the last one the delivery is `abandoned`: a warn log line, a metric, and
  * `psync deliveries list --state abandoned`.
  *
- * The body: a delivered delivery drops it at once; an abandoned one keeps it, so that
+ * Every attempt that gets an outcome is also a row of `delivery_attempts` (when it
+ * started, how long it took, the status, the outcome, the retry it scheduled), written in
+ * the statement that records the outcome: the partners' delivery log (delivery-log.ts).
+ *
+ * The body: a delivered delivery drops it at once (a test event's, which names nobody, is
+ * kept for a resend); an abandoned one keeps it, so that
  * `psync deliveries replay` (delivery-replay.ts) sends it again, until the delivery is
  * pruned 30 days later (deletion-requests.ts). An erasure scrubs the guest's name from
  * it meanwhile (intake.ts).
@@ -47,6 +52,7 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import type { EventKind } from './envelope';
 import { GroupCommit } from '../kit/group-commit';
+import { Worker, type RoundResult } from '../kit/worker';
 import { breakerWaitLimitSeconds, EndpointHealthStore, honoursRetryAfter, parseRetryAfter } from './endpoint-health';
 import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
@@ -135,21 +141,20 @@ interface OutcomeWrite {
   status: number | null;
   error: string | null;
   delayS: number;
+  /** When the attempt started, and how long it took (null: nothing was sent); the delivery log's row. */
+  attempt: AttemptTiming;
 }
 
-interface InFlight {
-  workspaceId: string;
-  slowLane: boolean;
-  abort: AbortController;
-  done: Promise<void>;
+/** When an attempt started and how long it took, in ms (null when nothing was sent). */
+interface AttemptTiming {
+  startedAt: Date;
+  durationMs: number | null;
 }
 
 export class DeliveryDispatcher {
   private readonly sql: Sql;
   private readonly log: Logger;
   private readonly opts: DispatcherOptions;
-  private readonly pollMs: number;
-  private readonly inFlight = new Map<string, InFlight>();
   private readonly perEndpoint = new Map<string, number>();
   /** In-flight attempts per lane in this process. */
   private readonly laneUse = { fast: 0, slow: 0 };
@@ -158,10 +163,8 @@ export class DeliveryDispatcher {
   private readonly health: EndpointHealthStore;
   private lastSweep = 0;
   private running = false;
-  private stopping = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private nudged = false;
+  /** The claim loop (worker.ts); the attempts run as its tasks. */
+  private readonly worker: Worker;
   /** Outcomes written in batches (writeOutcome). */
   private readonly outcomes: GroupCommit<OutcomeWrite, { next_attempt_at: Date | null } | null>;
 
@@ -169,8 +172,16 @@ export class DeliveryDispatcher {
     this.opts = opts;
     this.sql = opts.sql;
     this.log = opts.log;
-    this.pollMs = opts.pollMs ?? 250;
+    const pollMs = opts.pollMs ?? 250;
     this.health = new EndpointHealthStore(opts.sql, opts.schedule);
+    this.worker = new Worker({
+      name: 'webhook-dispatcher',
+      idleMs: pollMs,
+      backoff: { baseMs: pollMs * 2, maxMs: 10_000 },
+      round: () => this.round(),
+      onError: (err, retryInMs) => this.log.error({ err, retry_in_ms: retryInMs }, 'webhooks: claiming deliveries failed'),
+      onTaskError: (err) => this.log.error({ err }, 'webhooks: delivery attempt failed unexpectedly'),
+    });
     this.outcomes = new GroupCommit({
       maxBatch: OUTCOME_BATCH,
       write: async (batch: OutcomeWrite[]) => {
@@ -192,13 +203,12 @@ export class DeliveryDispatcher {
       if (probes > 0) this.log.info({ probes }, 'webhooks: released breaker probes left by the previous run');
     }
     this.running = true;
-    this.loop = this.run();
+    this.worker.start();
   }
 
   /** Wakes the worker now (a delivery was just created, or a slot freed). */
   nudge(): void {
-    this.nudged = true;
-    this.wake?.();
+    this.worker.nudge();
   }
 
   /**
@@ -206,67 +216,26 @@ export class DeliveryDispatcher {
    * (their leases are released, their attempt not counted).
    */
   async stop(graceMs: number): Promise<void> {
-    this.stopping = true;
     this.running = false;
-    this.wake?.();
-    await this.loop;
-    const pending = [...this.inFlight.values()];
-    if (pending.length === 0) return;
-    this.log.info({ in_flight: pending.length }, 'webhooks: draining in-flight deliveries');
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      Promise.all(pending.map((f) => f.done)).then(() => false),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), Math.max(0, graceMs)))),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
-      const left = [...this.inFlight.values()];
-      this.log.warn({ aborted: left.length }, 'webhooks: grace period over; aborting in-flight deliveries (they stay pending)');
-      for (const f of left) f.abort.abort();
-      await Promise.all(left.map((f) => f.done));
-    }
+    if (this.worker.inFlight > 0) this.log.info({ in_flight: this.worker.inFlight }, 'webhooks: draining in-flight deliveries');
+    await this.worker.stop(Math.max(1, graceMs), (aborted) =>
+      this.log.warn({ aborted }, 'webhooks: grace period over; aborting in-flight deliveries (they stay pending)'),
+    );
   }
 
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (this.running) {
-      this.nudged = false;
-      const freeFast = FAST_LANE_SLOTS - this.laneUse.fast;
-      const freeSlow = SLOW_LANE_SLOTS - this.laneUse.slow;
-      let filled = false;
-      try {
-        if (Date.now() - this.lastSweep >= SWEEP_MS) {
-          this.lastSweep = Date.now();
-          await this.abandonExpiredBehindBreaker();
-        }
-        if (freeFast > 0 || freeSlow > 0) {
-          const claimed = await this.claimAndSend(Math.max(0, freeFast), Math.max(0, freeSlow));
-          // A lane filled: more may be due; go again at once (if slots are free by then).
-          filled = claimed.fast > 0 && claimed.fast === freeFast || claimed.slow > 0 && claimed.slow === freeSlow;
-        }
-        failures = 0;
-      } catch (err) {
-        failures++;
-        const backoff = Math.min(10_000, this.pollMs * 2 ** Math.min(failures, 6));
-        this.log.error({ err, retry_in_ms: backoff }, 'webhooks: claiming deliveries failed');
-        await this.sleep(backoff);
-        continue;
-      }
-      if (filled) continue;
-      if (!this.nudged) await this.sleep(this.pollMs);
+  /** One claim round: the breaker sweep when due, then due deliveries for the free slots of each lane. */
+  private async round(): Promise<RoundResult> {
+    const freeFast = FAST_LANE_SLOTS - this.laneUse.fast;
+    const freeSlow = SLOW_LANE_SLOTS - this.laneUse.slow;
+    if (Date.now() - this.lastSweep >= SWEEP_MS) {
+      this.lastSweep = Date.now();
+      await this.abandonExpiredBehindBreaker();
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-    });
+    if (freeFast <= 0 && freeSlow <= 0) return { items: 0, more: false };
+    const claimed = await this.claimAndSend(Math.max(0, freeFast), Math.max(0, freeSlow));
+    // A lane filled: more may be due; go again at once (if slots are free by then).
+    const filled = (claimed.fast > 0 && claimed.fast === freeFast) || (claimed.slow > 0 && claimed.slow === freeSlow);
+    return { items: claimed.fast + claimed.slow, more: filled };
   }
 
   /** Endpoints whose recent attempts in this process were slow. */
@@ -396,30 +365,31 @@ export class DeliveryDispatcher {
   }
 
   private launch(row: ClaimedRow, token: string): void {
-    const abort = new AbortController();
     this.perEndpoint.set(row.workspace_id, (this.perEndpoint.get(row.workspace_id) ?? 0) + 1);
     if (row.slow_lane) this.laneUse.slow++;
     else this.laneUse.fast++;
     // Each attempt continues the trace of the event that created the delivery (its
     // egress span is a child of the intake's consumer span); none: a trace of its own.
     const parent = contextFromHeaders(row.traceparent ? { traceparent: row.traceparent } : undefined);
-    const done = context.with(parent, () => this.attempt(row, token, abort.signal))
-      .catch((err) => this.log.error({ err, event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: delivery attempt failed unexpectedly'))
-      .finally(() => {
-        this.inFlight.delete(row.id);
-        if (row.slow_lane) this.laneUse.slow--;
-        else this.laneUse.fast--;
-        const n = (this.perEndpoint.get(row.workspace_id) ?? 1) - 1;
-        if (n <= 0) this.perEndpoint.delete(row.workspace_id);
-        else this.perEndpoint.set(row.workspace_id, n);
-        if (!this.stopping) this.nudge();
-      });
-    this.inFlight.set(row.id, { workspaceId: row.workspace_id, slowLane: row.slow_lane, abort, done });
+    // A task of the worker: drained (then aborted) by stop(); its end frees a slot and nudges the loop.
+    this.worker.spawn((signal) =>
+      context
+        .with(parent, () => this.attempt(row, token, signal))
+        .catch((err) => this.log.error({ err, event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: delivery attempt failed unexpectedly'))
+        .finally(() => {
+          if (row.slow_lane) this.laneUse.slow--;
+          else this.laneUse.fast--;
+          const n = (this.perEndpoint.get(row.workspace_id) ?? 1) - 1;
+          if (n <= 0) this.perEndpoint.delete(row.workspace_id);
+          else this.perEndpoint.set(row.workspace_id, n);
+        }),
+    );
   }
 
   private async attempt(row: ClaimedRow, token: string, signal: AbortSignal): Promise<void> {
     const active = row.status === 'active' && (row.events ?? []).includes(row.event_type) && row.url !== null;
     let outcome: Outcome;
+    let timing: AttemptTiming = { startedAt: new Date(), durationMs: null };
     if (!active) {
       // Paused, unsubscribed, pending_verification or suspended: nothing is sent there
       // (spec "Webhook endpoint status"); the attempt counts, so the delivery ends.
@@ -443,19 +413,21 @@ export class DeliveryDispatcher {
       }
       const headers = { ...signatureHeaders(keys, row.body), 'Content-Type': 'application/json', 'User-Agent': 'PartnerSync-Webhooks/1' };
       const started = performance.now();
+      const startedAt = new Date();
       const res = await this.opts.poster.post(row.url!, row.body, headers, {
         timeoutMs: ATTEMPT_TIMEOUT_MS,
         maxResponseBytes: MAX_RESPONSE_BYTES,
         signal,
         endpoint: row.workspace_id,
       });
-      if (signal.aborted && this.stopping) {
+      if (signal.aborted && this.worker.isStopping) {
         await this.sql`update notifications.deliveries set lease_owner = null, lease_until = null where id = ${row.id} and lease_owner = ${token}`;
         if (row.mode === 'probe') await this.health.releaseProbe(row.workspace_id, token);
         this.log.info({ event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: attempt aborted by shutdown; delivery stays pending');
         return;
       }
       const ms = performance.now() - started;
+      timing = { startedAt, durationMs: Math.round(ms) };
       this.noteLatency(row.workspace_id, ms);
       if ('status' in res) {
         const retryAfterS = honoursRetryAfter(res.status) ? parseRetryAfter(res.retryAfter) : undefined;
@@ -468,7 +440,7 @@ export class DeliveryDispatcher {
       notificationsMetrics.observe('attempt_seconds', ms / 1000, { outcome: outcome.delivered ? 'delivered' : outcome.error });
       await this.recordHealth(row, token, outcome);
     }
-    await this.record(row, token, outcome);
+    await this.record(row, token, outcome, timing);
   }
 
   /**
@@ -534,12 +506,12 @@ export class DeliveryDispatcher {
    * batches (writeOutcome); the last failed attempt (abandonment) on its own. A retry
    * after a Retry-After is scheduled no earlier than the partner asked.
    */
-  private async record(row: ClaimedRow, token: string, outcome: Outcome): Promise<void> {
+  private async record(row: ClaimedRow, token: string, outcome: Outcome, attempt: AttemptTiming): Promise<void> {
     const sql = this.sql;
     const attempts = row.attempts + 1;
     const log = { workspace_id: row.workspace_id, event_id: row.event_id, event_type: row.event_type, attempts };
     if (outcome.delivered) {
-      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: true, status: outcome.status, error: null, delayS: 0 });
+      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: true, status: outcome.status, error: null, delayS: 0, attempt });
       if (!r) return this.lostLease(row);
       notificationsMetrics.inc('delivered', { event_type: row.event_type });
       this.log.debug({ ...log, status: outcome.status }, 'webhook delivered');
@@ -549,20 +521,26 @@ export class DeliveryDispatcher {
     const schedule = this.opts.schedule;
     if (attempts <= schedule.length) {
       const delayS = Math.max(schedule[attempts - 1]!, outcome.retryAfterS ?? 0);
-      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: false, status: outcome.status, error: outcome.error, delayS });
+      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: false, status: outcome.status, error: outcome.error, delayS, attempt });
       if (!r) return this.lostLease(row);
       this.log.info({ ...log, status: outcome.status, error: outcome.error, next_attempt_at: r.next_attempt_at }, 'webhook attempt failed; retry scheduled');
       return;
     }
     // Abandoned: the body stays, for a replay (cleared only by the 30-day prune).
     const [r] = await sql<{ workspace_id: string }[]>`
-      with cfg as (select set_config('synchronous_commit', 'off', true))
-      update notifications.deliveries
-      set state = 'abandoned', attempts = ${attempts}, last_status = ${outcome.status}, last_error = ${outcome.error},
-          next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
-      from cfg
-      where id = ${row.id} and lease_owner = ${token}
-      returning workspace_id`;
+      with cfg as (select set_config('synchronous_commit', 'off', true)
+      ), d as (
+        update notifications.deliveries
+        set state = 'abandoned', attempts = ${attempts}, last_status = ${outcome.status}, last_error = ${outcome.error},
+            next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
+        from cfg
+        where id = ${row.id} and lease_owner = ${token}
+        returning id, workspace_id
+      ), logged as (
+        insert into notifications.delivery_attempts (delivery_id, attempted_at, response_status, duration_ms, outcome)
+        select d.id, ${attempt.startedAt}::timestamptz, ${outcome.status}::int, ${attempt.durationMs}::int, ${outcome.error}::text from d
+      )
+      select workspace_id from d`;
     if (!r) return this.lostLease(row);
     notificationsMetrics.inc('abandoned', { event_type: row.event_type });
     this.log.warn({ ...log, status: outcome.status, error: outcome.error }, 'webhook delivery abandoned after its last attempt');
@@ -634,7 +612,11 @@ export class DeliveryDispatcher {
     return this.outcomes.submit(w);
   }
 
-  /** One statement: the outcomes of `batch` where the lease is still ours; the endpoints' abandonment runs reset on delivery. */
+  /**
+   * One statement: the outcomes of `batch` where the lease is still ours, each with its
+   * row in the delivery log (delivery_attempts); the endpoints' abandonment runs reset on
+   * delivery.
+   */
   private async writeOutcomes(batch: OutcomeWrite[]): Promise<Map<string, { next_attempt_at: Date | null }>> {
     const sql = this.sql;
     const rows = await sql<{ id: string; next_attempt_at: Date | null }[]>`
@@ -648,15 +630,18 @@ export class DeliveryDispatcher {
           ${sql.array(batch.map((w) => w.delivered))}::bool[],
           ${sql.array(batch.map((w) => w.status ?? 0))}::int[],
           ${sql.array(batch.map((w) => w.error ?? ''))}::text[],
-          ${sql.array(batch.map((w) => w.delayS))}::float8[]
-        ) as o(id, token, attempts, delivered, status, error, delay_s)
+          ${sql.array(batch.map((w) => w.delayS))}::float8[],
+          ${sql.array(batch.map((w) => w.attempt.startedAt.toISOString()))}::timestamptz[],
+          ${sql.array(batch.map((w) => w.attempt.durationMs ?? -1))}::int[]
+        ) as o(id, token, attempts, delivered, status, error, delay_s, attempted_at, duration_ms)
       ), d as (
         update notifications.deliveries d
         set state = case when o.delivered then 'delivered' else 'pending' end,
             attempts = o.attempts, last_status = nullif(o.status, 0), last_error = nullif(o.error, ''),
             next_attempt_at = case when o.delivered then null else now() + o.delay_s * interval '1 second' end,
             lease_owner = null, lease_until = null,
-            body = case when o.delivered then null else d.body end,
+            -- A test event's body names nobody: it is kept, so the partner can resend it.
+            body = case when o.delivered and not d.test then null else d.body end,
             finished_at = case when o.delivered then now() else d.finished_at end
         from o, cfg
         where d.id = o.id and d.lease_owner = o.token
@@ -664,6 +649,11 @@ export class DeliveryDispatcher {
       ), reset as (
         update notifications.endpoints e set consecutive_abandoned = 0
         where e.workspace_id in (select workspace_id from d where delivered) and e.consecutive_abandoned <> 0
+      ), logged as (
+        insert into notifications.delivery_attempts (delivery_id, attempted_at, response_status, duration_ms, outcome, next_attempt_at)
+        select d.id, o.attempted_at, nullif(o.status, 0), nullif(o.duration_ms, -1),
+               case when o.delivered then 'delivered' else o.error end, d.next_attempt_at
+        from d join o on o.id = d.id
       )
       select id, next_attempt_at from d`;
     return new Map(rows.map((r) => [String(r.id), { next_attempt_at: r.next_attempt_at }]));

@@ -7,7 +7,7 @@ import { challengeEnvelope, fromBookingCancelled, fromBookingConfirmed, fromUser
 const at = new Date('2030-03-04T05:06:07.089Z');
 
 describe('delivery envelopes', () => {
-  test('booking.confirmed: envelope keys in order, data per operator-interface.md, provider_id null when absent', () => {
+  test('booking.confirmed: envelope keys in order, data per docs/contract-gaps.md, provider_id null when absent', () => {
     const src = fromBookingConfirmed(
       create(BookingConfirmedSchema, {
         eventId: 'b3b1c6d4-3a8e-4a43-9f1e-6a3f7b0c2d11',

@@ -1,7 +1,7 @@
 /**
  * What a partner receives: the public event kinds and the delivery envelope built
  * from the calendar's domain events (spec "Events"; data fields per
- * operator-interface.md, "booking.confirmed data" and the rows after it).
+ * docs/contract-gaps.md, "`booking.confirmed` data" and the rows after it).
  *
  * The envelope's `event_id` is the domain event's id (stable across retries and
  * replicas); `occurred_at` is when the event happened, never when it is sent. The
@@ -9,7 +9,8 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
+import { WebhookEventType, WebhookEventTypeSchema } from '../../gen/psync/notifications/v1/notifications_pb';
+import { dottedKind, EnumNames } from '../kit/enum-names';
 import { CancellationInitiator, type BookingCancelled, type BookingConfirmed, type UserErased } from '../../gen/psync/calendar/v1/events_pb';
 
 /** The kinds a partner can subscribe to (spec "Webhook endpoint", `events`). */
@@ -17,23 +18,18 @@ export const SUBSCRIBABLE_KINDS = ['booking.confirmed', 'booking.cancelled', 'us
 export type EventKind = (typeof SUBSCRIBABLE_KINDS)[number];
 export const CHALLENGE_KIND = 'endpoint.challenge';
 
-const KIND_BY_ENUM = new Map<WebhookEventType, EventKind | typeof CHALLENGE_KIND>([
-  [WebhookEventType.ENDPOINT_CHALLENGE, CHALLENGE_KIND],
-  [WebhookEventType.BOOKING_CONFIRMED, 'booking.confirmed'],
-  [WebhookEventType.BOOKING_CANCELLED, 'booking.cancelled'],
-  [WebhookEventType.USER_ERASED, 'user.erased'],
-]);
-const ENUM_BY_KIND = new Map([...KIND_BY_ENUM].map(([e, k]) => [k, e]));
+/** Event kinds ↔ WebhookEventType, from its descriptor: BOOKING_CONFIRMED → `booking.confirmed`. */
+const kinds = new EnumNames<WebhookEventType, EventKind | typeof CHALLENGE_KIND>(WebhookEventTypeSchema, { spell: dottedKind });
 
 /** The public name of a subscribable enum value, or undefined (UNSPECIFIED, challenge, unknown). */
 export function subscribableKind(e: WebhookEventType): EventKind | undefined {
-  const k = KIND_BY_ENUM.get(e);
+  const k = kinds.nameOf(e);
   return k === CHALLENGE_KIND ? undefined : k;
 }
 
 /** The enum value of a public kind name (stored as text). */
 export function kindEnum(kind: string): WebhookEventType {
-  return ENUM_BY_KIND.get(kind as EventKind) ?? WebhookEventType.UNSPECIFIED;
+  return kinds.find(kind) ?? WebhookEventType.UNSPECIFIED;
 }
 
 /** The envelope every delivery carries (spec "Envelope fields"). */
@@ -42,11 +38,17 @@ export interface Envelope {
   event_type: EventKind | typeof CHALLENGE_KIND;
   occurred_at: string;
   data: Record<string, unknown>;
+  /**
+   * Only on a synthetic test event (test-events.ts, docs/partners/sandbox.md): `true`.
+   * Absent on every real delivery, whose bytes stay exactly the spec's four fields.
+   */
+  test?: true;
 }
 
-/** The exact body sent: the envelope as compact JSON, keys in the spec's order. */
+/** The exact body sent: the envelope as compact JSON, keys in the spec's order (then `test`, when set). */
 export function envelopeBody(e: Envelope): string {
-  return JSON.stringify({ event_id: e.event_id, event_type: e.event_type, occurred_at: e.occurred_at, data: e.data });
+  const base = { event_id: e.event_id, event_type: e.event_type, occurred_at: e.occurred_at, data: e.data };
+  return JSON.stringify(e.test ? { ...base, test: true } : base);
 }
 
 function iso(ts: Timestamp | undefined, fallback?: Timestamp): string {

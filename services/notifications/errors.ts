@@ -4,8 +4,10 @@
  * `serviceUnavailable` and the one interceptor mapping failures nobody mapped on
  * purpose). Never the submitted value.
  */
-import type { ConnectError } from '@connectrpc/connect';
-import { validationFailed } from '../kit/errors';
+import { Code, type ConnectError } from '@connectrpc/connect';
+import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import { failure, notFound, validationFailed } from '../kit/errors';
+import { isUuid } from '../kit/uuid';
 
 /**
  * The one answer to every refused webhook URL (spec PUT /webhooks/endpoint: "one
@@ -16,15 +18,32 @@ export function urlRefused(): ConnectError {
   return validationFailed([{ field: 'url', code: 'invalid' }], 'url is not an acceptable webhook endpoint');
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export { isUuid } from '../kit/uuid';
 
-/** True for a textual UUID (any version). */
-export function isUuid(s: string): boolean {
-  return UUID.test(s);
-}
-
-/** Throws INVALID_ARGUMENT naming `field` unless `value` is a UUID. */
+/**
+ * Throws INVALID_ARGUMENT naming `field` unless `value` is a UUID; for a request field
+ * whose .proto declares no `string.uuid` rule (services/kit/validation.ts enforces those).
+ */
 export function requireUuid(value: string, field: string): string {
   if (!isUuid(value)) throw validationFailed([{ field, code: 'format' }]);
   return value.toLowerCase();
+}
+
+/** NOT_FOUND (DELIVERY_NOT_FOUND): unknown, malformed and another workspace's event_id alike. */
+export function deliveryNotFound(): ConnectError {
+  return notFound(ErrorReason.DELIVERY_NOT_FOUND, 'no delivery with that event_id in this workspace');
+}
+
+/** FAILED_PRECONDITION (WEBHOOK_ENDPOINT_NOT_ACTIVE): a test event or resend could not be sent, so nothing was queued. */
+export function endpointNotActive(): ConnectError {
+  return failure(
+    Code.FailedPrecondition,
+    ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE,
+    'the workspace has no active webhook endpoint subscribed to this event kind; nothing was queued',
+  );
+}
+
+/** FAILED_PRECONDITION (DELIVERY_NOT_RESENDABLE): the delivery's body is no longer kept. */
+export function deliveryNotResendable(): ConnectError {
+  return failure(Code.FailedPrecondition, ErrorReason.DELIVERY_NOT_RESENDABLE, 'the delivery\'s body is no longer kept; nothing was queued');
 }

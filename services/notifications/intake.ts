@@ -13,7 +13,7 @@
  *   is not enabled"; the events carry the environment);
  * - the workspace's endpoint is `active` and subscribed to the kind. Events that
  *   happen while the endpoint is paused (`events: []`), unsubscribed, unverified or
- *   suspended are not delivered later (operator-interface.md "paused endpoint").
+ *   suspended are not delivered later (docs/contract-gaps.md "paused endpoint").
  *
  * Erasure on our side never waits for anything: a user.erased event at once replaces
  * the guest's name with null in every booking.confirmed delivery of the named bookings
@@ -143,7 +143,7 @@ export class DeliveryIntake {
   private async write(items: Decoded[]): Promise<number> {
     const { sql, log } = this.deps;
     const byId = new Map(items.map((d) => [d.source.eventId, d]));
-    return (await sql.begin(async (tx) => {
+    return await sql.begin<number>(async (tx) => {
       const fresh = await tx<{ event_id: string }[]>`
         insert into notifications.processed_events (consumer, event_id)
         select ${INTAKE_CONSUMER}, unnest(${tx.array([...byId.keys()])}::uuid[])
@@ -195,7 +195,7 @@ export class DeliveryIntake {
       }
       for (const r of inserted) log.debug({ event_id: r.event_id, workspace_id: r.workspace_id, event_type: r.event_type }, 'webhook delivery queued');
       return inserted.length;
-    })) as number;
+    });
   }
 }
 

@@ -10,6 +10,7 @@ import type { Subscription } from '../kit/bus';
 import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
 import type { Sql } from '../kit/database';
 import { registerWebhookGauges } from '../kit/metrics';
+import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { DeletionRequests } from './deletion-requests';
 import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from './dispatcher';
@@ -113,7 +114,15 @@ export const notificationsModule: ServiceModule = {
     const rt = runtimeFor(ctx);
     router.service(
       NotificationsService,
-      notificationsService({ sql: ctx.sql, log: ctx.log, registry: () => rt.registry, deletionRequests: () => rt.deletionRequests }),
+      notificationsService({
+        sql: ctx.sql,
+        log: ctx.log,
+        registry: () => rt.registry,
+        deletionRequests: () => rt.deletionRequests,
+        // ctx.urls is filled once the internal server is bound: resolve lazily.
+        catalog: () => ctx.clients.client(CatalogService, ctx.urls.catalog),
+        deliveriesQueued: () => rt.dispatcher.nudge(),
+      }),
     );
   },
 

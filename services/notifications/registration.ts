@@ -1,7 +1,7 @@
 /**
  * The webhook endpoint: registration with its challenge, reading, secret rotation
  * (spec "Webhook endpoint", its status table, PUT /webhooks/endpoint;
- * operator-interface.md "signatures", "paused endpoint", "previous_valid_until").
+ * docs/contract-gaps.md "signatures", "paused endpoint", "previous_valid_until").
  *
  * PutEndpoint, in order:
  * 1. `events` at most 16 subscribable kinds (deduplicated); the URL vetted by the
@@ -21,23 +21,20 @@ import type { Logger } from '../kit/logger';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { challengeEnvelope, subscribableKind, type EventKind } from './envelope';
-import { notFound, serviceUnavailable, validationFailed } from '../kit/errors';
-import { requireUuid, urlRefused } from './errors';
+import { notFound, serviceUnavailable } from '../kit/errors';
+import { urlRefused } from './errors';
+import { canonicalUuid } from '../kit/uuid';
 import { notificationsMetrics } from './metrics';
 import { mintSigningSecret, openPrevious, SecretBox } from './secret-box';
 import { signatureHeaders, type SigningKeys } from './signature';
 import type { PostError, WebhookPoster } from './webhook-poster';
 
-/** Spec "Limits": webhook `events` entries. */
-export const MAX_EVENTS = 16;
 /** Spec "Limits": webhook `url` length. */
 export const MAX_URL_LENGTH = 2048;
 /** Spec "Limits": challenge response time. */
 export const CHALLENGE_TIMEOUT_MS = 5_000;
-/** Default rotation overlap (operator-interface.md "previous_valid_until"). */
+/** Default rotation overlap (docs/contract-gaps.md "previous_valid_until"; at most 7 days: notifications.proto). */
 export const DEFAULT_OVERLAP_SECONDS = 86_400;
-/** Longest overlap an operator may ask for. */
-export const MAX_OVERLAP_SECONDS = 7 * 86_400;
 const MAX_CHALLENGE_RESPONSE_BYTES = 64 * 1024;
 
 export type EndpointStatus = 'pending_verification' | 'active' | 'suspended';
@@ -71,23 +68,22 @@ export class EndpointRegistry {
     return this.deps.box;
   }
 
-  /** Validates and deduplicates the subscribed kinds. */
+  /**
+   * The subscribed kinds, deduplicated in first-seen order (notifications.proto's rules
+   * allow at most 16 entries, each a kind partners subscribe to).
+   */
   static parseEvents(events: WebhookEventType[]): EventKind[] {
-    if (events.length > MAX_EVENTS) throw validationFailed([{ field: 'events', code: 'max_items' }]);
     const kinds: EventKind[] = [];
-    const bad: { field: string; code: string }[] = [];
-    events.forEach((e, i) => {
+    for (const e of events) {
       const k = subscribableKind(e);
-      if (!k) bad.push({ field: `events[${i}]`, code: 'enum' });
-      else if (!kinds.includes(k)) kinds.push(k);
-    });
-    if (bad.length > 0) throw validationFailed(bad);
+      if (k && !kinds.includes(k)) kinds.push(k);
+    }
     return kinds;
   }
 
   /** PutEndpoint. Returns the response fields; `signingSecret` only on the call that first issues it. */
   async put(workspaceIdRaw: string, url: string, events: WebhookEventType[]): Promise<{ url: string; events: EventKind[]; status: EndpointStatus; signingSecret?: string }> {
-    const workspaceId = requireUuid(workspaceIdRaw, 'workspace_id');
+    const workspaceId = canonicalUuid(workspaceIdRaw);
     const kinds = EndpointRegistry.parseEvents(events);
     const box = this.requireBox();
     if (url.length > MAX_URL_LENGTH || !(await this.deps.poster.vet(url))) throw urlRefused();
@@ -170,7 +166,7 @@ export class EndpointRegistry {
 
   /** GetEndpoint. */
   async get(workspaceIdRaw: string): Promise<EndpointRow> {
-    const workspaceId = requireUuid(workspaceIdRaw, 'workspace_id');
+    const workspaceId = canonicalUuid(workspaceIdRaw);
     const [row] = await this.deps.sql<EndpointRow[]>`
       select workspace_id, url, events, status,
              case when previous_valid_until > now() then previous_valid_until end as previous_valid_until,
@@ -186,11 +182,9 @@ export class EndpointRegistry {
    * rotation during an open overlap drops the oldest secret.
    */
   async rotate(workspaceIdRaw: string, overlapSeconds: number | undefined): Promise<{ signingSecret: string; previousValidUntil: Date }> {
-    const workspaceId = requireUuid(workspaceIdRaw, 'workspace_id');
+    const workspaceId = canonicalUuid(workspaceIdRaw);
+    // 0 to 7 days: notifications.proto's rule on overlap_seconds.
     const overlap = overlapSeconds ?? DEFAULT_OVERLAP_SECONDS;
-    if (!Number.isInteger(overlap) || overlap < 0 || overlap > MAX_OVERLAP_SECONDS) {
-      throw validationFailed([{ field: 'overlap_seconds', code: overlap < 0 ? 'minimum' : 'maximum' }]);
-    }
     const box = this.requireBox();
     const secret = mintSigningSecret();
     const [row] = await this.deps.sql<{ previous_valid_until: Date }[]>`

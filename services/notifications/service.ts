@@ -1,49 +1,55 @@
 /**
  * NotificationsService: the RPCs, thin — validation and presentation here, the
- * behaviour in registration.ts, delivery-list.ts, delivery-replay.ts and
- * deletion-requests.ts.
+ * behaviour in registration.ts, delivery-list.ts, delivery-replay.ts,
+ * deletion-requests.ts, and for the partners' sandbox tools test-events.ts,
+ * delivery-log.ts and delivery-resend.ts.
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { ServiceImpl } from '@connectrpc/connect';
+import type { Client, ServiceImpl } from '@connectrpc/connect';
+import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import {
-  BreakerState,
+  BreakerStateSchema,
   DeletionRequestSchema,
-  DeletionRequestState,
+  DeletionRequestStateSchema,
+  DeliveryAttemptSchema,
   DeliverySchema,
-  DeliveryState,
+  DeliveryStateSchema,
   EndpointHealthSchema,
   EndpointSchema,
   EndpointStatus,
+  EndpointStatusSchema,
+  type BreakerState,
+  type DeletionRequestState,
+  type DeliveryState,
   NotificationsService,
 } from '../../gen/psync/notifications/v1/notifications_pb';
 import type { Sql } from '../kit/database';
+import { validationFailed } from '../kit/errors';
+import { EnumNames } from '../kit/enum-names';
 import type { Logger } from '../kit/logger';
 import { DeletionRequests, stateOf } from './deletion-requests';
 import { listDeliveries, type DeliveryListRow, type DeliveryStateName } from './delivery-list';
+import { deliveryByEventId, deliveryLogPage, type DeliveryLogEntry } from './delivery-log';
 import { replayDeliveries, replaySelection } from './delivery-replay';
+import { resendDelivery } from './delivery-resend';
 import { readEndpointHealth, type BreakerState as BreakerName, type EndpointHealthView } from './endpoint-health';
-import { kindEnum } from './envelope';
+import { kindEnum, subscribableKind } from './envelope';
 import type { EndpointRegistry, EndpointStatus as StatusName } from './registration';
+import { triggerTestEvent } from './test-events';
 
-const STATUS: Record<StatusName, EndpointStatus> = {
-  pending_verification: EndpointStatus.PENDING_VERIFICATION,
-  active: EndpointStatus.ACTIVE,
-  suspended: EndpointStatus.SUSPENDED,
-};
-
-const BREAKER: Record<BreakerName, BreakerState> = {
-  closed: BreakerState.CLOSED,
-  open: BreakerState.OPEN,
-  half_open: BreakerState.HALF_OPEN,
-};
+/** The stored spellings (`pending_verification`, `half_open`, …) ↔ the protobuf enums, from their descriptors. */
+const endpointStatuses = new EnumNames<EndpointStatus, StatusName>(EndpointStatusSchema);
+const breakerStates = new EnumNames<BreakerState, BreakerName>(BreakerStateSchema);
+const deliveryStates = new EnumNames<DeliveryState, DeliveryStateName>(DeliveryStateSchema);
+const deletionStates = new EnumNames<DeletionRequestState, 'open' | 'acknowledged' | 'escalated'>(DeletionRequestStateSchema);
 
 const ts = (d: Date | null) => (d ? timestampFromDate(d) : undefined);
 
 /** An endpoint's delivery health as the EndpointHealth message. */
 function healthMessage(h: EndpointHealthView) {
   return create(EndpointHealthSchema, {
-    breaker: BREAKER[h.breaker],
+    breaker: breakerStates.value(h.breaker),
     consecutiveFailures: h.consecutive_failures,
     notBefore: ts(h.not_before),
     holdReason: h.hold_reason ?? undefined,
@@ -57,21 +63,7 @@ function healthMessage(h: EndpointHealthView) {
   });
 }
 
-const DELIVERY_STATE: Record<DeliveryStateName, DeliveryState> = {
-  pending: DeliveryState.PENDING,
-  delivered: DeliveryState.DELIVERED,
-  abandoned: DeliveryState.ABANDONED,
-};
-
-function deliveryStateName(s: DeliveryState | undefined): DeliveryStateName | undefined {
-  return (Object.entries(DELIVERY_STATE) as [DeliveryStateName, DeliveryState][]).find(([, v]) => v === s)?.[0];
-}
-
-const DELETION_STATE = {
-  open: DeletionRequestState.OPEN,
-  acknowledged: DeletionRequestState.ACKNOWLEDGED,
-  escalated: DeletionRequestState.ESCALATED,
-} as const;
+const deliveryStateName = (s: DeliveryState): DeliveryStateName | undefined => deliveryStates.nameOf(s);
 
 /** A delivery row as the Delivery message (ListDeliveries, ReplayDeliveries). */
 function deliveryMessage(d: DeliveryListRow) {
@@ -79,7 +71,7 @@ function deliveryMessage(d: DeliveryListRow) {
     eventId: d.event_id,
     workspaceId: d.workspace_id,
     eventType: kindEnum(d.event_type),
-    state: DELIVERY_STATE[d.state],
+    state: deliveryStates.value(d.state),
     attempts: d.attempts,
     lastStatus: d.last_status ?? undefined,
     lastError: d.last_error ?? undefined,
@@ -89,6 +81,23 @@ function deliveryMessage(d: DeliveryListRow) {
   });
 }
 
+/** A delivery with its attempts as the Delivery message (the partners' delivery log). */
+function deliveryLogMessage(d: DeliveryLogEntry) {
+  const m = deliveryMessage(d);
+  m.test = d.test;
+  m.attemptLogTotal = d.attempt_log_total;
+  m.attemptLog = d.attempt_log.map((a) =>
+    create(DeliveryAttemptSchema, {
+      attemptedAt: timestampFromDate(a.attempted_at),
+      responseStatus: a.response_status ?? undefined,
+      durationMs: a.duration_ms ?? undefined,
+      outcome: a.outcome,
+      nextAttemptAt: ts(a.next_attempt_at),
+    }),
+  );
+  return m;
+}
+
 export interface ServiceDeps {
   sql: Sql;
   /** The service's logger (replays log one line per delivery). */
@@ -96,13 +105,17 @@ export interface ServiceDeps {
   /** Undefined until the module has started (the RPCs then answer UNAVAILABLE). */
   registry: () => EndpointRegistry;
   deletionRequests: () => DeletionRequests;
+  /** The catalog (test events are about one of the workspace's listings). */
+  catalog: () => Client<typeof CatalogService>;
+  /** Wakes the dispatcher after a test event or resend was committed. */
+  deliveriesQueued: () => void;
 }
 
 export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typeof NotificationsService>> {
   return {
     async putEndpoint(req) {
       const r = await deps.registry().put(req.workspaceId, req.url, req.events);
-      return { url: r.url, events: r.events.map(kindEnum), status: STATUS[r.status], signingSecret: r.signingSecret };
+      return { url: r.url, events: r.events.map(kindEnum), status: endpointStatuses.value(r.status), signingSecret: r.signingSecret };
     },
 
     async getEndpoint(req) {
@@ -112,7 +125,7 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
           workspaceId: e.workspace_id,
           url: e.url,
           events: e.events.map(kindEnum),
-          status: STATUS[e.status],
+          status: endpointStatuses.value(e.status),
           previousValidUntil: e.previous_valid_until ? timestampFromDate(e.previous_valid_until) : undefined,
           createdAt: timestampFromDate(e.created_at),
           updatedAt: timestampFromDate(e.updated_at),
@@ -136,8 +149,43 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
       return {
         items: r.items.map(deliveryMessage),
         notReplayable: r.notReplayable,
-        endpointStatus: r.endpointStatus ? STATUS[r.endpointStatus] : EndpointStatus.UNSPECIFIED,
+        endpointStatus: r.endpointStatus ? endpointStatuses.value(r.endpointStatus) : EndpointStatus.UNSPECIFIED,
       };
+    },
+
+    async triggerTestEvent(req) {
+      const entry = await triggerTestEvent(
+        { sql: deps.sql, log: deps.log, catalog: deps.catalog, queued: deps.deliveriesQueued },
+        {
+          workspaceId: req.workspaceId,
+          listingId: req.listingId,
+          eventType: req.eventType,
+          bookingReference: req.bookingReference,
+          checkIn: req.checkIn,
+          checkOut: req.checkOut,
+          initiatedBy: req.initiatedBy,
+        },
+      );
+      return { delivery: deliveryLogMessage(entry) };
+    },
+
+    async listDeliveryLog(req) {
+      const kind = req.eventType === undefined ? undefined : subscribableKind(req.eventType);
+      if (req.eventType !== undefined && !kind) throw validationFailed([{ field: 'event_type', code: 'enum' }]);
+      const state = req.state === undefined ? undefined : deliveryStateName(req.state);
+      if (req.state !== undefined && !state) throw validationFailed([{ field: 'state', code: 'enum' }]);
+      const page = await deliveryLogPage(deps.sql, req.workspaceId, { page: req.page, pageSize: req.pageSize, state, kind });
+      return { items: page.items.map(deliveryLogMessage), hasMore: page.hasMore };
+    },
+
+    async getDelivery(req) {
+      return { delivery: deliveryLogMessage(await deliveryByEventId(deps.sql, req.workspaceId, req.eventId)) };
+    },
+
+    async resendDelivery(req) {
+      const entry = await resendDelivery(deps.sql, deps.log, req.workspaceId, req.eventId);
+      deps.deliveriesQueued();
+      return { delivery: deliveryLogMessage(entry) };
     },
 
     async acknowledgeDeletion(req) {
@@ -146,14 +194,14 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
     },
 
     async listDeletionRequests(req) {
-      const state = req.state === undefined ? undefined : (Object.entries(DELETION_STATE).find(([, v]) => v === req.state)?.[0] as keyof typeof DELETION_STATE | undefined);
+      const state = req.state === undefined ? undefined : deletionStates.nameOf(req.state);
       const rows = await deps.deletionRequests().list(req.workspaceId, state);
       return {
         items: rows.map((r) =>
           create(DeletionRequestSchema, {
             eventId: r.event_id,
             workspaceId: r.workspace_id,
-            state: DELETION_STATE[stateOf(r)],
+            state: deletionStates.value(stateOf(r)),
             bookingReferences: r.booking_references,
             providerIds: r.provider_ids,
             occurredAt: timestampFromDate(r.occurred_at),
@@ -161,6 +209,7 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
             acknowledgedAt: r.acknowledged_at ? timestampFromDate(r.acknowledged_at) : undefined,
             completedAt: r.completed_at ? timestampFromDate(r.completed_at) : undefined,
             escalatedAt: r.escalated_at ? timestampFromDate(r.escalated_at) : undefined,
+            test: r.test,
           }),
         ),
       };

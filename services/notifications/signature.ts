@@ -1,5 +1,5 @@
 /**
- * Delivery signatures (spec "Headers on every delivery"; operator-interface.md
+ * Delivery signatures (spec "Headers on every delivery"; docs/contract-gaps.md
  * "signatures"): `X-Signature` = lowercase hex HMAC-SHA256, keyed with the UTF-8 bytes
  * of the signing secret exactly as returned, over `v1:` + timestamp + `:` + raw body;
  * `X-Signature-Timestamp` = Unix seconds; `X-Signature-Previous` = the same with the

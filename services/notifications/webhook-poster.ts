@@ -63,7 +63,8 @@ function classify(err: unknown): PostError {
   if (err.kind === 'too_large') return 'too_large';
   switch (err.reason) {
     case 'connect_timeout':
-    case 'read_timeout':
+    case 'headers_timeout':
+    case 'body_timeout':
     case 'deadline':
       return 'timeout';
     case 'tls':
@@ -115,7 +116,8 @@ export function createWebhookPoster(opts: WebhookPosterOptions): WebhookPoster {
           maxBytes: o.maxResponseBytes,
           ignoreBody: !o.readBody,
           connectTimeoutMs: Math.min(5000, o.timeoutMs),
-          readTimeoutMs: o.timeoutMs,
+          headersTimeoutMs: o.timeoutMs,
+          bodyTimeoutMs: o.timeoutMs,
           totalTimeoutMs: o.timeoutMs,
           signal: o.signal,
           ...(o.endpoint === undefined ? {} : { pool, poolKey: o.endpoint }),

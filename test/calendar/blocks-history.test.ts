@@ -1,6 +1,6 @@
 /**
  * GET /blocks date filters against the running system, through CalendarService.ListBlocks
- * as the gateway calls it (issue 14 item 4: `from` pages read one bounded range per
+ * as the gateway calls it (`from` pages read one bounded range per
  * length class, migration 0006): the boundaries of `from` and `to`, blocks of every
  * length class reaching back to `from` (up to 730 nights), overlapping blocks and ties,
  * paging. Every expectation is computed from the blocks pushed (the spec's rule:

@@ -51,7 +51,7 @@ const DAY_MS = 86_400_000;
 /** "YYYY-MM-DD" `n` days after 2031-01-01 (negative: before). */
 const day = (n: number) => new Date(Date.UTC(2031, 0, 1) + n * DAY_MS).toISOString().slice(0, 10);
 
-/** The statement of ListBlocks before migration 0006 (commit of issue 14), verbatim. */
+/** The statement of ListBlocks before migration 0006, verbatim. */
 function previousStatement(sql: Sql, ws: string, fromText: string | null, toText: string | null, limit: number, offset: number) {
   return sql<{ external_uid: string; check_in: string; check_out: string }[]>`
     with page as (
@@ -115,7 +115,9 @@ describe('migration 0006', () => {
       select pg_get_constraintdef(oid) as def, convalidated as validated from pg_constraint
       where conrelid = 'calendar.blocks'::regclass and conname = 'blocks_nights'`;
     expect(c!.validated).toBe(true);
-    expect(c!.def).toMatch(/\(check_out - check_in\) <= 730/);
+    expect(c!.def).toMatch(/\(check_out - check_in\) <= calendar\.max_nights\(\)/);
+    const [limit] = await db.sql<{ n: number }[]>`select calendar.max_nights() as n`;
+    expect(limit!.n).toBe(730);
     await expect(db.sql`insert into calendar.blocks (workspace_id, external_uid, listing_id, check_in, check_out, reason)
                         values ('w-731', 'x', 'L', '2031-01-01', date '2031-01-01' + 731, 'other')`).rejects.toMatchObject({ code: '23514' });
   });

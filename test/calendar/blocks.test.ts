@@ -1,6 +1,6 @@
 /**
  * Partner blocks against the running system (spec: "Calendar block" and its state
- * table, PUT/DELETE/GET /blocks, Errors, Limits; issue 5 items 1–5), through
+ * table, PUT/DELETE/GET /blocks, Errors, Limits), through
  * CalendarService as the gateway calls it.
  */
 import { Code } from '@connectrpc/connect';
@@ -224,11 +224,11 @@ describe('errors', () => {
     expect(violationsOf(invalid)).toEqual([{ field: 'check_out', code: 'invalid' }]);
   });
 
-  test('neither listing_id nor provider_id → INVALID_ARGUMENT on listing_id (one_of)', async () => {
+  test('neither listing_id nor provider_id → INVALID_ARGUMENT on the oneof target (one_of)', async () => {
     const err = await connectErrorOf(c.calendar.putBlock({ workspaceId: ws, externalUid: uid('b'), checkIn: day(0), checkOut: day(1) }));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(reasonOf(err)).toBe(ErrorReason.VALIDATION_FAILED);
-    expect(violationsOf(err)).toEqual([{ field: 'listing_id', code: 'one_of' }]);
+    expect(violationsOf(err)).toEqual([{ field: 'target', code: 'one_of' }]);
   });
 
   test('unknown and foreign listings → the same NOT_FOUND (PROPERTY_NOT_FOUND)', async () => {
@@ -279,10 +279,10 @@ describe('errors', () => {
     const bad = await connectErrorOf(c.calendar.listBlocks({ workspaceId: ws, page: -1, pageSize: 201, from: '2031-1-1', to: 'x' }));
     expect(bad.code).toBe(Code.InvalidArgument);
     expect(violationsOf(bad)).toEqual([
-      { field: 'page', code: 'minimum' },
-      { field: 'page_size', code: 'maximum' },
       { field: 'from', code: 'format' },
       { field: 'to', code: 'format' },
+      { field: 'page', code: 'minimum' },
+      { field: 'page_size', code: 'maximum' },
     ]);
     await expect(c.calendar.listBlocks({ workspaceId: ws, pageSize: 200 })).resolves.toBeDefined();
   });

@@ -1,5 +1,5 @@
 /**
- * The calendar's operator commands (operator-interface.md): `psync hold place|release`,
+ * The calendar's operator commands (docs/operator-cli.md): `psync hold place|release`,
  * `psync booking confirm|cancel|show`, `psync user erase` — one JSON object on stdout
  * and exit 0; one line on stderr and a non-zero exit otherwise. psync calls with the
  * operator's test credential (PSYNC_TOKEN).

@@ -1,5 +1,5 @@
 /**
- * The WatchEvents horizon belongs to the calendar alone (issue 14 item 3; migration
+ * The WatchEvents horizon belongs to the calendar alone (migration
  * 0005, services/calendar/event-horizon.ts, docs/calendar.md "WatchEvents").
  *
  *  - In the database (real PostgreSQL with DATABASE_URL, embedded PGlite otherwise):
@@ -91,7 +91,7 @@ describe('in the database', () => {
   });
 
   const append = (tx: Sql | Tx, listing: string, holder: string) =>
-    tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, 'ws-horizon', ${listing}, 1, 1, ${holder}, null, '[2031-01-01,2031-01-02)'::daterange)`;
+    tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, 'ws-horizon', ${listing}, 'block_created', 'block', ${holder}, null, '[2031-01-01,2031-01-02)'::daterange)`;
 
   test('an event written by a transaction that did not register first is refused (55000), as a direct insert or through the SQL writer', async () => {
     await expect(
@@ -311,7 +311,7 @@ describeReal('WatchEvents while other transactions stay open (real PostgreSQL)',
   const openEventWriter = (workspace: string, listing: string, holder: string) =>
     holdOpen(db, async (tx) => {
       await tx`select calendar.lock_listing(${listing})`;
-      await tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, ${workspace}, ${listing}, 1, 1, ${holder}, null, '[2031-02-01,2031-02-02)'::daterange)`;
+      await tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, ${workspace}, ${listing}, 'block_created', 'block', ${holder}, null, '[2031-02-01,2031-02-02)'::daterange)`;
       return xidOf(tx);
     });
 

@@ -90,9 +90,11 @@ async function addEvents(listing: string, ...holders: string[]): Promise<string[
   const rows = await db.sql.begin(async (tx) => {
     await tx`select calendar.begin_event_write()`;
     return tx<{ seq: string }[]>`
-      insert into calendar.events (id, workspace_id, listing_id, type, data)
+      insert into calendar.events (id, workspace_id, listing_id, type, body)
       select v.id, ${WS}, ${listing}, 'calendar_changed',
-             calendar.calendar_changed_pb(v.id, now(), ${WS}, ${listing}, 1, 1, v.h, null, '[2031-01-01,2031-01-02)'::daterange)
+             jsonb_build_object('occurred_at', '2031-01-01T00:00:00Z', 'workspace_id', ${WS}::text, 'listing_id', ${listing}::text,
+                                'kind', 'block_created', 'holder_kind', 'block', 'holder_id', v.h, 'released', null,
+                                'held', jsonb_build_object('check_in', '2031-01-01', 'check_out', '2031-01-02'))
       from (select gen_random_uuid() as id, u.h, u.i from unnest(${db.sql.array(holders)}::text[]) with ordinality as u(h, i)) v
       order by v.i
       returning seq::text`;

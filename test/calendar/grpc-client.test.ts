@@ -1,5 +1,5 @@
 /**
- * The marketplace's view (issue 5 item 6): CalendarService called by a stock
+ * The marketplace's view: CalendarService called by a stock
  * @grpc/grpc-js client that loads the published .proto files with
  * @grpc/proto-loader — no generated code of ours, unary and server-streaming, with
  * standard status codes and the ConflictDetail readable from grpc-status-details-bin,

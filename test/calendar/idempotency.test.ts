@@ -22,6 +22,8 @@ import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { ROLES } from '../../services/kit/access-policy';
 import { HealthState } from '../../services/kit/health';
 import { authInterceptor, CredentialRegistry, tokenSha256 } from '../../services/kit/internal-auth';
+import { requestGuardInterceptor } from '../../services/kit/request-guard';
+import { validationInterceptor } from '../../services/kit/validation';
 import { startInternalServer, type InternalServer } from '../../services/kit/internal-server';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { notFound } from '../../services/kit/errors';
@@ -76,7 +78,8 @@ beforeAll(async () => {
     port: 0,
     log: testLogger(),
     health: new HealthState(),
-    interceptors: [authInterceptor({ registry, log: testLogger() })],
+    // As run-process.ts lists them: authentication, then the request guard and the proto's rules.
+    interceptors: [authInterceptor({ registry, log: testLogger() }), requestGuardInterceptor, validationInterceptor],
     routes: (router) => registerCalendarService(router, deps, hub),
   });
   sessions = new Http2SessionManager(server.url);

@@ -1,5 +1,5 @@
 /**
- * The marketplace side of the calendar against the running system (issue 5 item 6):
+ * The marketplace side of the calendar against the running system:
  * holds with expiry, bookings from a hold or direct, cancellation by guest and by host,
  * availability, and the sandbox's refusal of anything that would end in a real charge.
  */

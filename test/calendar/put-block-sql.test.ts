@@ -1,19 +1,20 @@
 /**
- * The calendar's SQL write path (migration 0003) against the test database (real
+ * The calendar's SQL write path (migrations 0003, 0008) against the test database (real
  * PostgreSQL with DATABASE_URL, embedded PGlite otherwise), below the service:
- *  - `calendar_changed_pb` builds exactly the bytes event-log.ts (protobuf-es) builds,
- *    so events written inside `put_block` / `expire_holds` are indistinguishable;
+ *  - the calendar_changed bodies `append_calendar_changed` writes (put_block,
+ *    expire_holds) encode, through event-codec.ts, to exactly the bytes of the bodies
+ *    event-log.ts writes, so events from SQL and from TypeScript are indistinguishable;
  *  - `put_block`'s outcomes where the service-level tests cannot set the stage
  *    precisely: overdue holds, what a refused push leaves (nothing), event order.
  * The state table itself is covered through the service by blocks.test.ts.
  */
-import { create, fromBinary } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { PutBlockRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CalendarChangedSchema, CalendarChangeKind, NightHolderKind, NightHolderSchema } from '../../gen/psync/calendar/v1/events_pb';
-import { NightRangeSchema } from '../../gen/psync/common/v1/dates_pb';
+import { CalendarChangedSchema, CalendarChangeKind, CalendarChangeKindSchema, NightHolderKind, NightHolderKindSchema, type CalendarChanged } from '../../gen/psync/calendar/v1/events_pb';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { calendarChanged } from '../../services/calendar/event-log';
+import { encodeEvent, encodeOutboxRow, eventMessage, streamEvent } from '../../services/calendar/event-codec';
 import { calendarModule } from '../../services/calendar/module';
 import { putBlock } from '../../services/calendar/blocks';
 import type { CalendarDeps } from '../../services/calendar/calendar-deps';
@@ -77,15 +78,17 @@ async function hold(listing: string, checkIn: string, checkOut: string, expiresI
   return h!.hold_id;
 }
 
-/** The events of `listings` in stream order, decoded, with the outbox row of each. */
+/** The events of `listings` in stream order, as WatchEvents builds them, with the outbox row of each. */
 async function eventsOf(...listings: string[]) {
   const sql = db.sql;
-  const rows = await sql<{ id: string; xid: string; data: Buffer; subject: string | null; outbox_data: Buffer | null; headers: Record<string, string> | null }[]>`
-    select e.id::text, e.xid::text, e.data, o.subject, o.data as outbox_data, o.headers
+  const rows = await sql<
+    { id: string; xid: string; data: Buffer | null; body: unknown; subject: string | null; outbox_data: Buffer | null; outbox_body: unknown; headers: Record<string, string> | null }[]
+  >`
+    select e.id::text, e.xid::text, e.data, e.body, o.subject, o.data as outbox_data, o.body as outbox_body, o.headers
     from calendar.events e left join calendar.outbox o on o.id = e.id
     where e.listing_id in ${sql(listings)}
     order by e.xid, e.seq`;
-  return rows.map((r) => ({ ...r, msg: fromBinary(CalendarChangedSchema, r.data) }));
+  return rows.map((r) => ({ ...r, msg: streamEvent({ ...r, type: 'calendar_changed' }).value as CalendarChanged }));
 }
 
 const summary = (e: Awaited<ReturnType<typeof eventsOf>>[number]) => ({
@@ -96,36 +99,65 @@ const summary = (e: Awaited<ReturnType<typeof eventsOf>>[number]) => ({
   held: e.msg.held ? [e.msg.held.checkIn, e.msg.held.checkOut] : null,
 });
 
-describe('calendar_changed_pb', () => {
+describe('calendar_changed bodies', () => {
   const cases: Parameters<typeof calendarChanged>[0][] = [
-    { at: new Date('2031-05-06T07:08:09.123Z'), workspaceId: WS, listingId: 'lst_01', kind: CalendarChangeKind.BLOCK_CREATED, holder: { kind: NightHolderKind.BLOCK, id: 'b-1' }, held: { checkIn: '2031-01-01', checkOut: '2031-01-05' } },
-    { at: new Date('2031-05-06T07:08:09.000Z'), workspaceId: WS, listingId: 'lst_01', kind: CalendarChangeKind.BLOCK_MOVED, holder: { kind: NightHolderKind.BLOCK, id: 'b-1' }, released: { checkIn: '2031-01-01', checkOut: '2031-01-05' }, held: { checkIn: '2031-02-01', checkOut: '2031-02-03' } },
-    { at: new Date('2031-05-06T07:08:09.999Z'), workspaceId: WS, listingId: 'lst_02', kind: CalendarChangeKind.BLOCK_MOVED, holder: { kind: NightHolderKind.BLOCK, id: 'b-1' }, released: { checkIn: '2031-01-01', checkOut: '2031-01-05' } },
-    { at: new Date('2029-12-31T23:59:59.001Z'), workspaceId: WS, listingId: 'lst_03', kind: CalendarChangeKind.HOLD_EXPIRED, holder: { kind: NightHolderKind.HOLD, id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' }, released: { checkIn: '2030-12-30', checkOut: '2031-12-30' } },
-    // Multi-byte UTF-8, and lengths over 127 (two-byte varints) in strings and sub-messages.
-    { at: new Date(0), workspaceId: '', listingId: 'l'.repeat(255), kind: CalendarChangeKind.BLOCK_CREATED, holder: { kind: NightHolderKind.BLOCK, id: 'é✓😀'.repeat(40) }, held: { checkIn: '2031-01-01', checkOut: '2033-01-01' } },
+    { at: new Date('2031-05-06T07:08:09.123Z'), workspaceId: WS, listingId: 'lst_01', kind: 'block_created', holder: { kind: 'block', id: 'b-1' }, held: { checkIn: '2031-01-01', checkOut: '2031-01-05' } },
+    { at: new Date('2031-05-06T07:08:09.000Z'), workspaceId: WS, listingId: 'lst_01', kind: 'block_moved', holder: { kind: 'block', id: 'b-1' }, released: { checkIn: '2031-01-01', checkOut: '2031-01-05' }, held: { checkIn: '2031-02-01', checkOut: '2031-02-03' } },
+    { at: new Date('2031-05-06T07:08:09.999Z'), workspaceId: WS, listingId: 'lst_02', kind: 'block_moved', holder: { kind: 'block', id: 'b-1' }, released: { checkIn: '2031-01-01', checkOut: '2031-01-05' } },
+    { at: new Date('2029-12-31T23:59:59.001Z'), workspaceId: WS, listingId: 'lst_03', kind: 'hold_expired', holder: { kind: 'hold', id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' }, released: { checkIn: '2030-12-30', checkOut: '2031-12-30' } },
+    { at: new Date('2031-05-06T07:08:09.5Z'), workspaceId: WS, listingId: 'lst_04', kind: 'booking_cancelled', holder: { kind: 'withdrawn', id: 'BK0123456789' }, held: { checkIn: '2031-01-01', checkOut: '2031-01-02' } },
+    // Multi-byte UTF-8, long strings, a time before the epoch.
+    { at: new Date('1969-07-20T20:17:40.250Z'), workspaceId: '', listingId: 'l'.repeat(255), kind: 'block_created', holder: { kind: 'block', id: 'é✓😀'.repeat(40) }, held: { checkIn: '2031-01-01', checkOut: '2033-01-01' } },
   ];
 
-  // The SQL encoder writes these fields and no others: a field added to (or renumbered
-  // in) these messages must be added to calendar_changed_pb in a new migration too.
-  test('encodes every field the messages have (fails when the proto changes)', () => {
-    const shape = (schema: typeof CalendarChangedSchema | typeof NightHolderSchema | typeof NightRangeSchema) =>
-      schema.fields.map((f) => `${f.number}:${f.name}:${f.fieldKind}`);
-    expect(shape(CalendarChangedSchema)).toEqual([
-      '1:event_id:scalar', '2:occurred_at:message', '3:workspace_id:scalar', '4:listing_id:scalar',
-      '5:kind:enum', '6:holder:message', '7:released:message', '8:held:message',
+  test('every CalendarChangeKind and NightHolderKind of the proto has a word, and every word a value', () => {
+    const words = (schema: typeof CalendarChangeKindSchema | typeof NightHolderKindSchema) =>
+      schema.values.filter((v) => v.number !== 0).map((v) => v.localName.toLowerCase());
+    expect(words(CalendarChangeKindSchema)).toEqual([
+      'block_created', 'block_moved', 'block_deleted', 'hold_placed', 'hold_released', 'hold_expired', 'booking_confirmed', 'booking_cancelled',
     ]);
-    expect(shape(NightHolderSchema)).toEqual(['1:kind:enum', '2:id:scalar']);
-    expect(shape(NightRangeSchema)).toEqual(['1:check_in:scalar', '2:check_out:scalar']);
+    // The holder kinds are calendar.claims' own words.
+    expect(words(NightHolderKindSchema)).toEqual(['block', 'hold', 'booking', 'withdrawn']);
   });
 
-  test.each(cases.map((c, i) => [i, c] as const))('case %i: the same bytes as event-log.ts', async (_i, c) => {
+  test.each(cases.map((c, i) => [i, c] as const))('case %i: SQL and TypeScript bodies encode to the same bytes', async (_i, c) => {
     const ts = calendarChanged(c);
     const range = (r?: { checkIn: string; checkOut: string }) => (r ? `[${r.checkIn},${r.checkOut})` : null);
-    const [row] = await db.sql<{ data: Buffer }[]>`
-      select calendar.calendar_changed_pb(${ts.id}::uuid, ${c.at}, ${c.workspaceId}, ${c.listingId}, ${c.kind}, ${c.holder.kind},
-                                          ${c.holder.id}, ${range(c.released)}::daterange, ${range(c.held)}::daterange) as data`;
-    expect(Buffer.from(row!.data).toString('hex')).toBe(Buffer.from(ts.data).toString('hex'));
+    const [row] = await db.sql.begin(async (tx) => {
+      await tx`select calendar.begin_event_write()`;
+      await tx`
+        select calendar.append_calendar_changed(${c.at}, '{}'::jsonb, ${c.workspaceId}, ${c.listingId}, ${c.kind}, ${c.holder.kind},
+                                                ${c.holder.id}, ${range(c.released)}::daterange, ${range(c.held)}::daterange)`;
+      return tx<{ id: string; data: Buffer | null; body: unknown }[]>`
+        select id::text, data, body from calendar.events where listing_id = ${c.listingId} order by seq desc limit 1`;
+    });
+    expect(row!.data).toBeNull();
+    const fromSql = encodeEvent('calendar_changed', row!.id, row!.body);
+    const fromTs = encodeEvent('calendar_changed', row!.id, ts.body);
+    expect(fromSql.subject).toBe('psync.calendar.v1.CalendarChanged');
+    expect(Buffer.from(fromSql.data).toString('hex')).toBe(Buffer.from(fromTs.data).toString('hex'));
+    // And both are the message the fields describe.
+    const expected = create(CalendarChangedSchema, {
+      eventId: row!.id,
+      occurredAt: { seconds: BigInt(Math.floor(c.at.getTime() / 1000)), nanos: (((c.at.getTime() % 1000) + 1000) % 1000) * 1_000_000 },
+      workspaceId: c.workspaceId,
+      listingId: c.listingId,
+      kind: CalendarChangeKindSchema.values.find((v) => v.localName.toLowerCase() === c.kind)!.number,
+      holder: { kind: NightHolderKindSchema.values.find((v) => v.localName.toLowerCase() === c.holder.kind)!.number, id: c.holder.id },
+      released: c.released,
+      held: c.held,
+    });
+    expect(Buffer.from(fromTs.data).toString('hex')).toBe(Buffer.from(toBinary(CalendarChangedSchema, expected)).toString('hex'));
+  });
+
+  test('a body the encoder does not understand fails loudly, naming the event and the field', () => {
+    const good = calendarChanged(cases[0]!).body;
+    expect(() => eventMessage('calendar_changed', 'e-1', { ...good, kind: 'block_exploded' })).toThrow(/e-1.*kind: unknown value "block_exploded"/);
+    expect(() => eventMessage('calendar_changed', 'e-2', { ...good, occurred_at: '2031-05-06 07:08:09' })).toThrow(/e-2.*occurred_at/);
+    const { holder_id: _dropped, ...missing } = good;
+    expect(() => eventMessage('calendar_changed', 'e-3', missing)).toThrow(/e-3.*holder_id: not a string/);
+    expect(() => eventMessage('calendar_changed', 'e-4', null)).toThrow(/e-4.*not an object/);
+    expect(() => encodeOutboxRow({ id: 'e-5', subject: 'calendar_exploded', data: null, body: good, headers: {} })).toThrow(/e-5.*unknown event type/);
   });
 });
 
@@ -146,9 +178,17 @@ describe('put_block', () => {
     expect(e.msg.workspaceId).toBe(WS);
     expect(e.msg.occurredAt?.seconds).toBe(BigInt(Math.floor(at.getTime() / 1000)));
     expect(e.msg.occurredAt?.nanos).toBe(123_000_000);
-    expect(e.subject).toBe('psync.calendar.v1.CalendarChanged');
-    expect(Buffer.compare(e.outbox_data!, e.data)).toBe(0);
+    // Plain rows: no protobuf in the database; the outbox row carries the same body under the type.
+    expect(e.data).toBeNull();
+    expect(e.outbox_data).toBeNull();
+    expect(e.subject).toBe('calendar_changed');
+    expect(e.outbox_body).toEqual(e.body);
     expect(e.headers).toEqual({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', workspace_id: WS });
+    // What the relay publishes for it: the message under its full name, the headers as stored.
+    const published = encodeOutboxRow({ id: e.id, subject: e.subject!, data: null, body: e.outbox_body, headers: e.headers! });
+    expect(published.subject).toBe('psync.calendar.v1.CalendarChanged');
+    expect(Buffer.from(published.data).toString('hex')).toBe(Buffer.from(toBinary(CalendarChangedSchema, e.msg)).toString('hex'));
+    expect(published.headers).toEqual(e.headers);
   });
 
   test('unchanged (identical) and reason-only change write no event; a move writes BLOCK_MOVED', async () => {

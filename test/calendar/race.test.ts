@@ -1,5 +1,5 @@
 /**
- * The race test of issue 5 ("Done when"): hundreds of concurrent, conflicting block
+ * The race test: hundreds of concurrent, conflicting block
  * pushes and holds from several client processes, against TWO calendar service
  * processes sharing one PostgreSQL database, leave no night held twice by a hold or
  * booking and no block over a hold or booking.

@@ -1,7 +1,7 @@
 /**
  * WatchEvents under concurrent writers across two calendar replicas, interleaved with
- * long-open event writers and a long-open foreign transaction (issue 14 items 3 and 5;
- * migration 0005, docs/calendar.md "WatchEvents").
+ * long-open event writers and a long-open foreign transaction
+ * (migration 0005, docs/calendar.md "WatchEvents").
  *
  * Writers: 8 gRPC loops (4 per replica) placing and releasing holds and pushing
  * blocks on 8 listings, and 5 SQL loops whose transactions write one event under a
@@ -134,7 +134,7 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
           const listing = pick(listings);
           await db.begin(async (tx) => {
             await tx`select calendar.lock_listing(${listing})`;
-            await tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, ${ws}, ${listing}, 1, 1, ${holder}, null, '[2032-01-01,2032-01-02)'::daterange)`;
+            await tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, ${ws}, ${listing}, 'block_created', 'block', ${holder}, null, '[2032-01-01,2032-01-02)'::daterange)`;
             await sleep(200 + Math.random() * 1300);
             if (rollback) throw new Error('rollback');
           });

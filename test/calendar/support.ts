@@ -69,12 +69,12 @@ export interface Watcher {
 export function watch(calendar: CalendarClient, req: { cursor?: string; listingId?: string; workspaceId?: string }): Watcher {
   const abort = new AbortController();
   const received: WatchEventsResponse[] = [];
-  let failure: unknown;
+  let failure: Error | undefined;
   const loop = (async () => {
     try {
       for await (const m of calendar.watchEvents(req, { signal: abort.signal, timeoutMs: 0 })) received.push(m);
     } catch (err) {
-      if (!abort.signal.aborted) failure = err;
+      if (!abort.signal.aborted) failure = err instanceof Error ? err : new Error(String(err));
     }
   })();
   return {

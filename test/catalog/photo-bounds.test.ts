@@ -1,5 +1,5 @@
 /**
- * Photo memory bounds against the running system (issue 13; docs/catalog.md "Memory
+ * Photo memory bounds against the running system (docs/catalog.md "Memory
  * bounds"): decompression bombs are rejected `too_large` on their header, without
  * being decoded, settled once and never fetched again; a progressive JPEG over the
  * progressive ceiling is rejected while a baseline JPEG of the same size is

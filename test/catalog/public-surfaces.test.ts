@@ -216,6 +216,7 @@ describe(`public surfaces (database: ${backends.database}, bus: ${backends.bus})
           .map((e) => {
             const decode = { 'catalog.listing.published': ListingPublishedSchema, 'catalog.listing.updated': ListingUpdatedSchema, 'catalog.listing.unpublished': ListingUnpublishedSchema }[e.subject];
             const msg = decode ? fromBinary(decode as typeof ListingPublishedSchema, e.data) : undefined;
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it widens: an unpublished event also carries `missing`
             return { subject: e.subject, id: e.id, msg: msg as (typeof msg & { missing?: number[] }) | undefined };
           })
           .filter((e) => e.msg?.listing?.listingId === listingId);

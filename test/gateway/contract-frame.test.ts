@@ -1,7 +1,7 @@
 /**
  * The gateway's contract frame end to end: the real system (services/main.ts, as an
  * operator starts it) with identity behind the gateway. Spec "Authentication",
- * "Errors", "Limits"; operator-interface.md decisions; docs/decisions.md "Gateway
+ * "Errors", "Limits"; docs/contract-gaps.md; docs/decisions.md "Gateway
  * contract".
  *
  * The system runs with small quotas so limits are reachable: 40 contract requests and

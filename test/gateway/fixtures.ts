@@ -30,7 +30,7 @@ export function validProperty(): Record<string, unknown> {
   };
 }
 
-/** Only the required fields (operator-interface.md "required property fields"). */
+/** Only the required fields (docs/contract-gaps.md "required property fields"). */
 export function minimalProperty(): Record<string, unknown> {
   return {
     name: 'Bare room',

@@ -15,16 +15,19 @@ import { validBlock, validEndpoint, validProperty } from './fixtures';
 import { send, type Received, type SentRequest } from './http-client';
 import { Partners, type Partner } from './partners';
 
-/** The spec's codes with their statuses, plus the additive not_found / method_not_allowed. */
+/** The spec's codes with their statuses, plus the additive not_found / method_not_allowed and the sandbox tools' codes. */
 const CODES: Record<string, number> = {
   validation_failed: 400,
   unauthorized: 401,
   workspace_scope_mismatch: 403,
   property_not_found: 404,
   deletion_request_not_found: 404,
+  delivery_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  webhook_endpoint_not_active: 409,
+  delivery_not_resendable: 409,
   rate_limited: 429,
   not_enabled: 501,
 };
@@ -81,7 +84,7 @@ describe(`public API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_SEE
       return { headers: { ...auth, ...(contentType ? { 'Content-Type': contentType } : {}) }, body: payload };
     };
     const block = { ...validBlock(), listing_id: listingId };
-    switch (rng.int(9)) {
+    switch (rng.int(12)) {
       case 0:
         return { method: 'PUT', path: `/v1/properties/${rng.chance(0.6) ? seg() : 'fuzz-home'}`, ...json(validProperty()) };
       case 1:
@@ -102,6 +105,23 @@ describe(`public API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_SEE
           method: 'POST',
           path: `/v1/deletion-requests/${rng.chance(0.7) ? seg() : '00000000-0000-4000-8000-000000000000'}/acknowledge`,
           ...json({ completed_at: rng.pick(['2026-01-01T00:00:00Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59-23:59', '0001-01-01T00:30:00+01:00']) }),
+        };
+      case 9:
+        return {
+          method: 'POST',
+          path: '/v1/sandbox/events',
+          ...json({ event_type: rng.pick(['booking.confirmed', 'booking.cancelled', 'user.erased']), listing_id: listingId, check_in: '2031-01-01', check_out: '2031-01-03' }),
+        };
+      case 10: {
+        const params = ['state', 'event_type', 'page', 'page_size', rng.pick(['unknown', '__proto__', 'constructor'])];
+        const q = Array.from({ length: 1 + rng.int(4) }, () => `${rng.pick(params)}=${seg()}`).join('&');
+        return { method: 'GET', path: `/v1/webhooks/deliveries?${q}`, headers: auth };
+      }
+      case 11:
+        return {
+          method: rng.pick(['GET', 'POST']),
+          path: `/v1/webhooks/deliveries/${rng.chance(0.7) ? seg() : '00000000-0000-4000-8000-000000000000'}${rng.chance(0.5) ? '/resend' : ''}`,
+          headers: auth,
         };
       case 7:
         return { method: 'POST', path: '/v1/token', headers: rng.chance(0.5) ? { Authorization: `Bearer ${headerSafe(hostileString(rng, mark).slice(0, 200))}` } : {}, body: rawBody(rng, '{}', mark) };

@@ -9,7 +9,8 @@
  * system); partners and tokens through the identity service and POST /v1/token
  * (partners.ts). Only the partner's identifiers are replaced before sending: the
  * examples' listing id by a listing of the test workspace, the webhook URL by the
- * receiver's, the `event_id` by that of a real `user.erased` delivery.
+ * receiver's, the `event_id` by that of a real `user.erased` delivery, a test delivery's
+ * `event_id` by that of the test event the sandbox tools' examples send.
  *
  * What is not sent, and why, is listed in NOT_SENT; the last test fails when an example
  * is neither sent nor listed there.
@@ -19,12 +20,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXAMPLE_IDS, OPENAPI_FILE } from '../../gateway/openapi';
 import { ROOT } from '../support/process';
+import { eventually } from '../notifications/support/harness';
 import { webhookSuite } from '../notifications/support/suite';
 import { send, type Received } from './http-client';
 import { type Partner, Partners } from './partners';
 import { documentAjv, exampleCall, type Operation, operations, responseExamples, type Doc } from './openapi-walk';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 
 const suite = webhookSuite('openapi-examples');
 
@@ -49,6 +50,8 @@ let sandbox: Partner;
 let production: Partner;
 let listingId: string;
 let eventId: string | undefined;
+/** A test event's delivery (the sandbox tools' examples). */
+let deliveryEventId: string | undefined;
 const receiverPath = `/openapi-examples/${randomUUID()}`;
 /** `KEY status name` of every response example sent. */
 const sent = new Set<string>();
@@ -69,6 +72,7 @@ afterAll(() => partners?.close());
 function substitute(text: string): string {
   let out = text.split(EXAMPLE_IDS.listingId).join(listingId).split(EXAMPLE_IDS.webhookUrl).join(`${suite.receiver.baseUrl}${receiverPath}`);
   if (eventId) out = out.split(EXAMPLE_IDS.eventId).join(eventId);
+  if (deliveryEventId) out = out.split(EXAMPLE_IDS.deliveryEventId).join(deliveryEventId);
   return out;
 }
 
@@ -193,6 +197,43 @@ test('PUT /webhooks/endpoint, and the acknowledgement of a real user.erased deli
 
   const paused = await sendExample('PUT /webhooks/endpoint', 'pause');
   expect(paused.json).toEqual({ url: `${suite.receiver.baseUrl}${receiverPath}`, events: [], status: 'active' });
+}, 120_000);
+
+test('the sandbox tools: test events, their deliveries in the log, a resend; a paused endpoint refuses both', async () => {
+  const url = `${suite.receiver.baseUrl}${receiverPath}`;
+  const events = ['booking.confirmed', 'booking.cancelled', 'user.erased'];
+  // Active again: the test above ended by pausing delivery.
+  const active = await send(suite.system.gatewayUrl, { method: 'PUT', path: '/v1/webhooks/endpoint', headers: { ...sandbox.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ url, events }) });
+  expect(active.json.status).toBe('active');
+
+  const confirmed = await sendExample('POST /sandbox/events', 'confirmed');
+  deliveryEventId = confirmed.json.event_id as string;
+  for (const name of ['cancelled', 'erased', 'dated', 'unknown_listing']) await sendExample('POST /sandbox/events', name);
+  await sendCommonErrors('POST /sandbox/events', 'confirmed');
+  await eventually(async () => {
+    const res = await send(suite.system.gatewayUrl, { path: `/v1/webhooks/deliveries/${deliveryEventId}`, headers: sandbox.auth });
+    return res.json?.state === 'delivered';
+  }, 20_000, 'the test event delivered');
+
+  const one = await sendExample('GET /webhooks/deliveries/{event_id}', 'delivery');
+  expect(one.json).toEqual(expect.objectContaining({ event_id: deliveryEventId, test: true, state: 'delivered', attempts_total: 1 }));
+  await sendExample('GET /webhooks/deliveries/{event_id}', 'unknown_delivery');
+  await sendCommonErrors('GET /webhooks/deliveries/{event_id}');
+  await sendExample('GET /webhooks/deliveries', 'page');
+  await sendExample('GET /webhooks/deliveries', 'past_the_end');
+  await sendCommonErrors('GET /webhooks/deliveries');
+
+  const resent = await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'resent');
+  expect([resent.json.event_id, resent.json.state]).toEqual([deliveryEventId, 'pending']);
+  await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'unknown_delivery');
+  // The real user.erased delivery of the test above, delivered: its body is gone.
+  await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'not_resendable');
+  await sendCommonErrors('POST /webhooks/deliveries/{event_id}/resend');
+
+  const paused = await send(suite.system.gatewayUrl, { method: 'PUT', path: '/v1/webhooks/endpoint', headers: { ...sandbox.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ url, events: [] }) });
+  expect(paused.json.events).toEqual([]);
+  await sendExample('POST /sandbox/events', 'endpoint_not_active');
+  await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'endpoint_not_active');
 }, 120_000);
 
 test('every response example of every operation was sent, or is listed in NOT_SENT with its reason', () => {

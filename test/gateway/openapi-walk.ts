@@ -13,7 +13,6 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { storableDate, storableDateTime } from '../../gateway/instant-formats';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 export type Doc = any;
 
 export const METHODS = ['get', 'put', 'post', 'delete'] as const;
@@ -48,7 +47,7 @@ export function resolve(doc: Doc, obj: any, at: string[]): { value: any; at: str
 export function operations(doc: Doc): Operation[] {
   const out: Operation[] = [];
   for (const [root, label] of [['paths', ''], ['webhooks', 'WEBHOOK ']] as const) {
-    for (const [path, item] of Object.entries(doc[root] ?? {}) as [string, any][]) {
+    for (const [path, item] of Object.entries<any>(doc[root] ?? {})) {
       for (const method of METHODS) {
         const op = item[method];
         if (!op) continue;
@@ -82,9 +81,9 @@ export function requestExamples(op: Operation): MediaExample[] {
 
 export function responseExamples(doc: Doc, op: Operation): ResponseExample[] {
   const out: ResponseExample[] = [];
-  for (const [status, r] of Object.entries(op.op.responses ?? {}) as [string, any][]) {
+  for (const [status, r] of Object.entries<any>(op.op.responses ?? {})) {
     const { value: response, at } = resolve(doc, r, [...op.at, 'responses', status]);
-    for (const [mediaType, media] of Object.entries(response.content ?? {}) as [string, any][]) {
+    for (const [mediaType, media] of Object.entries<any>(response.content ?? {})) {
       for (const [name, example] of Object.entries(media.examples ?? {})) {
         out.push({ status, name, example, mediaType, mediaAt: [...at, 'content', mediaType], response });
       }

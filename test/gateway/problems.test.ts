@@ -55,7 +55,8 @@ describe('problem documents', () => {
     const statuses = Object.fromEntries(Object.entries(PROBLEM_CODES).map(([c, v]) => [c, v.status]));
     expect(statuses).toEqual({
       validation_failed: 400, unauthorized: 401, workspace_scope_mismatch: 403, property_not_found: 404,
-      deletion_request_not_found: 404, not_found: 404, method_not_allowed: 405, conflict: 409, rate_limited: 429,
+      deletion_request_not_found: 404, delivery_not_found: 404, not_found: 404, method_not_allowed: 405, conflict: 409,
+      webhook_endpoint_not_active: 409, delivery_not_resendable: 409, rate_limited: 429,
       internal_error: 500, not_enabled: 501, service_unavailable: 503,
     });
   });
@@ -86,6 +87,9 @@ describe('internal errors → public codes', () => {
     ['NotFound + PROPERTY_NOT_FOUND', connectError(Code.NotFound, ErrorReason.PROPERTY_NOT_FOUND), 'property_not_found'],
     ['NotFound + LISTING_NOT_FOUND', connectError(Code.NotFound, ErrorReason.LISTING_NOT_FOUND), 'property_not_found'],
     ['NotFound + DELETION_REQUEST_NOT_FOUND', connectError(Code.NotFound, ErrorReason.DELETION_REQUEST_NOT_FOUND), 'deletion_request_not_found'],
+    ['NotFound + DELIVERY_NOT_FOUND', connectError(Code.NotFound, ErrorReason.DELIVERY_NOT_FOUND), 'delivery_not_found'],
+    ['FailedPrecondition + WEBHOOK_ENDPOINT_NOT_ACTIVE', connectError(Code.FailedPrecondition, ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE), 'webhook_endpoint_not_active'],
+    ['FailedPrecondition + DELIVERY_NOT_RESENDABLE', connectError(Code.FailedPrecondition, ErrorReason.DELIVERY_NOT_RESENDABLE), 'delivery_not_resendable'],
     ['PermissionDenied + WORKSPACE_SCOPE_MISMATCH', connectError(Code.PermissionDenied, ErrorReason.WORKSPACE_SCOPE_MISMATCH), 'workspace_scope_mismatch'],
     ['Unauthenticated', connectError(Code.Unauthenticated, ErrorReason.UNAUTHORIZED), 'unauthorized'],
   ])('%s', (_name, err, code) => {

@@ -1,6 +1,6 @@
 /**
  * The JSON Schemas and the mapping of their violations to the public `errors[]`
- * (operator-interface.md "errors[].code values"): every code, every path form, and
+ * (docs/contract-gaps.md "`errors[].code` values"): every code, every path form, and
  * never a submitted value.
  */
 import type { ErrorObject } from 'ajv';

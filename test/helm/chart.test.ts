@@ -1,12 +1,12 @@
 /**
- * Chart tests for helm/psync (issue 7, item 3): `helm lint` and `helm template` with
+ * Chart tests for helm/psync: `helm lint` and `helm template` with
  * the default values and with a production-like values file, every rendered object
  * validated with kubernetes-models (Prometheus Operator CRDs shape-checked), and
  * assertions on what an SRE relies on: probes on real ports, hardened containers,
  * resources everywhere, NetworkPolicies selecting the right pods, the migration hook,
  * secret references, and values.schema.json refusing bad values.
  *
- * Issue 12 (internal trust boundary): each Deployment's own INTERNAL_TOKEN from a
+ * The internal trust boundary (docs/security/internal-access.md): each Deployment's own INTERNAL_TOKEN from a
  * Secret of its own, INTERNAL_CALLERS per server derived from the same caller table
  * as the NetworkPolicies and pinned to services/kit/access-policy.ts, hashes equal to
  * the rendered tokens, no OPERATOR_TOKEN in any pod, internal TLS on by default
@@ -42,7 +42,7 @@ const GRPC_SERVICE: Record<(typeof SERVICES)[number], string> = {
   notifications: 'psync.notifications.v1.NotificationsService',
 };
 
-/** The metric names the processes export (issue 7); alerts and the dashboard may use only these (plus `up` and kubelet series). */
+/** The metric names the processes export; alerts and the dashboard may use only these (plus `up` and kubelet series). */
 const PSYNC_METRICS = [
   'psync_http_requests_total',
   'psync_http_request_duration_seconds',
@@ -99,7 +99,7 @@ const VARIANTS: Variant[] = [
 ];
 
 /**
- * The release components each component calls over the network (issue 12). The chart
+ * The release components each component calls over the network. The chart
  * derives the NetworkPolicies, the service URLs each pod gets and every server's
  * INTERNAL_CALLERS from its own copy (psync.callees in templates/_trust.tpl); the
  * tests pin both to services/kit/access-policy.ts.
@@ -845,7 +845,7 @@ describe('helm template with every optional part off', () => {
   });
 });
 
-describe.each(VARIANTS)('internal trust boundary (issue 12) with $label', (v) => {
+describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
   const objs = () => objectsOf(v);
   const name = (c: string) => `${v.fullname}-${c}`;
   const tokenSecret = (role: string) => (v.production ? { name: role === 'operator' ? 'psync-operator' : `psync-${role}-internal`, key: role === 'operator' ? 'psync-token' : 'token' } : { name: role === 'operator' ? name('operator-token') : `${name(role)}-internal-token`, key: 'token' });

@@ -1,5 +1,5 @@
 /**
- * Static checks of deploy/Dockerfile and .dockerignore (issue 7, item 1). No Docker
+ * Static checks of deploy/Dockerfile and .dockerignore. No Docker
  * engine runs on these machines, so the image is never built here: this parses the
  * instructions and checks what the chart and the runbook rely on (multi-stage, a
  * numeric non-root user, the entry point and role argument, the exposed ports, the
@@ -20,7 +20,8 @@ describe('deploy/Dockerfile', () => {
     expect(froms.length).toBeGreaterThanOrEqual(2);
     for (const f of froms.slice(0, -1)) expect(f.args).toMatch(/\s+AS\s+[a-z][a-z0-9-]*$/i);
     expect(stages).toHaveLength(froms.length);
-    expect(runtimeStage.base).toMatch(/^(node:20[\w.-]*-(bookworm-)?slim|gcr\.io\/distroless\/nodejs20)/);
+    // Node 24 LTS: Node 20 reached end of life in April 2026.
+    expect(runtimeStage.base).toMatch(/^(node:24[\w.-]*-(bookworm-)?slim|gcr\.io\/distroless\/nodejs24)/);
   });
 
   test('installs with npm ci, builds with npm run build and prunes to production dependencies', () => {

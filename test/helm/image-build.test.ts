@@ -463,7 +463,7 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       try {
         await waitForLine(child, /listening.*https?:\/\//, 90000);
       } catch (err) {
-        throw new Error(`${(err as Error).message}\nstderr:\n${stderr.slice(-20).join('\n')}`);
+        throw new Error(`${(err as Error).message}\nstderr:\n${stderr.slice(-20).join('\n')}`, { cause: err });
       }
     }, 110000);
 

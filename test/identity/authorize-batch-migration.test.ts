@@ -2,7 +2,8 @@
  * identity/0002_authorize_batch was edited after it landed. The file holds the text
  * that first landed; the edited text (test/identity/fixtures/0002_authorize_batch.edited.sql)
  * is a checksum migrate.ts still accepts for that file (KNOWN_EDITS), and
- * identity/0004 brings either body to the current one.
+ * identity/0004 brings either body to the current one (identity/0005 then replaces it
+ * with the body that counts through count_requests).
  *
  * Three databases: one that applied 0001 and the first-landed 0002, one that applied
  * 0001 and the edited 0002, and a fresh one. All three migrate to the same function
@@ -68,10 +69,10 @@ test('each history recorded its own 0002 checksum', async () => {
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
 });
 
-test('both histories and a fresh database migrate to the current state: 0003 and 0004 applied, the edited checksum accepted at every start', async () => {
+test('both histories and a fresh database migrate to the current state: 0003 to 0005 applied, the edited checksum accepted at every start', async () => {
   for (const db of [dbs.firstLanded, dbs.edited]) {
     const { applied } = await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] });
-    expect(applied).toEqual(['identity/0003_internal_clients', 'identity/0004_authorize_batch_insert_first']);
+    expect(applied).toEqual(['identity/0003_internal_clients', 'identity/0004_authorize_batch_insert_first', 'identity/0005_rate_window_and_counting']);
     // The next start applies nothing and refuses nothing.
     expect((await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] })).applied).toEqual([]);
   }
@@ -81,13 +82,14 @@ test('both histories and a fresh database migrate to the current state: 0003 and
     'identity/0002_authorize_batch',
     'identity/0003_internal_clients',
     'identity/0004_authorize_batch_insert_first',
+    'identity/0005_rate_window_and_counting',
   ]);
   // The record keeps what each database applied.
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
   expect((await recorded(dbs.fresh.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
 
   const current = await functionDefinition(dbs.fresh.sql);
-  expect(current).toContain('into strict v_old'); // 0004's body: insert first, else lock
+  expect(current).toContain('identity.count_requests('); // 0005's body: counts through the one counting function
   expect(await functionDefinition(dbs.firstLanded.sql)).toBe(current);
   expect(await functionDefinition(dbs.edited.sql)).toBe(current);
 });

@@ -22,7 +22,7 @@ import { awayFromWindowEdge } from './helpers';
 let db: TestDatabase;
 beforeAll(async () => {
   db = await startTestDatabase();
-  await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, identityModule.migrations!] });
+  await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, identityModule.migrations] });
 }, 60_000);
 afterAll(async () => db?.stop());
 beforeEach(() => awayFromWindowEdge(), 30_000);

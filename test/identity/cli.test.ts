@@ -1,6 +1,6 @@
 /**
  * `bin/psync workspace create|show`, `key issue|revoke` and `client issue|revoke|list`
- * against a running system (operator-interface.md "Operator CLI"): exactly one JSON
+ * against a running system (docs/operator-cli.md): exactly one JSON
  * object on stdout and exit 0; a usage error is one line on stderr and exit 2, a
  * refused call one line and exit 1. The issued key and client really work, and are
  * never echoed by an error. psync calls with the operator's test credential (PSYNC_TOKEN).

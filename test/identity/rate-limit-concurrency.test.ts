@@ -1,6 +1,6 @@
 /**
- * The per-key quota holds exactly under concurrency (issue 3: "exactly 600 succeed when
- * two gateway processes share one key under concurrent load"; here the quota is 10):
+ * The per-key quota holds exactly under concurrency (with the default quota, exactly 600
+ * succeed when two gateway processes share one key under concurrent load; here it is 10):
  * a burst of 30 concurrent Authorize calls for one key gets exactly 10 counted and 20
  * limited, and the remaining values 9…0 each appear exactly once.
  *

@@ -55,7 +55,7 @@ describe('the checked-in manifest', () => {
   test('covers the folders every service module migrates from', () => {
     const sources = allMigrationSources().map((s) => [s.prefix, relative(ROOT, s.dir)]);
     for (const m of [identityModule, catalogModule, calendarModule, notificationsModule]) {
-      expect(sources).toContainEqual([m.migrations!.prefix, relative(ROOT, m.migrations!.dir)]);
+      expect(sources).toContainEqual([m.migrations.prefix, relative(ROOT, m.migrations.dir)]);
     }
     expect(sources[0]).toEqual(['kit', 'services/kit/migrations']);
   });

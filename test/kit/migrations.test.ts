@@ -50,11 +50,12 @@ describe('kit migrations', () => {
     const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
 
     const result = await runMigrations(sql, { schema: 'svc_kit', sources: [KIT_MIGRATIONS], log });
-    expect(result).toEqual({ schema: 'svc_kit', applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age'] });
+    expect(result).toEqual({ schema: 'svc_kit', applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'] });
     expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
       [30, 'svc_kit', 'kit/0001_outbox'],
       [30, 'svc_kit', 'kit/0002_processed_events'],
       [30, 'svc_kit', 'kit/0003_processed_events_age'],
+      [30, 'svc_kit', 'kit/0004_outbox_writer'],
     ]);
 
     expect(await tableExists('svc_kit', 'outbox')).toBe(true);
@@ -70,10 +71,11 @@ describe('kit migrations', () => {
       'outbox.seq bigint not null',
       'outbox.id uuid not null',
       'outbox.subject text not null',
-      'outbox.data bytea not null',
+      'outbox.data bytea',
       'outbox.headers jsonb not null',
       'outbox.created_at timestamp with time zone not null',
       'outbox.published_at timestamp with time zone',
+      'outbox.body jsonb',
       'processed_events.consumer text not null',
       'processed_events.event_id uuid not null',
       'processed_events.processed_at timestamp with time zone not null',
@@ -89,6 +91,14 @@ describe('kit migrations', () => {
       select seq, headers, published_at from svc_kit.outbox where id = ${id}`;
     expect(row).toEqual({ seq: '1', headers: {}, published_at: null });
     await expect(sql`insert into svc_kit.outbox (id, subject, data) values (${id}, 'x', '')`).rejects.toMatchObject({ code: '23505' });
+    // A row is encoded (data) or plain (body), never both or neither; append_outbox, the
+    // one writer, is bound to this schema's table whatever the caller's search_path.
+    const plain = '6f1c2b3a-0000-4000-8000-000000000002';
+    await sql`select svc_kit.append_outbox(${plain}::uuid, 'thing_happened', null, '{"n": 1}'::jsonb, '{"traceparent": "t"}'::jsonb)`;
+    const [p] = await sql<{ data: Buffer | null; body: unknown; headers: unknown }[]>`select data, body, headers from svc_kit.outbox where id = ${plain}`;
+    expect(p).toEqual({ data: null, body: { n: 1 }, headers: { traceparent: 't' } });
+    await expect(sql`select svc_kit.append_outbox(gen_random_uuid(), 'x', null, null, null)`).rejects.toMatchObject({ code: '23514' });
+    await expect(sql`select svc_kit.append_outbox(gen_random_uuid(), 'x', '\x01'::bytea, '{}'::jsonb, null)`).rejects.toMatchObject({ code: '23514' });
 
     await sql`insert into svc_kit.processed_events (consumer, event_id) values ('c', ${id})`;
     await expect(sql`insert into svc_kit.processed_events (consumer, event_id) values ('c', ${id})`).rejects.toMatchObject({ code: '23505' });
@@ -103,7 +113,7 @@ describe('runMigrations', () => {
       '0002_seed.sql': "insert into things (name) values ('a'), ('b');",
     });
     const first = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(first.applied).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'service/0001_things', 'service/0002_seed']);
+    expect(first.applied).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_things', 'service/0002_seed']);
     const thingsBefore = await sql`select * from svc_twice.things order by id`;
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
@@ -112,7 +122,7 @@ describe('runMigrations', () => {
     expect(await sql`select * from svc_twice.things order by id`).toEqual(thingsBefore);
     expect(await sql`select * from svc_twice.schema_migrations order by id`).toEqual(recordBefore);
     expect(thingsBefore).toHaveLength(2);
-    expect(recordBefore).toHaveLength(5);
+    expect(recordBefore).toHaveLength(6);
   });
 
   test('concurrent runs on the same schema apply every migration exactly once, without error', async () => {
@@ -127,12 +137,12 @@ describe('runMigrations', () => {
         Array.from({ length: 5 }, (_, i) => runMigrations(clients[i % clients.length]!, { schema: 'svc_race', sources: [KIT_MIGRATIONS, src] })),
       );
       const all = runs.flatMap((r) => r.applied).sort();
-      expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'service/0001_counter', 'service/0002_bump']);
+      expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_counter', 'service/0002_bump']);
       expect(runs.filter((r) => r.applied.length > 0)).toHaveLength(1);
     } finally {
       if (!db.embedded) await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
     }
-    expect(await appliedIds('svc_race')).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'service/0001_counter', 'service/0002_bump']);
+    expect(await appliedIds('svc_race')).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_counter', 'service/0002_bump']);
     expect(await sql`select n from svc_race.counter`).toEqual([{ n: 1 }]);
   });
 

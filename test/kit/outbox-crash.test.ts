@@ -57,7 +57,7 @@ maybe('outbox relay crash (needs NATS_URL and DATABASE_URL: a bus and a database
       },
     });
     children.push(child);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       const m = /^attempt (\S+)/.exec(line);
       if (m) {
         attempts.push(m[1]!);
@@ -141,7 +141,6 @@ maybe('outbox relay crash (needs NATS_URL and DATABASE_URL: a bus and a database
       // Published by the first run but not yet marked: exactly what the restart sends again.
       expect(republished).toBe(attemptedBeforeKill - publishedBeforeKill);
       const duplicates = [...deliveries.values()].reduce((sum, n) => sum + (n - 1), 0);
-      // eslint-disable-next-line no-console
       console.info(
         `outbox crash: ${EVENTS} events; before SIGKILL ${publishedBeforeKill} marked published, ` +
           `${attemptedBeforeKill} publish attempts, ${receivedBeforeKill} received; after restart ` +

@@ -140,6 +140,117 @@ test('a failing publish leaves rows unpublished and the relay retries without sk
   expect(await unpublished()).toBe(0);
 });
 
+test('publishes are pipelined, and each workspace keeps commit order even when a publish fails mid-batch', async () => {
+  const got = await collect('outbox-pipeline-reader', ['obp.>']);
+  const workspaces = ['w-a', 'w-b', 'w-c', 'w-d'];
+  let calls = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const slow: EventBus = {
+    ...t.bus,
+    kind: t.bus.kind,
+    async publish(e: BusEvent) {
+      calls++;
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        // Acknowledgements come back in any order.
+        await sleep(Math.random() * 8);
+        if (calls === 9 || calls === 23) throw new Error('bus unavailable (simulated)');
+        await t.bus.publish(e);
+      } finally {
+        inFlight--;
+      }
+    },
+  };
+  const rows: { id: string; ws: string }[] = [];
+  for (let i = 0; i < 60; i++) {
+    const ws = workspaces[i % 3 === 0 ? 0 : 1 + (i % 3)]!;
+    const id = await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: `obp.n`, data: enc(String(i)), headers: { workspace_id: ws } }));
+    rows.push({ id, ws });
+  }
+  const r = relay(slow, { batchSize: 25, log: pino({ level: 'silent' }) });
+  r.start();
+  await waitFor('all events despite failures', () => got.length >= rows.length, 30000);
+  await r.stop();
+  expect(maxInFlight).toBeGreaterThan(1);
+  expect(new Set(got.map((e) => e.id)).size).toBe(rows.length);
+  for (const ws of workspaces) {
+    expect(got.filter((e) => rows.find((x) => x.id === e.id)!.ws === ws).map((e) => e.id)).toEqual(rows.filter((x) => x.ws === ws).map((x) => x.id));
+  }
+  expect(await unpublished()).toBe(0);
+});
+
+test('an encoder\'s order keys: one listing at a time, listings of a workspace together, a workspace-wide event alone', async () => {
+  const got = await collect('outbox-keys-reader', ['obk.>']);
+  const inFlight = new Map<string, string>(); // event id → its key
+  let together = 0;
+  const conflicts: string[] = [];
+  const keyOf = (h: Record<string, string>) => h.k!.split('/');
+  const slow: EventBus = {
+    ...t.bus,
+    kind: t.bus.kind,
+    async publish(e: BusEvent) {
+      const k = e.headers!.k!;
+      for (const other of inFlight.values()) {
+        if (k.startsWith(other) || other.startsWith(k)) conflicts.push(`${other} with ${k}`);
+        else together++;
+      }
+      inFlight.set(e.id, k);
+      await sleep(Math.random() * 5);
+      inFlight.delete(e.id);
+      await t.bus.publish(e);
+    },
+  };
+  const keys = ['w/a', 'w/b', 'w/a', 'v/a', 'w/b', 'w', 'w/a', 'w/b', 'v/a', 'v/b', 'w/a', 'v', 'v/b', 'w/b'];
+  const ids: string[] = [];
+  for (const [i, k] of keys.entries()) ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: 'obk.n', data: enc(String(i)), headers: { k } })));
+  const r = new OutboxRelay({
+    sql: db.sql,
+    schema: SCHEMA,
+    bus: slow,
+    log: testLogger(),
+    batchSize: 50,
+    encode: (row) => ({ subject: row.subject, data: row.data!, headers: row.headers, orderKey: keyOf(row.headers) }),
+  });
+  while ((await r.relayOnce()) > 0);
+  await waitFor('all events', () => got.length >= ids.length);
+  expect(conflicts).toEqual([]);
+  expect(together).toBeGreaterThan(0);
+  // Keys that conflict (one a prefix of the other) arrive in commit order.
+  const at = new Map(got.map((e, i) => [e.id, i]));
+  for (let i = 0; i < keys.length; i++) {
+    for (let j = i + 1; j < keys.length; j++) {
+      const [a, b] = [keys[i]!, keys[j]!];
+      if (a.startsWith(b) || b.startsWith(a)) expect(at.get(ids[i]!)!).toBeLessThan(at.get(ids[j]!)!);
+    }
+  }
+});
+
+test('rows without a workspace are one aggregate: published one at a time, in commit order', async () => {
+  const got = await collect('outbox-serial-reader', ['obs.>']);
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const slow: EventBus = {
+    ...t.bus,
+    kind: t.bus.kind,
+    async publish(e: BusEvent) {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await sleep(1);
+      await t.bus.publish(e);
+      inFlight--;
+    },
+  };
+  const ids: string[] = [];
+  for (let i = 0; i < 20; i++) ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: 'obs.n', data: enc(String(i)) })));
+  const r = relay(slow, { batchSize: 50 });
+  while ((await r.relayOnce()) > 0);
+  await waitFor('all events', () => got.length >= ids.length);
+  expect(maxInFlight).toBe(1);
+  expect(got.map((e) => e.id)).toEqual(ids);
+});
+
 test('two relays on one schema (replicas) publish every row once, in order', async () => {
   const got = await collect('outbox-replicas-reader', ['obx.>']);
   const published: string[] = [];

@@ -1,7 +1,7 @@
 /**
  * postgres.js with deploy/patch-postgres.cjs applied: a connection whose backend dies
  * with a small write pending rejects its query with CONNECTION_CLOSED instead of
- * crashing the process from an immediate callback (porsager/postgres issue 1208's
+ * crashing the process from an immediate callback (porsager/postgres#1208's
  * deterministic repro: a reserved connection whose backend is terminated).
  */
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Benchmark of webhook deliveries (issue 6 item 8; results in docs/notifications.md):
+ * Benchmark of webhook deliveries (results in docs/notifications.md):
  *
  * 1. Latency: a booking confirmed through the calendar's ConfirmBooking RPC → the
  *    signed delivery received by a local HTTPS partner; p50 / p99 over sequential

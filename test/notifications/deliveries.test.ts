@@ -1,6 +1,6 @@
 /**
  * Signed deliveries from calendar events to a real HTTPS partner receiver (spec
- * "Events"; issue 6 items 4 and 6): envelope, data, signatures checked the way a
+ * "Events"): envelope, data, signatures checked the way a
  * partner must, retries on WEBHOOK_RETRY_SCHEDULE=1,1,1 through to `abandoned`,
  * redirects never followed, subscriptions, pausing, unverified and suspended
  * endpoints, rotation, erasure and its acknowledgement and escalation.

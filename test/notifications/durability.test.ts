@@ -1,6 +1,6 @@
 /**
  * Deliveries survive crashes, drain on SIGTERM, and are never sent twice at once by
- * several workers (issue 6 item 5; docs/notifications.md "Durability").
+ * several workers (docs/notifications.md "Durability and concurrency").
  *
  * - kill -9 in the middle of an attempt: after a restart the same event_id is sent
  *   again and delivered (embedded: leases of the previous run are released at start;

@@ -1,6 +1,6 @@
 /**
  * Webhook endpoint registration against the running system (spec "Webhook endpoint",
- * its status table, PUT /webhooks/endpoint; issue 6 items 1–3): the challenge during
+ * its status table, PUT /webhooks/endpoint): the challenge during
  * every call, the generic refusal of every bad URL, the signing secret shown once and
  * never re-minted, pausing, rotation. A real HTTPS partner receiver on
  * https://localhost:8443 (CA made at test time, trusted via NODE_EXTRA_CA_CERTS).
@@ -102,7 +102,7 @@ describe(`webhook endpoint registration (${backends.database})`, () => {
   });
 
   test.each([
-    ['a wrong echo', (() => ({ status: 200, body: JSON.stringify({ challenge: 'not-it' }) })) as Handler],
+    ['a wrong echo', (() => ({ status: 200, body: JSON.stringify({ challenge: 'not-it' }) }))],
     ['an empty 204', () => ({ status: 204 })],
     ['a body that is not JSON', (r) => ({ status: 200, body: r.json.data.challenge })],
     ['a 500 that echoes', (r) => ({ status: 500, body: JSON.stringify({ challenge: r.json.data.challenge }) })],

@@ -25,7 +25,7 @@ let created = 0;
 
 beforeAll(async () => {
   db = await startTestDatabase();
-  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations!] });
+  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations] });
   intake = new DeliveryIntake({ sql: db.sql, log: testLogger(), onDeliveryCreated: () => void created++ });
 }, 60_000);
 afterAll(async () => db?.stop());

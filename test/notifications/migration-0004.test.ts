@@ -16,7 +16,7 @@ import { startTestDatabase, type TestDatabase } from '../support/database';
 
 jest.setTimeout(120_000);
 
-const MIGRATIONS = notificationsModule.migrations!;
+const MIGRATIONS = notificationsModule.migrations;
 let db: TestDatabase;
 let before0004: string;
 

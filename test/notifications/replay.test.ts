@@ -1,5 +1,5 @@
 /**
- * `psync deliveries replay` (docs/notifications.md "Replay"; issue 7 item 5): abandoned
+ * `psync deliveries replay` (docs/notifications.md "Replay"): abandoned
  * deliveries re-queued through the CLI reach a real HTTPS partner receiver with the same
  * event_id and byte-identical body, freshly signed; delivered and pending deliveries are
  * left alone; another workspace's deliveries are invisible and untouched; a suspended

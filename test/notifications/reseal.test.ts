@@ -8,7 +8,7 @@ import { startTestDatabase, type TestDatabase } from '../support/database';
 let db: TestDatabase;
 beforeAll(async () => {
   db = await startTestDatabase();
-  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations!] });
+  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations] });
 }, 60_000);
 afterAll(async () => db?.stop());
 

@@ -33,7 +33,7 @@ const box = new SecretBox(randomBytes(32));
 
 beforeAll(async () => {
   db = await startTestDatabase();
-  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations!] });
+  await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations] });
 }, 120_000);
 afterAll(async () => db?.stop());
 

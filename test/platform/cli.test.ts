@@ -301,6 +301,45 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
       expect(again).toMatch(/^psync: refused: the hold expired, was released or was already converted$/);
     });
 
+    test('--idempotency-key: a retried hold place, booking confirm and booking cancel print the first answer and do nothing twice; the key with another request is refused', async () => {
+      const { ws, listing: lid } = await listing();
+      const key = (what: string) => `cli-${what}-${ws}`;
+      const hold = ['hold', 'place', '--listing', lid, '--check-in', night(10), '--check-out', night(12), '--idempotency-key', key('hold')];
+      const held = jsonOf(await psync(hold));
+      expect(jsonOf(await psync(hold))).toEqual(held);
+      const reused = expectOneLineFailure(await psync(['hold', 'place', '--listing', lid, '--check-in', night(20), '--check-out', night(22), '--idempotency-key', key('hold')]), 1);
+      expect(reused).toBe('psync: refused: idempotency_key was already used for a different request (PlaceHold); use a new key for a new request');
+
+      const guest = ['--guest-id', 'guest-idem', '--guest-name', 'Ada', '--party-size', '2', '--amount', '250.00', '--currency', 'EUR'];
+      const confirm = ['booking', 'confirm', '--listing', lid, '--check-in', night(30), '--check-out', night(32), ...guest, '--idempotency-key', key('booking')];
+      const booked = jsonOf(await psync(confirm));
+      // The retry is the same booking, not a second one (which would collide with the first's nights).
+      expect(jsonOf(await psync(confirm))).toEqual(booked);
+      expect(jsonOf(await psync(['booking', 'show', '--booking', booked.booking_reference as string]))).toMatchObject({ check_in: night(30), status: 'confirmed' });
+
+      const cancel = ['booking', 'cancel', '--booking', booked.booking_reference as string, '--initiated-by', 'guest', '--idempotency-key', key('cancel')];
+      const cancelled = jsonOf(await psync(cancel));
+      expect(cancelled).toEqual({ booking_reference: booked.booking_reference, cancelled: true });
+      expect(jsonOf(await psync(cancel))).toEqual(cancelled);
+      const otherCancel = expectOneLineFailure(await psync([...cancel.slice(0, 5), 'host', ...cancel.slice(6)]), 1);
+      expect(otherCancel).toMatch(/^psync: refused: idempotency_key was already used for a different request \(CancelBooking\)/);
+
+      // A key the RPCs would refuse is a usage error, before anything is called.
+      expect(expectOneLineFailure(await psync([...hold.slice(0, -1), 'two words']), 2)).toBe(
+        'psync: --idempotency-key must be 1 to 255 visible ASCII characters (no spaces), e.g. a UUID',
+      );
+    });
+
+    test('deliveries show: an unknown delivery and bad flags fail in one line (a delivery with its attempts: test/notifications/sandbox-tools.test.ts)', async () => {
+      const { ws } = await listing();
+      expect(expectOneLineFailure(await psync(['deliveries', 'show', '--workspace', ws, '--event', '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f']), 1)).toBe(
+        'psync: not found: no delivery with that event_id in this workspace',
+      );
+      expect(expectOneLineFailure(await psync(['deliveries', 'show', '--workspace', 'w', '--event', 'e']), 2)).toBe(
+        'psync: --workspace must be a workspace id (a UUID, as printed by `psync workspace create`); --event must be an event_id (a UUID, as printed by `psync deliveries list`)',
+      );
+    });
+
     test('--output table: list commands print aligned columns; JSON stays the default and unchanged', async () => {
       const name = `table-client-${Date.now()}`;
       const issued = jsonOf(await psync(['client', 'issue', '--name', name]));

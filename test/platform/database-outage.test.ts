@@ -1,7 +1,7 @@
 /**
  * Stopping PostgreSQL under load gives `503 service_unavailable` on every public
  * route, never a 500, then recovery without a restart once it is back
- * (issue 13 item 3; docs/decisions.md "Errors have one path"; docs/operations.md
+ * (docs/decisions.md "Errors have one path"; docs/operations.md
  * "Database outage").
  *
  * The system runs against its OWN PostgreSQL (test/support/private-postgres.ts), which
@@ -136,7 +136,7 @@ describeWithPrivatePostgres('PostgreSQL stopped under load', () => {
     const pid = system.child.pid;
     await pg!.start();
     const deadline = Date.now() + 30_000;
-    let after: [string, Received][] = [];
+    let after: [string, Received][];
     for (;;) {
       after = await fireAll();
       if (after.every(([, r]) => r.status !== 503) || Date.now() > deadline) break;

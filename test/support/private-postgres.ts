@@ -1,6 +1,5 @@
 /**
- * A private PostgreSQL cluster for fault tests (stack-notes.md "A private PostgreSQL
- * for fault tests"): `initdb` and `pg_ctl` run as the `postgres` OS user into a
+ * A private PostgreSQL cluster for fault tests: `initdb` and `pg_ctl` run as the `postgres` OS user into a
  * temporary directory it owns, the server listens on a free loopback port (its socket
  * in that directory), and a test may stop it like a crash (`pg_ctl -m immediate`)
  * and start it again. The machine's shared cluster is never touched.

@@ -166,7 +166,7 @@ export async function stopAllSystems(signal: NodeJS.Signals = 'SIGTERM'): Promis
 export function spawnMain(args: string[], env: Record<string, string | undefined>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'services/main.ts', ...args], {
     cwd: ROOT,
-    env: env as NodeJS.ProcessEnv,
+    env: env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -324,7 +324,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   } catch (err) {
     await system.stop('SIGKILL');
     const stderr = errLines.length ? `\nstderr:\n${errLines.slice(-20).join('\n')}` : '';
-    throw new Error(`${role}: ${(err as Error).message}${stderr}`);
+    throw new Error(`${role}: ${(err as Error).message}${stderr}`, { cause: err });
   }
   const url = (parseLine(line)?.url as string | undefined) ?? /https?:\/\/[^\s"]+/.exec(line)?.[0] ?? '';
   const internalPort = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.port;
@@ -369,11 +369,11 @@ export function runCommand(
   options: { cwd?: string; uid?: number; gid?: number } = {},
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, ...options, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: ROOT, ...options, env: env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('error', (err) => {
       clearTimeout(timer);

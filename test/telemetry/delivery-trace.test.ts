@@ -1,6 +1,5 @@
 /**
- * Observability of webhook deliveries in the real system (services/main.ts), issue 7
- * item 4 and its "Done when":
+ * Observability of webhook deliveries in the real system (services/main.ts):
  *
  * - Trace: one booking → delivery shows every hop in the PSYNC_TRACE_EXPORT_FILE
  *   spans: the CalendarService/ConfirmBooking SERVER span → the notifications intake's
@@ -130,7 +129,7 @@ test('one booking → delivery: ConfirmBooking → intake consumer → egress at
           s.attributes['messaging.destination.name'] === CALENDAR_SUBJECTS.bookingConfirmed,
       );
       const egress = consumer && all.find((s) => s.kind === 'CLIENT' && s.name === 'POST egress' && s.traceId === server.traceId);
-      if (egress) return { server, consumer: consumer!, egress };
+      if (egress) return { server, consumer: consumer, egress };
     }
     return undefined;
   };

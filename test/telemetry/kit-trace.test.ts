@@ -98,7 +98,7 @@ test('one trace from a gateway span through Connect, the outbox and the bus to a
           expect(res.status).toBe(200);
           resolve();
         } catch (err) {
-          reject(err as Error);
+          reject(err);
         }
       },
     });

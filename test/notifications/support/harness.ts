@@ -70,7 +70,7 @@ export class SystemClients {
 }
 
 /** Runs `bin/psync …` against `system`; resolves with the parsed JSON (or rejects with stderr). */
-export async function psync(system: RunningSystem, args: string[]): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function psync(system: RunningSystem, args: string[]): Promise<any> {
   const res = await runCommand(`${ROOT}/bin/psync`, args, { ...process.env, PSYNC_INTERNAL_URL: system.internalUrl, PSYNC_TOKEN: TEST_TOKENS.operator });
   if (res.code !== 0) throw new Error(`psync ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
   return JSON.parse(res.stdout);

@@ -29,7 +29,7 @@ export interface Received {
   /** The raw body, exactly as received. */
   raw: string;
   /** The parsed body (undefined if it was not JSON). */
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json: any;
   at: number;
   /** The TLS connection it came on (1, 2, … in the order they were accepted). */
   connection: number;
@@ -149,7 +149,7 @@ export class Receiver {
         return;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || Date.now() > deadline) {
-          throw new Error(`receiver: cannot listen on 127.0.0.1:${RECEIVER_PORT}: ${(err as Error).message}`);
+          throw new Error(`receiver: cannot listen on 127.0.0.1:${RECEIVER_PORT}: ${(err as Error).message}`, { cause: err });
         }
         await new Promise((r) => setTimeout(r, 500));
       }
