@@ -45,6 +45,46 @@ export default defineConfig(
     ignores: ['**/*.test.ts'],
     rules: { 'no-console': 'error' },
   },
+  // The dependency rule (docs/architecture.md): the kit is at the bottom and knows no
+  // service; a service never imports another; the gateway and the CLI reach services
+  // only through generated clients. Code two of them need goes into the kit.
+  ...['identity', 'catalog', 'calendar', 'notifications'].map((service) => ({
+    files: [`services/${service}/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./)+(gateway|bin)/|^\\.\\./(?!${service}/)(identity|catalog|calendar|notifications)/`,
+              message: 'A service imports only the kit, generated code and its own files (docs/architecture.md).',
+            },
+          ],
+        },
+      ],
+    },
+  })),
+  {
+    files: ['services/kit/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^\\.\\./(identity|catalog|calendar|notifications)/|^(\\.\\./)+(gateway|bin)/', message: 'The kit depends on no service (docs/architecture.md).' }] },
+      ],
+    },
+  },
+  {
+    files: ['gateway/**/*.ts', 'bin/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./)+services/(identity|catalog|calendar|notifications)/', message: 'The gateway and the CLI reach services through generated clients; shared code lives in services/kit (docs/architecture.md).' }] },
+      ],
+    },
+  },
   {
     // Tests and benchmarks read untyped JSON answers and send deliberately malformed
     // input: `any` is their normal case there (production code has none). Methods are

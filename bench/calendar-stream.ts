@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase();
   const foreignDb = await createBenchDatabase('psync_bench_foreign');
   const system = await startBenchSystem(db.url, {}, 3);
-  const { identity, catalog, calendar, sql } = system;
+  const { identity, catalog, sql } = system;
   const foreign = createSql(foreignDb.url, { max: 2 });
   const out: string[] = [];
   let probe: ReturnType<typeof openLagProbe> | undefined;
@@ -98,13 +98,19 @@ async function main(): Promise<void> {
     await probe.run('warm', RATE, 3);
     await phase('quiet', 'nothing else open');
     await phase('otherdb', `write transaction open in another database (${FOREIGN_HOLD_MS / 1000} s each, back to back)`, writeTransactions(foreign, 'bench_rows'));
-    await phase('otherschema', `write transaction open in another schema of the calendar's database (${FOREIGN_HOLD_MS / 1000} s each)`, writeTransactions(sql, 'bench_other.bench_rows'));
-    await phase('readonly', 'read-only repeatable-read transaction open on the calendar\'s database', readOnlyTransaction(sql));
+    await phase(
+      'otherschema',
+      `write transaction open in another schema of the calendar's database (${FOREIGN_HOLD_MS / 1000} s each)`,
+      writeTransactions(sql, 'bench_other.bench_rows'),
+    );
+    await phase('readonly', "read-only repeatable-read transaction open on the calendar's database", readOnlyTransaction(sql));
     await probe.close();
 
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
-      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (the machine is shared).`,
       `Command: DATABASE_URL=${process.env.DATABASE_URL!.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar-stream (BENCH_RATE=${RATE}, BENCH_SECONDS=${SECONDS}, FOREIGN_HOLD_MS=${FOREIGN_HOLD_MS})`,
       '',
       '| while the pushes run | events | lag p50 | lag p99 | lag max | PutBlock p50 / p99 | lost or failed |',

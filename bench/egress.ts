@@ -105,7 +105,14 @@ async function client(base: string): Promise<void> {
       occurred_at: new Date().toISOString(),
       workspace_id: `ws-${i % ENDPOINTS}`,
       environment: 'sandbox',
-      data: { booking_id: randomUUID(), listing_id: randomUUID(), check_in: '2026-12-01', check_out: '2026-12-05', guest: { id: `g-${i}`, name: 'Ada Lovelace' }, total: { amount: '1234.56', currency: 'EUR' } },
+      data: {
+        booking_id: randomUUID(),
+        listing_id: randomUUID(),
+        check_in: '2026-12-01',
+        check_out: '2026-12-05',
+        guest: { id: `g-${i}`, name: 'Ada Lovelace' },
+        total: { amount: '1234.56', currency: 'EUR' },
+      },
     });
     const ts = String(Math.floor(Date.now() / 1000));
     const headers = {
@@ -215,13 +222,13 @@ async function main(): Promise<void> {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const results: PartResult[] = [];
-  for await (const line of createInterface({ input: child.stdout! })) {
+  for await (const line of createInterface({ input: child.stdout })) {
     const msg = JSON.parse(line) as PartResult | { mark: string };
     if ('mark' in msg) {
       tlsConnections = 0;
       tlsResumed = 0;
-      child.stdin!.write('ok\n');
-      if (msg.mark === 'end') child.stdin!.end();
+      child.stdin.write('ok\n');
+      if (msg.mark === 'end') child.stdin.end();
       continue;
     }
     const r = { ...msg, tls_connections: tlsConnections, tls_resumed: tlsResumed, load: +loadavg()[0]!.toFixed(2) };
@@ -243,7 +250,11 @@ async function main(): Promise<void> {
   console.log('\nmedian of the runs:');
   for (const part of parts) {
     const of = results.filter((r) => r.part === part);
-    const med = (f: (r: PartResult) => number) => pct(of.map(f).sort((a, b) => a - b), 50);
+    const med = (f: (r: PartResult) => number) =>
+      pct(
+        of.map(f).sort((a, b) => a - b),
+        50,
+      );
     console.log(`${part}: ${med((r) => r.per_s)} req/s, p50 ${med((r) => r.p50_ms)} ms, p99 ${med((r) => r.p99_ms)} ms, ${med((r) => r.cpu_ms_per_request)} ms CPU/req`);
   }
   if (results.some((r) => r.failed > 0)) throw new Error('some requests failed');

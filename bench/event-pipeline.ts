@@ -184,12 +184,16 @@ async function main(): Promise<void> {
   if (process.env.DATABASE_URL && PART !== 'relay') {
     say('');
     say('Commit → WatchEvents lag (whole system):');
-    say('| pushes | events | lag p50 | lag p99 | lag max | drain after the last push | PutBlock p50 / p99 | lost or failed | calendar outbox backlog: peak, emptied | system process CPU per push |');
+    say(
+      '| pushes | events | lag p50 | lag p99 | lag max | drain after the last push | PutBlock p50 / p99 | lost or failed | calendar outbox backlog: peak, emptied | system process CPU per push |',
+    );
     say('|---|---:|---:|---:|---:|---:|---:|---:|---|---:|');
     await streamLag();
   }
   out.unshift(
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} (the machine is shared).`,
     `Command: ${process.env.DATABASE_URL ? 'DATABASE_URL=… ' : ''}${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:events (BENCH_EVENTS=${EVENTS}, BENCH_WORKSPACES=${WORKSPACES}, BENCH_RATE=${RATE}, BENCH_SECONDS=${SECONDS})`,
     '',
   );

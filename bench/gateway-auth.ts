@@ -15,7 +15,7 @@
  *          (token HMAC + one SQL statement) and ListBlocks to the calendar (one SQL
  *          query) through the in-process transport, the presenter, the access log line
  *          (LOG_LEVEL=info to /dev/null, as deployed);
- *   bare:  one Koa handler in one process (bench/support/bare-auth-server.ts) doing the
+ *   bare:  one node:http handler in one process (bench/support/bare-auth-server.ts) doing the
  *          same token check, the same Authorize statement (services/identity/queries.ts)
  *          and the same ListBlocks query (services/calendar/blocks.ts), nothing else;
  *   split: the same system as five processes (gateway, identity, calendar, catalog,
@@ -47,7 +47,6 @@
  * the project built by tsc into .tmp/bench-dist and run as the image runs it;
  * bench/support/compiled-build.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
@@ -63,9 +62,7 @@ import { AuthorizeBatcher } from '../services/identity/authorize-batcher';
 import { authorizeBatch } from '../services/identity/queries';
 import { createSql, type Sql } from '../services/kit/database';
 import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
-import { freePort } from '../test/support/system';
-import { credentialInterceptor, TEST_TOKENS, testCallerEnv } from '../test/support/credentials';
-import { isRole } from '../services/kit/access-policy';
+import { credentialInterceptor } from '../test/support/credentials';
 import { cpuMsOf } from './support/proc-cpu';
 import { chooseLoadGenerator, runLoad, type LoadResult } from './support/load-generator';
 import { benchRuntime, buildForBench } from './support/compiled-build';
@@ -452,7 +449,7 @@ function report(o: {
       LOG_LEVEL +
       '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
     '**split**: the same code in the Kubernetes shape — `services/main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
-    '**bare**: one Koa handler in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement through the same batcher (`services/identity/authorize-batcher.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
+    '**bare**: one node:http handler on postgres.js in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement through the same batcher (`services/identity/authorize-batcher.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
     `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; ${RUNTIME === 'compiled' ? 'both run as JavaScript compiled by tsc, as the container image runs them (BENCH_RUNTIME=tsx: through tsx, as `npm start`)' : 'both run through tsx, as `npm start` (the image runs tsc output)'}; load from ${LOADGEN.description}, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,
     '',
   );

@@ -4,7 +4,7 @@
  * item committed by a transaction is picked up.
  *
  *   mkdir -p /tmp/queue-libs && npm install --prefix /tmp/queue-libs pg-boss@12.38.0 graphile-worker@0.18.0
- *   QUEUE_LIBS=/tmp/queue-libs/node_modules DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/worker-queues.ts
+ *   QUEUE_LIBS=/tmp/queue-libs/node_modules DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:worker-queues
  *
  * The libraries are not dependencies of the project (the comparison decided against
  * them, docs/decisions.md): install them anywhere and point QUEUE_LIBS at that
@@ -77,7 +77,10 @@ async function measure(name: string, make: () => Promise<Contender>): Promise<st
     }
     const until = performance.now() + 30_000;
     while (started.size < TRICKLE && performance.now() < until) await sleep(5);
-    const lat = [...committed].filter(([i]) => started.has(i)).map(([i, t]) => Math.max(0, started.get(i)! - t)).sort((a, b) => a - b);
+    const lat = [...committed]
+      .filter(([i]) => started.has(i))
+      .map(([i, t]) => Math.max(0, started.get(i)! - t))
+      .sort((a, b) => a - b);
     const row = `| ${name} | ${rate} | ${ms(quantile(lat, 0.5))} ms | ${ms(quantile(lat, 0.99))} ms | ${TRICKLE - lat.length} |`;
     process.stderr.write(`${row}\n`);
     return row;
@@ -141,7 +144,10 @@ function pgBoss(mod: any, opts: Record<string, unknown>, work: { batchSize: numb
       await boss.start();
       await boss.createQueue(queue, { notify: true });
       for (let done = 0; done < n; done += 5000) {
-        await boss.insert(queue, Array.from({ length: Math.min(5000, n - done) }, () => ({ data: { i: -1 } })));
+        await boss.insert(
+          queue,
+          Array.from({ length: Math.min(5000, n - done) }, () => ({ data: { i: -1 } })),
+        );
       }
     },
     async enqueue(i) {
@@ -246,7 +252,11 @@ async function main(): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), 'psync-boss-'));
     const pg = await pglite.PGlite.create({ dataDir: dir });
     try {
-      rows.push(await measure('pg-boss 12.38, PGlite in process (its adapter), batch 500 × 4', async () => pgBoss(boss, { db: boss.fromPglite(pg) }, { batchSize: 500, localConcurrency: 4 })));
+      rows.push(
+        await measure('pg-boss 12.38, PGlite in process (its adapter), batch 500 × 4', async () =>
+          pgBoss(boss, { db: boss.fromPglite(pg) }, { batchSize: 500, localConcurrency: 4 }),
+        ),
+      );
     } finally {
       await pg.close();
       rmSync(dir, { recursive: true, force: true });
@@ -254,7 +264,9 @@ async function main(): Promise<void> {
   }
   process.stdout.write(
     [
-      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; Node ${process.version}; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (the machine is shared).`,
       `BENCH_JOBS=${JOBS}, BENCH_TRICKLE=${TRICKLE} at ${TRICKLE_RATE}/s`,
       '',
       '| worker | drain, queued up front | pickup p50 | pickup p99 | not picked up in 30 s |',

@@ -17,6 +17,7 @@
  */
 import type { RateLimitStatus } from '../gen/psync/identity/v1/identity_pb';
 import { RATE_WINDOW_SECONDS } from '../services/kit/limits';
+import { secondsLeftInWindow } from '../services/kit/rate-window';
 
 /** What the headers say. */
 export interface RateLimitView {
@@ -26,16 +27,9 @@ export interface RateLimitView {
   resetSeconds: number;
 }
 
-/** Seconds left in the epoch-aligned window containing `nowMs`, 1..3600. */
-export function secondsLeftInWindow(nowMs: number, windowSeconds = RATE_WINDOW_SECONDS): number {
-  const now = nowMs / 1000;
-  const end = (Math.floor(now / windowSeconds) + 1) * windowSeconds;
-  return Math.min(windowSeconds, Math.max(1, Math.ceil(end - now)));
-}
-
 /** The state shown when no key is known: the full quota, reset at the end of the current window. */
 export function defaultView(limit: number, nowMs = Date.now()): RateLimitView {
-  return { limit, windowSeconds: RATE_WINDOW_SECONDS, remaining: limit, resetSeconds: secondsLeftInWindow(nowMs) };
+  return { limit, windowSeconds: RATE_WINDOW_SECONDS, remaining: limit, resetSeconds: secondsLeftInWindow(nowMs / 1000) };
 }
 
 /** The state identity reported for a key. */
@@ -46,7 +40,7 @@ export function viewFromStatus(s: RateLimitStatus, fallbackLimit: number): RateL
     limit,
     windowSeconds,
     remaining: Math.max(0, Math.min(limit, s.remaining)),
-    resetSeconds: s.resetSeconds > 0 ? Math.min(windowSeconds, s.resetSeconds) : secondsLeftInWindow(Date.now(), windowSeconds),
+    resetSeconds: s.resetSeconds > 0 ? Math.min(windowSeconds, s.resetSeconds) : secondsLeftInWindow(Date.now() / 1000, windowSeconds),
   };
 }
 
@@ -63,5 +57,5 @@ export function rateLimitHeaders(v: RateLimitView): Record<string, string> {
 
 /** `Retry-After` for a limited key: at least one second. */
 export function retryAfterSeconds(s: Pick<RateLimitStatus, 'retryAfterSeconds' | 'resetSeconds'>): number {
-  return Math.max(1, s.retryAfterSeconds || s.resetSeconds || secondsLeftInWindow(Date.now()));
+  return Math.max(1, s.retryAfterSeconds || s.resetSeconds || secondsLeftInWindow(Date.now() / 1000));
 }

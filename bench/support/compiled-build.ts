@@ -26,10 +26,19 @@ export function benchRuntime(): Runtime {
 export function buildForBench(root: string): string {
   const out = join(root, '.tmp', 'bench-dist');
   rmSync(out, { recursive: true, force: true });
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.json'), '--outDir', out], {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.json'), '--outDir', out], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (err) {
+    // tsc emits despite type errors (no noEmitOnError): a type error elsewhere in the tree
+    // (work in progress) does not stop a benchmark whose entry points were emitted. Type
+    // checking is `npm run typecheck`'s job.
+    if (!existsSync(join(out, 'services', 'main.js'))) throw err;
+    const lines = String((err as { stdout?: Buffer }).stdout ?? '').split('\n').filter(Boolean);
+    process.stderr.write(`compiled-build: tsc reported ${lines.length} line(s) of errors; the emitted JavaScript is used:\n${lines.slice(0, 5).join('\n')}\n`);
+  }
   const services = join(root, 'services');
   for (const name of readdirSync(services)) {
     const from = join(services, name, 'migrations');

@@ -52,10 +52,7 @@ export function openLagProbe(system: BenchSystem, ws: string, listings: string[]
   const { calendar } = system;
   // The stream on a connection of its own, so that the pushes' streams cannot take it down.
   const streamSession = new Http2SessionManager(system.internal);
-  const streamClient = createClient(
-    CalendarService,
-    createGrpcTransport({ baseUrl: system.internal, sessionManager: streamSession, interceptors: [credentialInterceptor()] }),
-  );
+  const streamClient = createClient(CalendarService, createGrpcTransport({ baseUrl: system.internal, sessionManager: streamSession, interceptors: [credentialInterceptor()] }));
   const abort = new AbortController();
   // Every CalendarChanged's holder id (the block's uid) → arrival time.
   const arrived = new Map<string, number>();
@@ -94,7 +91,13 @@ export function openLagProbe(system: BenchSystem, ws: string, listings: string[]
         const began = performance.now();
         inFlight.push(
           calendar
-            .putBlock({ workspaceId: ws, externalUid: uid, target: { case: 'listingId', value: listings[k % listings.length]! }, checkIn: day(start), checkOut: day(start + 1 + Math.floor(Math.random() * 30)) })
+            .putBlock({
+              workspaceId: ws,
+              externalUid: uid,
+              target: { case: 'listingId', value: listings[k % listings.length]! },
+              checkIn: day(start),
+              checkOut: day(start + 1 + Math.floor(Math.random() * 30)),
+            })
             .then(() => {
               const now = performance.now();
               answered.set(uid, now);
@@ -114,7 +117,7 @@ export function openLagProbe(system: BenchSystem, ws: string, listings: string[]
       // Every event must arrive; wait for the stragglers (bounded).
       const deadline = performance.now() + 30_000;
       while ([...answered.keys()].some((u) => !arrived.has(u)) && performance.now() < deadline) await sleep(10);
-      if (streamError) throw streamError;
+      if (streamError) throw streamError instanceof Error ? streamError : new Error(String(streamError));
       const missing = [...answered.keys()].filter((u) => !arrived.has(u)).length;
       const got = [...answered].filter(([u]) => arrived.has(u));
       const lags = got.map(([u, t]) => Math.max(0, arrived.get(u)! - t)).sort((a, b) => a - b);

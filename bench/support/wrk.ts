@@ -61,10 +61,15 @@ export function parseWrk(out: string, seconds: number): LoadResult {
   };
 }
 
-/** GET `url` over `connections` keep-alive connections for `seconds`, one wrk thread. */
-export function runWrk(url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<LoadResult> {
+/**
+ * GET `url` over `connections` keep-alive connections for `seconds`, one wrk thread.
+ * `script`: a wrk Lua script file that builds each request instead (method, path, body;
+ * the `headers` are added to every request it formats).
+ */
+export function runWrk(url: string, headers: Record<string, string>, connections: number, seconds: number, script?: string): Promise<LoadResult> {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s'];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  if (script !== undefined) args.push('-s', script);
   args.push(url);
   return new Promise((res, rej) => {
     execFile('wrk', args, { maxBuffer: 1 << 20 }, (err, stdout, stderr) => {

@@ -13,7 +13,7 @@
  * - POST /v1/webhooks/deliveries/{event_id}/resend → ResendDelivery, 202 with the
  *   delivery queued again (it takes no body; one sent is not read).
  */
-import { resolveTestStay } from '../../services/notifications/test-stay';
+import { resolveTestStay } from '../../services/kit/test-stay';
 import { contractRoute } from '../contract-route';
 import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
@@ -28,7 +28,7 @@ const ONLY_FOR: Record<string, string> = { check_in: 'booking.confirmed', check_
 /**
  * Across fields, as the service checks them (test-events.ts): a field given for another
  * kind → `invalid` (once the kind itself is valid); a test booking's stay by the rules
- * of test-stay.ts, whenever the schema found nothing wrong with either date.
+ * of services/kit/test-stay.ts, whenever the schema found nothing wrong with either date.
  */
 export function testEventViolations(body: Record<string, unknown>, found: readonly Violation[] = [], now = new Date()): Violation[] {
   if (typeof body.event_type !== 'string' || found.some((v) => v.field === 'event_type')) return [];

@@ -21,7 +21,8 @@ import { bearerCredential } from '../auth';
 import { errorReason, retryAfterFrom, WWW_AUTHENTICATE } from '../connect-errors';
 import type { Route } from '../contract-router';
 import { presentToken } from '../presenters/token';
-import { secondsLeftInWindow, viewFromStatus } from '../rate-limit';
+import { secondsLeftInWindow } from '../../services/kit/rate-window';
+import { viewFromStatus } from '../rate-limit';
 import { sendJson } from '../respond';
 import type { GatewayContext } from '../request-context';
 import type { RouteDeps } from './deps';
@@ -89,7 +90,7 @@ export function tokenRoutes(deps: RouteDeps): Route[] {
           const state = ceilingState(err);
           if (state) ctx.state.rateLimit = viewFromStatus(state, deps.tokenQuota);
           if (err.code === Code.ResourceExhausted || reason === ErrorReason.RATE_LIMITED) {
-            const retryAfter = retryAfterFrom(err) ?? state?.retryAfterSeconds ?? secondsLeftInWindow(Date.now());
+            const retryAfter = retryAfterFrom(err) ?? state?.retryAfterSeconds ?? secondsLeftInWindow(Date.now() / 1000);
             ctx.state.rateLimit ??= { limit: deps.tokenQuota, windowSeconds: RATE_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };
             ctx.set('Retry-After', String(retryAfter));
             return sendJson(ctx, 429, { message: 'too many token requests for this API key; retry later' });

@@ -83,9 +83,7 @@ export class PhotoPipeline {
     this.sql = opts.sql;
     this.log = opts.log;
     const pollMs = opts.pollMs ?? 1000;
-    this.process =
-      opts.process ??
-      ((url, signal, { alone }) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal, alone }));
+    this.process = opts.process ?? ((url, signal, { alone }) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal, alone }));
     this.worker = new Worker({
       name: 'photo-pipeline',
       idleMs: pollMs,
@@ -95,9 +93,14 @@ export class PhotoPipeline {
       // Every third of the lease while fetches run, so a slow one is not taken by another worker.
       lease: { everyMs: Math.max(500, (opts.leaseSeconds * 1000) / 3), renew: () => this.renewLeases() },
     });
-    this.housekeeping = new PeriodicJob(() => this.deleteUnreferencedBlobs(), HOUSEKEEPING_EVERY_MS, (err) =>
-      // A concurrent reference (foreign key) or a database hiccup: try again next round.
-      this.log.warn({ err }, 'photo pipeline: housekeeping failed'), 'photo-blobs-prune');
+    this.housekeeping = new PeriodicJob(
+      () => this.deleteUnreferencedBlobs(),
+      HOUSEKEEPING_EVERY_MS,
+      (err) =>
+        // A concurrent reference (foreign key) or a database hiccup: try again next round.
+        this.log.warn({ err }, 'photo pipeline: housekeeping failed'),
+      'photo-blobs-prune',
+    );
   }
 
   start(): void {
@@ -181,7 +184,7 @@ export class PhotoPipeline {
 
   /** Writes the outcome and republishes the property; returns how many events were written. */
   private async settle(c: Claim & { token: string }, outcome: Exclude<PhotoOutcome, { reason: 'aborted' }>): Promise<number> {
-    return (await this.sql.begin(async (tx) => {
+    return this.sql.begin<number>(async (tx) => {
       // Property first, then photo: the same lock order as UpsertProperty.
       const [property] = await tx`select id from catalog.properties where id = ${c.property_id} for update`;
       if (!property) return 0;
@@ -217,7 +220,7 @@ export class PhotoPipeline {
       }
       const result = await republishById(tx, c.property_id, { contentChanged: false, photosChanged: true });
       return result.events.length;
-    })) as number;
+    });
   }
 
   /** Extends the leases of the photos in flight, so a slow fetch is not taken by another worker. */

@@ -1,5 +1,6 @@
 import { RATE_WINDOW_SECONDS } from '../kit/limits';
-import { rateLimitState, secondsLeftInWindow, windowStart } from './rate-limit';
+import { secondsLeftInWindow, windowStart } from '../kit/rate-window';
+import { rateLimitState } from './rate-limit';
 
 const HOUR = 1_800_000_000; // a multiple of 3600: the start of an epoch-aligned window
 const base = { limit: 600, previous: 0 };

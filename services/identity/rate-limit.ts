@@ -11,6 +11,7 @@
  * clock into the numbers the gateway sends.
  */
 import { RATE_WINDOW_SECONDS } from '../kit/limits';
+import { secondsLeftInWindow } from '../kit/rate-window';
 
 
 /** The two counters of a key. */
@@ -43,16 +44,6 @@ export interface CounterOutcome {
   nowEpochSeconds: number;
 }
 
-/** Seconds left in the epoch-aligned window containing `nowEpochSeconds`, 1..3600. */
-export function secondsLeftInWindow(nowEpochSeconds: number): number {
-  const end = (Math.floor(nowEpochSeconds / RATE_WINDOW_SECONDS) + 1) * RATE_WINDOW_SECONDS;
-  return Math.min(RATE_WINDOW_SECONDS, Math.max(1, Math.ceil(end - nowEpochSeconds)));
-}
-
-/** Start (Unix seconds) of the epoch-aligned window containing `nowEpochSeconds`. */
-export function windowStart(nowEpochSeconds: number): number {
-  return Math.floor(nowEpochSeconds / RATE_WINDOW_SECONDS) * RATE_WINDOW_SECONDS;
-}
 
 /**
  * The state after one request:

@@ -103,9 +103,7 @@ async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & 
       }
     }
     const have = info.config;
-    const same =
-      JSON.stringify([...(have.subjects ?? [])].sort()) === JSON.stringify([...(cfg.subjects ?? [])].sort()) &&
-      have.duplicate_window === cfg.duplicate_window;
+    const same = JSON.stringify([...(have.subjects ?? [])].sort()) === JSON.stringify([...(cfg.subjects ?? [])].sort()) && have.duplicate_window === cfg.duplicate_window;
     if (have.storage !== cfg.storage) {
       log.warn({ stream: cfg.name, storage: have.storage }, 'bus: stream storage differs from the configured one and cannot be changed in place');
     }
@@ -179,8 +177,7 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
     const full = subjects.map((s) => `${prefix}.${s}`);
     // One subject: filter_subject (any server). Several: filter_subjects on 2.10+,
     // otherwise no server filter and the loop drops what does not match.
-    const filter: { filter_subject?: string; filter_subjects?: string[] } =
-      full.length === 1 ? { filter_subject: full[0] } : multipleFilters ? { filter_subjects: full } : {};
+    const filter: { filter_subject?: string; filter_subjects?: string[] } = full.length === 1 ? { filter_subject: full[0] } : multipleFilters ? { filter_subjects: full } : {};
     const wanted = {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,

@@ -234,10 +234,7 @@ export function bareHost(url: URL): string {
  * EgressError('unreachable', 'dns') if the name does not resolve, and
  * EgressError('forbidden_url', 'no_allowed_address') if nothing is left.
  */
-export async function resolveAllowed(
-  hostname: string,
-  opts: { allowCidrs?: readonly string[]; resolver?: Resolver } = {},
-): Promise<ResolvedAddress[]> {
+export async function resolveAllowed(hostname: string, opts: { allowCidrs?: readonly string[]; resolver?: Resolver } = {}): Promise<ResolvedAddress[]> {
   let all: ResolvedAddress[];
   try {
     all = await (opts.resolver ?? systemResolver)(hostname);
@@ -282,7 +279,10 @@ export function vettingLookup(rules: { allowCidrs?: readonly string[]; resolver?
         if (usable.length === 0) {
           callback(new EgressError('forbidden_url', 'no_allowed_address', `${hostname} has no allowed IPv${family} address`), '', 0);
         } else if (options.all) {
-          callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
+          callback(
+            null,
+            usable.map((a) => ({ address: a.address, family: a.family })),
+          );
         } else {
           callback(null, usable[0]!.address, usable[0]!.family);
         }

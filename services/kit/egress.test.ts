@@ -55,9 +55,28 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('address rules', () => {
   it.each([
-    '0.0.0.0', '0.1.2.3', '10.1.2.3', '100.64.0.1', '100.127.255.254', '127.0.0.1', '127.255.0.9', '169.254.169.254',
-    '172.16.0.1', '172.31.255.255', '192.0.0.8', '192.0.2.10', '192.88.99.1', '192.168.1.1', '198.18.0.1', '198.19.255.255',
-    '198.51.100.7', '203.0.113.9', '224.0.0.1', '239.255.255.250', '240.0.0.1', '255.255.255.255',
+    '0.0.0.0',
+    '0.1.2.3',
+    '10.1.2.3',
+    '100.64.0.1',
+    '100.127.255.254',
+    '127.0.0.1',
+    '127.255.0.9',
+    '169.254.169.254',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.0.0.8',
+    '192.0.2.10',
+    '192.88.99.1',
+    '192.168.1.1',
+    '198.18.0.1',
+    '198.19.255.255',
+    '198.51.100.7',
+    '203.0.113.9',
+    '224.0.0.1',
+    '239.255.255.250',
+    '240.0.0.1',
+    '255.255.255.255',
   ])('IPv4 %s is not public', (a) => expect(isPublicAddress(a)).toBe(false));
 
   it.each(['1.1.1.1', '8.8.8.8', '93.184.216.34', '100.63.255.255', '100.128.0.1', '172.15.255.255', '172.32.0.1', '198.17.255.255', '198.20.0.1', '223.255.255.254'])(
@@ -66,13 +85,28 @@ describe('address rules', () => {
   );
 
   it.each([
-    '::', '::1', '::127.0.0.1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a00:1',
-    '100::1', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'febf::1', 'fec0::1', 'ff02::1', '2001:db8::1', '2001::1', '2002:7f00:1::1', '3fff::1',
+    '::',
+    '::1',
+    '::127.0.0.1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:10.0.0.1',
+    '::ffff:169.254.169.254',
+    '64:ff9b::a00:1',
+    '100::1',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'febf::1',
+    'fec0::1',
+    'ff02::1',
+    '2001:db8::1',
+    '2001::1',
+    '2002:7f00:1::1',
+    '3fff::1',
   ])('IPv6 %s is not public', (a) => expect(isPublicAddress(a)).toBe(false));
 
-  it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '::ffff:808:808'])('IPv6 %s is public', (a) =>
-    expect(isPublicAddress(a)).toBe(true),
-  );
+  it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '::ffff:808:808'])('IPv6 %s is public', (a) => expect(isPublicAddress(a)).toBe(true));
 
   it('reads IPv4-mapped IPv6 addresses in both notations', () => {
     expect(mappedIPv4('::ffff:127.0.0.1')).toBe('127.0.0.1');
@@ -94,8 +128,13 @@ describe('address rules', () => {
 
 describe('URL rules', () => {
   it.each([
-    'http://127.0.0.1/a.jpg', 'http://[::1]/a.jpg', 'http://2130706433/a.jpg', 'http://0x7f000001/a.jpg', 'http://0177.0.0.1/a.jpg',
-    'https://8.8.8.8/a.jpg', 'http://[::ffff:127.0.0.1]/a.jpg',
+    'http://127.0.0.1/a.jpg',
+    'http://[::1]/a.jpg',
+    'http://2130706433/a.jpg',
+    'http://0x7f000001/a.jpg',
+    'http://0177.0.0.1/a.jpg',
+    'https://8.8.8.8/a.jpg',
+    'http://[::ffff:127.0.0.1]/a.jpg',
   ])('refuses the IP literal %s even when allow-listed', async (u) => {
     await expectEgress(guardedRequest(u, { rules: PHOTO_URL_RULES, allowCidrs: ['0.0.0.0/0', '::/0'] }), 'forbidden_url', 'ip_literal');
   });
@@ -171,6 +210,9 @@ class TestServer {
       case '/ok':
         res.writeHead(200, { 'content-type': 'text/plain', 'x-host': req.headers.host ?? '' });
         return void res.end('hello');
+      case '/headers':
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify(req.rawHeaders));
       case '/redirect':
         res.writeHead(Number(u.searchParams.get('status') ?? 302), { location: `http://${req.headers.host}/target` });
         return void res.end();
@@ -274,6 +316,20 @@ describe('requests against local servers', () => {
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe('hello');
     expect(res.headers['x-host']).toBe(`localhost:${port}`);
+  });
+
+  it("sends the caller's headers over the defaults, whatever their case, each once", async () => {
+    const res = await guardedRequest(`${base()}/headers`, { ...opts, headers: { 'User-Agent': 'PartnerSync-Webhooks/1', 'X-Signature': 'abc' } });
+    const raw = JSON.parse(res.body.toString()) as string[];
+    const named = (name: string) => {
+      const values: string[] = [];
+      for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
+      return values;
+    };
+    expect(named('user-agent')).toEqual(['PartnerSync-Webhooks/1']);
+    expect(named('x-signature')).toEqual(['abc']);
+    expect(named('accept')).toEqual(['*/*']);
+    expect(named('host')).toEqual([`localhost:${port}`]);
   });
 
   it('refuses loopback without the allow-list, and never connects', async () => {

@@ -194,9 +194,8 @@ async function exchange(
   const res = await dispatcher.request({
     origin: url.origin,
     path: `${url.pathname}${url.search}`,
-    method: (opts.method ?? 'GET') as Dispatcher.HttpMethod,
-    // Names in lower case before the merge: undici sends `user-agent` and `User-Agent` as two headers.
-    headers: { 'user-agent': 'PartnerSync/1', accept: '*/*', ...Object.fromEntries(Object.entries(opts.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])) },
+    method: opts.method ?? 'GET',
+    headers: requestHeaders(opts.headers),
     body: opts.body,
     signal,
     headersTimeout: opts.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
@@ -211,11 +210,7 @@ async function exchange(
 }
 
 /** Reads the body under the size limit (or discards it, with ignoreBody). */
-async function readResponse(
-  res: Dispatcher.ResponseData,
-  opts: GuardedRequestOptions,
-  keepConnection: boolean,
-): Promise<{ response: GuardedResponse; rest?: Promise<unknown> }> {
+async function readResponse(res: Dispatcher.ResponseData, opts: GuardedRequestOptions, keepConnection: boolean): Promise<{ response: GuardedResponse; rest?: Promise<unknown> }> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const headers = flatHeaders(res.headers);
   const declared = Number(headers['content-length']);
@@ -246,6 +241,16 @@ async function readResponse(
   return { response: { status: res.statusCode, headers, body: Buffer.concat(chunks, received) } };
 }
 
+/**
+ * The caller's headers over the defaults, names in lower case: undici would send a
+ * default `user-agent` and a caller's `User-Agent` as two headers.
+ */
+function requestHeaders(headers: Record<string, string> = {}): Record<string, string> {
+  const out: Record<string, string> = { 'user-agent': 'PartnerSync/1', accept: '*/*' };
+  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  return out;
+}
+
 /** Stops reading a body and closes its connection (the abort it reports is expected, not an error). */
 function discard(body: Dispatcher.ResponseData['body']): void {
   body.on('error', () => {});
@@ -272,10 +277,7 @@ class Deadline {
     private readonly callerSignal: AbortSignal | undefined,
     totalTimeoutMs: number,
   ) {
-    this.timer = setTimeout(
-      () => this.controller.abort(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`)),
-      totalTimeoutMs,
-    );
+    this.timer = setTimeout(() => this.controller.abort(new EgressError('unreachable', 'deadline', `no complete response within ${totalTimeoutMs} ms`)), totalTimeoutMs);
     callerSignal?.addEventListener('abort', this.onCallerAbort, { once: true });
     this.aborted = new Promise<never>((_, reject) => {
       this.controller.signal.addEventListener('abort', () => reject(this.controller.signal.reason), { once: true });
@@ -425,10 +427,11 @@ export class EgressPool {
     }
     // A new key, or the key's connections reached the maximum age: new ones from now on
     // (vetted anew), the old ones closed once their requests in flight are done. The
-    // connector, and so the key's TLS sessions, carry over.
+    // connector, and so the key's TLS sessions, carry over. (Not undici's Pool
+    // `clientTtl`: at the connection bound, a request can wait for a retired
+    // connection's slot until its deadline.)
     if (found) void found.agent.close().catch(() => {});
-    const connect =
-      found?.connect ?? connector(this.opts, this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, SESSIONS_PER_KEY, (socket) => this.track(socket));
+    const connect = found?.connect ?? connector(this.opts, this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, SESSIONS_PER_KEY, (socket) => this.track(socket));
     const idle = this.opts.idleTimeoutMs ?? 30_000;
     const created: KeyConnections = {
       connect,

@@ -95,7 +95,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       advice: { explicitBucketBoundaries: [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] },
     }),
     workerBusy: meter.createCounter('psync_worker_busy_seconds_total', {
-      description: 'Time spent in worker rounds, by worker (idle waits excluded; a bus consumer\'s round is a whole consume session, its waits for messages included)',
+      description: "Time spent in worker rounds, by worker (idle waits excluded; a bus consumer's round is a whole consume session, its waits for messages included)",
       unit: 's',
     }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {

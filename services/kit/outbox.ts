@@ -164,8 +164,7 @@ export class OutboxRelay {
         // A full batch means more may be waiting: go again at once.
         return { items: published, more: published >= this.batchSize };
       },
-      onError: (err, retryInMs) =>
-        this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
+      onError: (err, retryInMs) => this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
     });
     // Housekeeping, a minute after start (not during start-up) and then every 10 minutes,
     // batch after batch until a batch comes back short; a failure only costs a log line.
@@ -252,7 +251,7 @@ export class OutboxRelay {
       }
       published = result.done.length;
     });
-    if (failure) throw failure;
+    if (failure) throw failure instanceof Error ? failure : new Error(String(failure));
     return published;
   }
 
@@ -288,7 +287,13 @@ export class OutboxRelay {
           busy.add(key);
           const { subject, data, headers } = message;
           message = null;
-          this.bus.publish({ id: row.id, subject, data, headers }).then(
+          let sent: Promise<void>;
+          try {
+            sent = this.bus.publish({ id: row.id, subject, data, headers });
+          } catch (err) {
+            sent = Promise.reject(err); // a bus that throws instead of rejecting
+          }
+          sent.then(
             () => {
               done.push(row.id);
               settle(key);

@@ -16,7 +16,7 @@
  * - `code`: the public vocabulary (docs/contract-gaps.md "`errors[].code` values"), from the
  *   rule that failed: `required`, `format` (uuid, uri, …), `pattern`, `enum`,
  *   `min_length`/`max_length`, `minimum`/`maximum`, `min_items`/`max_items`,
- *   `one_of`, `type` (a non-finite number). A custom CEL rule names its code as the
+ *   `type` (a non-finite number); a required oneof with no member set is `required`. A custom CEL rule names its code as the
  *   last segment of its id (`base_rate.pattern` → `pattern`); anything else is
  *   `invalid`.
  *
@@ -147,7 +147,8 @@ function rangeCode(msg: ReflectMessage, v: RuleViolation): string {
 /** The public code of one protovalidate violation. */
 export function violationCode(msg: ReflectMessage, v: RuleViolation): string {
   const last = v.field[v.field.length - 1];
-  if (last?.kind === 'oneof') return 'one_of';
+  // A required oneof with no member set (protobuf cannot hold two).
+  if (last?.kind === 'oneof') return 'required';
   const name = v.ruleId.slice(v.ruleId.lastIndexOf('.') + 1);
   // A custom rule: a CEL expression on the field or the message, or a predefined rule (an extension, rules.proto).
   const custom = v.rule.length === 0 || v.rule.some((r) => r.kind === 'extension' || (r.kind === 'field' && r.name === 'cel'));

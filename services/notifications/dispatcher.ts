@@ -218,9 +218,7 @@ export class DeliveryDispatcher {
   async stop(graceMs: number): Promise<void> {
     this.running = false;
     if (this.worker.inFlight > 0) this.log.info({ in_flight: this.worker.inFlight }, 'webhooks: draining in-flight deliveries');
-    await this.worker.stop(Math.max(1, graceMs), (aborted) =>
-      this.log.warn({ aborted }, 'webhooks: grace period over; aborting in-flight deliveries (they stay pending)'),
-    );
+    await this.worker.stop(Math.max(1, graceMs), (aborted) => this.log.warn({ aborted }, 'webhooks: grace period over; aborting in-flight deliveries (they stay pending)'));
   }
 
   /** One claim round: the breaker sweep when due, then due deliveries for the free slots of each lane. */

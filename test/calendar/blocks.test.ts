@@ -224,11 +224,11 @@ describe('errors', () => {
     expect(violationsOf(invalid)).toEqual([{ field: 'check_out', code: 'invalid' }]);
   });
 
-  test('neither listing_id nor provider_id → INVALID_ARGUMENT on the oneof target (one_of)', async () => {
+  test('neither listing_id nor provider_id → INVALID_ARGUMENT on the oneof target (required)', async () => {
     const err = await connectErrorOf(c.calendar.putBlock({ workspaceId: ws, externalUid: uid('b'), checkIn: day(0), checkOut: day(1) }));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(reasonOf(err)).toBe(ErrorReason.VALIDATION_FAILED);
-    expect(violationsOf(err)).toEqual([{ field: 'target', code: 'one_of' }]);
+    expect(violationsOf(err)).toEqual([{ field: 'target', code: 'required' }]);
   });
 
   test('unknown and foreign listings → the same NOT_FOUND (PROPERTY_NOT_FOUND)', async () => {

@@ -181,7 +181,7 @@ test('publishes are pipelined, and each workspace keeps commit order even when a
   expect(await unpublished()).toBe(0);
 });
 
-test('an encoder\'s order keys: one listing at a time, listings of a workspace together, a workspace-wide event alone', async () => {
+test("an encoder's order keys: one listing at a time, listings of a workspace together, a workspace-wide event alone", async () => {
   const got = await collect('outbox-keys-reader', ['obk.>']);
   const inFlight = new Map<string, string>(); // event id → its key
   let together = 0;

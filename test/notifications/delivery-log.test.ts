@@ -74,7 +74,7 @@ async function failure(p: Promise<unknown>): Promise<{ code: string; reason: str
     await p;
   } catch (err) {
     const e = ConnectError.from(err);
-    return { code: Code[e.code], reason: ErrorReason[e.findDetails(ErrorDetailSchema)[0]?.reason ?? 0] };
+    return { code: Code[e.code], reason: ErrorReason[e.findDetails(ErrorDetailSchema)[0]?.reason ?? 0] ?? 'UNSPECIFIED' };
   }
   throw new Error('expected a failure');
 }

@@ -1,17 +1,16 @@
 /**
- * The stay of a test `booking.confirmed` (test-events.ts): given dates, or the default
+ * The stay of a test `booking.confirmed` (services/notifications/test-events.ts): given dates, or the default
  * (30 days from today, UTC, for two nights), and their checks. Pure, so the gateway
  * validates a test event's dates with the very rules the service applies, before its
- * `501` for production workspaces (a 501 means the request was valid).
+ * `501` for production workspaces (a 501 means the request was valid). In the kit
+ * because both the gateway and the notifications service use it.
  */
+import { MAX_NIGHTS } from './limits';
 
 /** Default stay: starting this many days after today (UTC)… */
 export const TEST_STAY_LEAD_DAYS = 30;
 /** …for this many nights. */
 export const TEST_STAY_NIGHTS = 2;
-/** Most nights a test stay may have (as a block). */
-export const MAX_TEST_STAY_NIGHTS = 730;
-
 const DAY_MS = 86_400_000;
 /** The first instant no date-time can be stored at (year 10000). */
 const END_OF_TIME_MS = Date.UTC(10000, 0, 1);
@@ -31,7 +30,7 @@ export type StayViolation = { field: 'check_in' | 'check_out'; code: 'format' | 
 
 /**
  * The stay, or what is wrong with it: a date that is not one → `format`; `check_out`
- * not after `check_in` → `invalid`, more than 730 nights → `maximum` (both on
+ * not after `check_in` → `invalid`, more than MAX_NIGHTS → `maximum` (both on
  * `check_out`, as for blocks); a default departure past year 9999 → `check_in`
  * `maximum`.
  */
@@ -45,7 +44,7 @@ export function resolveTestStay(checkIn: string | undefined, checkOut: string | 
   if (violations.length > 0) return violations;
   const nights = Math.round((outMs - inMs) / DAY_MS);
   if (nights < 1) return [{ field: 'check_out', code: 'invalid' }];
-  if (nights > MAX_TEST_STAY_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
+  if (nights > MAX_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
   if (outMs >= END_OF_TIME_MS) return [{ field: 'check_in', code: 'maximum' }];
   return { checkIn: isoDate(inMs), checkOut: isoDate(outMs), nights };
 }
