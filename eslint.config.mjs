@@ -81,7 +81,14 @@ export default defineConfig(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^(\\.\\./)+services/(identity|catalog|calendar|notifications)/', message: 'The gateway and the CLI reach services through generated clients; shared code lives in services/kit (docs/architecture.md).' }] },
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+services/(identity|catalog|calendar|notifications)/',
+              message: 'The gateway and the CLI reach services through generated clients; shared code lives in services/kit (docs/architecture.md).',
+            },
+          ],
+        },
       ],
     },
   },

@@ -143,7 +143,6 @@ async function main(): Promise<void> {
   const { gateway, identity, catalog, calendar, sql } = system;
   const out: string[] = [];
   try {
-
     const workspace = async (name: string) => {
       const id = (await identity.createWorkspace({ name, environment: Environment.SANDBOX })).workspace!.workspaceId;
       const key = await identity.issueKey({ workspaceId: id });
@@ -234,7 +233,9 @@ async function main(): Promise<void> {
 
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
-      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (the machine is shared).`,
       `Command: DATABASE_URL=${process.env.DATABASE_URL!.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:blocks (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS})`,
     );
     process.stdout.write(`${out.join('\n')}\n`);

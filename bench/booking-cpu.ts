@@ -45,6 +45,7 @@ import { echoAndAccept, Receiver } from '../test/notifications/support/receiver'
 import { createBenchDatabase } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
 import { profileIn, summariseFunctions, summariseProfile } from './support/cpu-profile';
+import { formatShares, PERF_NODE_ARGS, startPerf, type PerfRecording } from './support/perf-profile';
 import { startFull, type Build } from './support/gateway-servers';
 import { machineLine } from './support/machine';
 import { cpuMsOf } from './support/proc-cpu';
@@ -56,7 +57,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? '60');
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? '10');
 const WORKSPACES = Number(process.env.BENCH_WORKSPACES ?? '4');
 const LISTINGS = Number(process.env.BENCH_LISTINGS ?? '5');
-const PROFILE = process.env.BENCH_PROFILE === '1';
+/** `1`: node --cpu-prof; `perf`: Linux perf's cpu-clock (perf-profile.ts: CPU time, undistorted by a loaded machine). */
+const PROFILE = process.env.BENCH_PROFILE === '1' ? 'v8' : process.env.BENCH_PROFILE === 'perf' ? 'perf' : undefined;
 const TARGET_MS = 2;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -84,7 +86,7 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase('psync_bench_booking');
   const certs = await createCertificates();
   const receiver = new Receiver(certs);
-  const profileDir = PROFILE ? mkdtempSync(join(tmpdir(), 'psync-bench-booking-prof-')) : undefined;
+  const profileDir = PROFILE !== undefined ? mkdtempSync(join(tmpdir(), 'psync-bench-booking-prof-')) : undefined;
   const observer = createSql(db.url, { max: 1, applicationName: 'bench-observer' });
   const loadStart = loadavg();
   let stopSystem = async () => {};
@@ -102,7 +104,7 @@ async function main(): Promise<void> {
         BUS_PREFIX: `benchbook${randomBytes(3).toString('hex')}`,
         METRICS_PORT: '0',
       },
-      profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      PROFILE === 'v8' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : PROFILE === 'perf' ? PERF_NODE_ARGS : [],
     );
     stopSystem = () => system.stop();
     const sessions = new Http2SessionManager(system.internal);
@@ -170,6 +172,7 @@ async function main(): Promise<void> {
     const cpu0 = cpuMsOf(system.child.pid);
     const pg0 = await backendCpu(observer);
     const load0 = loadavg()[0]!;
+    const stopPerf = PROFILE === 'perf' ? startPerf(system.child.pid!, join(profileDir ?? tmpdir(), 'perf.data'), ROOT) : undefined;
     const t0 = performance.now();
     const calls: Promise<void>[] = [];
     let failed = 0;
@@ -183,6 +186,7 @@ async function main(): Promise<void> {
     await receiver.waitFor(() => deliveries().length >= before + total - failed, 120_000, 'every delivery');
     const t1 = performance.now();
     const cpu = cpuMsOf(system.child.pid) - cpu0;
+    const perf: PerfRecording | undefined = await stopPerf?.();
     const pg = backendCpuBetween(pg0, await backendCpu(observer));
     const windowS = (t1 - t0) / 1000;
     const booked = total - failed;
@@ -200,7 +204,16 @@ async function main(): Promise<void> {
     const loadEnd = loadavg();
 
     let profileLines: string[] = [];
-    if (profileDir) {
+    if (perf) {
+      profileLines = [
+        '',
+        `perf profile (cpu-clock) of the system over the load window, ${perf.byJavaScript.samples} samples:`,
+        `- by origin, each sample charged to its innermost JavaScript function: ${formatShares(perf.byJavaScript.origins, 16)}`,
+        `- by JavaScript function: ${formatShares(perf.byJavaScript.functions, 40, 1)}`,
+        `- by origin, self time: ${formatShares(perf.self.origins, 12)}`,
+      ];
+    }
+    if (PROFILE === 'v8') {
       await system.stop();
       const end = system.exitedAt ?? performance.now();
       const file = profileIn(profileDir);
@@ -211,8 +224,14 @@ async function main(): Promise<void> {
         profileLines = [
           '',
           `CPU profile of the system over the load window (${(origins.busyMs / booked).toFixed(2)} ms busy per booking, profiler included):`,
-          `- by origin: ${origins.shares.slice(0, 12).map((s) => `${s.origin} ${(s.share * 100).toFixed(0)} %`).join(', ')}`,
-          `- by function (self): ${fns.shares.slice(0, 25).map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`).join('; ')}`,
+          `- by origin: ${origins.shares
+            .slice(0, 12)
+            .map((s) => `${s.origin} ${(s.share * 100).toFixed(0)} %`)
+            .join(', ')}`,
+          `- by function (self): ${fns.shares
+            .slice(0, 25)
+            .map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`)
+            .join('; ')}`,
         ];
       }
     }
@@ -232,7 +251,13 @@ async function main(): Promise<void> {
       ...profileLines,
     ];
     process.stdout.write(`\n${lines.join('\n')}\n`);
-    recordMetric({ id: 'booking-cpu.system_ms', label: `system process CPU per booking + delivery at ${RATE} bookings/s`, value: cpuPerBooking, unit: 'ms', note: `${booked} bookings over ${windowS.toFixed(0)} s${PROFILE ? ', profiled' : ''}` });
+    recordMetric({
+      id: 'booking-cpu.system_ms',
+      label: `system process CPU per booking + delivery at ${RATE} bookings/s`,
+      value: cpuPerBooking,
+      unit: 'ms',
+      note: `${booked} bookings over ${windowS.toFixed(0)} s${PROFILE ? ', profiled' : ''}`,
+    });
     recordMetric({ id: 'booking-cpu.idle_ms_per_s', label: 'system process CPU when idle', value: idleMsPerS, unit: 'ms/s' });
     recordMetric({ id: 'booking-cpu.postgres_ms', label: `PostgreSQL CPU per booking + delivery at ${RATE} bookings/s`, value: pg / booked, unit: 'ms' });
     recordMetric({ id: 'booking-cpu.delivery_p99', label: 'ConfirmBooking → delivery received p99', value: quantile(latencies, 0.99), unit: 'ms' });

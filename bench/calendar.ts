@@ -53,7 +53,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '64');
 const LISTINGS = 50;
 const DEEP_BLOCKS = 100_000;
 
-
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 
 function cannon(opts: autocannon.Options): Promise<autocannon.Result> {
@@ -77,7 +76,6 @@ async function explainMs(sql: Sql, text: string, params: (string | number | bool
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)]!;
 }
-
 
 /** CPU used by the system process and by this database's PostgreSQL backends between two calls. */
 async function cpuMeter(sql: Sql, systemPid: number): Promise<() => Promise<{ node: number; postgres: number }>> {
@@ -153,15 +151,21 @@ async function main(): Promise<void> {
       url: gateway,
       connections: CONNECTIONS,
       duration: 5,
-      requests: [{
-        method: 'PUT',
-        headers,
-        setupRequest: (req) => {
-          const i = n++;
-          const start = Math.floor(Math.random() * 700);
-          return { ...req, path: `/v1/blocks/w${run}-${i}`, body: JSON.stringify({ listing_id: listings[i % LISTINGS], check_in: day(start), check_out: day(start + 1 + Math.floor(Math.random() * 30)), reason: 'reserved' }) };
+      requests: [
+        {
+          method: 'PUT',
+          headers,
+          setupRequest: (req) => {
+            const i = n++;
+            const start = Math.floor(Math.random() * 700);
+            return {
+              ...req,
+              path: `/v1/blocks/w${run}-${i}`,
+              body: JSON.stringify({ listing_id: listings[i % LISTINGS], check_in: day(start), check_out: day(start + 1 + Math.floor(Math.random() * 30)), reason: 'reserved' }),
+            };
+          },
         },
-      }],
+      ],
     });
     out.push(`- warm-up (5 s): ${summary(warm)}`);
     const putRelay = await relayTotals(sql);
@@ -170,21 +174,29 @@ async function main(): Promise<void> {
       url: gateway,
       connections: CONNECTIONS,
       duration: SECONDS,
-      requests: [{
-        method: 'PUT',
-        headers,
-        setupRequest: (req) => {
-          const i = n++;
-          const start = Math.floor(Math.random() * 700);
-          return { ...req, path: `/v1/blocks/b${run}-${i}`, body: JSON.stringify({ listing_id: listings[i % LISTINGS], check_in: day(start), check_out: day(start + 1 + Math.floor(Math.random() * 30)), reason: 'reserved' }) };
+      requests: [
+        {
+          method: 'PUT',
+          headers,
+          setupRequest: (req) => {
+            const i = n++;
+            const start = Math.floor(Math.random() * 700);
+            return {
+              ...req,
+              path: `/v1/blocks/b${run}-${i}`,
+              body: JSON.stringify({ listing_id: listings[i % LISTINGS], check_in: day(start), check_out: day(start + 1 + Math.floor(Math.random() * 30)), reason: 'reserved' }),
+            };
+          },
         },
-      }],
+      ],
     });
     out.push(`- PUT /v1/blocks (fresh uids, 1–30 nights, ${LISTINGS} listings, ${CONNECTIONS} connections, ${SECONDS} s): ${summary(put)}`);
     const drained = await drainOutbox(sql);
     const putUsed = await putCpu();
     out.push(`  - the outbox relay (same process) finished publishing their events ${drained.toFixed(1)} s after the run; ${relaySummary(putRelay, await relayTotals(sql))}`);
-    out.push(`  - CPU per request (run + drain): ${(putUsed.node / put.requests.total).toFixed(2)} ms in the system process (gateway, identity, catalog, calendar, relay), ${(putUsed.postgres / put.requests.total).toFixed(2)} ms in PostgreSQL backends`);
+    out.push(
+      `  - CPU per request (run + drain): ${(putUsed.node / put.requests.total).toFixed(2)} ms in the system process (gateway, identity, catalog, calendar, relay), ${(putUsed.postgres / put.requests.total).toFixed(2)} ms in PostgreSQL backends`,
+    );
 
     // 1b. The same workload one layer down: CalendarService.PutBlock over gRPC (h2c),
     // without the gateway and identity's per-request Authorize.
@@ -211,17 +223,29 @@ async function main(): Promise<void> {
     );
     latencies.sort((a, b) => a - b);
     const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!.toFixed(1);
-    out.push(`- CalendarService.PutBlock over gRPC, same workload (${CONNECTIONS} concurrent calls, ${SECONDS} s): ${Math.round(latencies.length / SECONDS)} req/s, p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, ${latencies.length} requests`);
+    out.push(
+      `- CalendarService.PutBlock over gRPC, same workload (${CONNECTIONS} concurrent calls, ${SECONDS} s): ${Math.round(latencies.length / SECONDS)} req/s, p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, ${latencies.length} requests`,
+    );
     const grpcDrained = await drainOutbox(sql);
     const grpcUsed = await grpcCpu();
-    out.push(`  - outbox drained ${grpcDrained.toFixed(1)} s after the run; ${relaySummary(grpcRelay, await relayTotals(sql))}; CPU per request (run + drain): ${(grpcUsed.node / latencies.length).toFixed(2)} ms in the system process, ${(grpcUsed.postgres / latencies.length).toFixed(2)} ms in PostgreSQL backends`);
+    out.push(
+      `  - outbox drained ${grpcDrained.toFixed(1)} s after the run; ${relaySummary(grpcRelay, await relayTotals(sql))}; CPU per request (run + drain): ${(grpcUsed.node / latencies.length).toFixed(2)} ms in the system process, ${(grpcUsed.postgres / latencies.length).toFixed(2)} ms in PostgreSQL backends`,
+    );
 
     // 2. Conflict scan of a 730-night push.
     const full = listings[1]!;
     await sql`delete from calendar.claims where listing_id = ${full}`;
     await sql`delete from calendar.blocks where listing_id = ${full}`;
     for (let i = 0; i < 730; i += 2) {
-      await calendar.confirmBooking({ listingId: full, checkIn: day(1000 + i), checkOut: day(1000 + i + 2), guestId: 'bench', guestName: 'Bench', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } });
+      await calendar.confirmBooking({
+        listingId: full,
+        checkIn: day(1000 + i),
+        checkOut: day(1000 + i + 2),
+        guestId: 'bench',
+        guestName: 'Bench',
+        partySize: 1,
+        amountPaid: { value: '1', currency: 'EUR' },
+      });
     }
     await sql`analyze calendar.claims`;
     const scanFull = await explainMs(sql, SCAN, [full, day(1000), day(1730), true]);
@@ -231,12 +255,15 @@ async function main(): Promise<void> {
     const body = (await refused.json()) as { conflicts?: string[] };
     const e2e = performance.now() - t0;
     const [{ blocks } = { blocks: 0 }] = await sql<{ blocks: number }[]>`select count(*)::int as blocks from calendar.claims where listing_id = ${listings[2]!}`;
-    out.push(`- conflict scan of a 730-night push, in the database (EXPLAIN ANALYZE, median of 15): ${scanFull.toFixed(2)} ms with all 730 nights taken by 365 bookings (${body.conflicts?.length ?? 0} dates in the 409, status ${refused.status}, ${e2e.toFixed(1)} ms end to end through the gateway); ${scanFree.toFixed(2)} ms on a listing holding ${blocks} overlapping blocks and nothing of the marketplace`);
+    out.push(
+      `- conflict scan of a 730-night push, in the database (EXPLAIN ANALYZE, median of 15): ${scanFull.toFixed(2)} ms with all 730 nights taken by 365 bookings (${body.conflicts?.length ?? 0} dates in the 409, status ${refused.status}, ${e2e.toFixed(1)} ms end to end through the gateway); ${scanFree.toFixed(2)} ms on a listing holding ${blocks} overlapping blocks and nothing of the marketplace`,
+    );
 
     // 3. GET /v1/blocks with 100k blocks in one workspace (seeded with SQL: PUT is measured above).
     const big = (await identity.createWorkspace({ name: 'bench-100k', environment: Environment.SANDBOX })).workspace!.workspaceId;
     const bigKey = await identity.issueKey({ workspaceId: big });
-    const bigToken = ((await (await fetch(`${gateway}/v1/token`, { method: 'POST', headers: { authorization: `Bearer ${bigKey.apiKey}` } })).json()) as { access_token: string }).access_token;
+    const bigToken = ((await (await fetch(`${gateway}/v1/token`, { method: 'POST', headers: { authorization: `Bearer ${bigKey.apiKey}` } })).json()) as { access_token: string })
+      .access_token;
     const bigListings: string[] = [];
     for (let i = 0; i < 20; i++) bigListings.push((await catalog.createListing({ workspaceId: big })).listing!.listingId);
     await sql.begin(async (tx) => {
@@ -273,7 +300,9 @@ async function main(): Promise<void> {
 
     const [pg] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     out.unshift(
-      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything (system, PostgreSQL, NATS, load generator) on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (the machine is shared).`,
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; PostgreSQL ${pg?.v}; bus ${process.env.NATS_URL ? 'NATS JetStream' : 'in-process'}; everything (system, PostgreSQL, NATS, load generator) on this one machine; load average at the start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (the machine is shared).`,
       `Command: DATABASE_URL=${process.env.DATABASE_URL!.replace(/\/\/[^@]*@/, '//…@')} ${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:calendar (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS})`,
     );
     process.stdout.write(`${out.join('\n')}\n`);

@@ -95,8 +95,11 @@ function cannon(opts: autocannon.Options): Promise<autocannon.Result> {
 
 /** A synthetic photograph: sky gradient, sun, hills, houses, grain. */
 async function photoLike(i: number): Promise<Buffer> {
-  const houses = Array.from({ length: 40 }, (_, k) =>
-    `<rect x="${(k * 97 + i * 13) % 1550}" y="${600 + ((k * 53) % 300)}" width="${20 + (k % 30)}" height="${40 + ((k * 7) % 60)}" fill="rgb(${(k * 41) % 255},${(k * 67) % 255},${(k * 23) % 255})"/>`).join('');
+  const houses = Array.from(
+    { length: 40 },
+    (_, k) =>
+      `<rect x="${(k * 97 + i * 13) % 1550}" y="${600 + ((k * 53) % 300)}" width="${20 + (k % 30)}" height="${40 + ((k * 7) % 60)}" fill="rgb(${(k * 41) % 255},${(k * 67) % 255},${(k * 23) % 255})"/>`,
+  ).join('');
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="1067">
     <defs><linearGradient id="sky" x1="0" y1="0" x2="0" y2="1"><stop offset="0" stop-color="rgb(${90 + ((i * 7) % 60)},150,220)"/><stop offset="1" stop-color="rgb(240,${200 + (i % 40)},180)"/></linearGradient>
     <radialGradient id="sun"><stop offset="0" stop-color="#fff8d0"/><stop offset="1" stop-color="#ffb040" stop-opacity="0"/></radialGradient></defs>
@@ -104,8 +107,13 @@ async function photoLike(i: number): Promise<Buffer> {
     <path d="M0 700 Q 400 ${520 + (i % 80)} 800 680 T 1600 650 V1067 H0 Z" fill="#3a6b35"/>
     <path d="M0 820 Q 500 760 900 860 T 1600 800 V1067 H0 Z" fill="#2b4f2a"/>${houses}</svg>`;
   const base = await sharp(Buffer.from(svg)).png().toBuffer();
-  const grain = await sharp({ create: { width: 1600, height: 1067, channels: 3, background: { r: 0, g: 0, b: 0 }, noise: { type: 'gaussian', mean: 128, sigma: 12 } } }).png().toBuffer();
-  return sharp(base).composite([{ input: grain, blend: 'overlay' }]).jpeg({ quality: 85 }).toBuffer();
+  const grain = await sharp({ create: { width: 1600, height: 1067, channels: 3, background: { r: 0, g: 0, b: 0 }, noise: { type: 'gaussian', mean: 128, sigma: 12 } } })
+    .png()
+    .toBuffer();
+  return sharp(base)
+    .composite([{ input: grain, blend: 'overlay' }])
+    .jpeg({ quality: 85 })
+    .toBuffer();
 }
 
 async function main(): Promise<void> {
@@ -176,7 +184,9 @@ async function main(): Promise<void> {
       const property = create(PropertySchema, { ...p.property, name: `Harbour loft ${i}` });
       return catalog.upsertProperty({ workspaceId: ws, providerId: p.id, property });
     });
-    out.push(`- UpsertProperty (gRPC), name changed each time (write + republish + listing.updated event), photos unchanged, ${CONCURRENCY} in flight, ${SECONDS} s: **${renamed}**`);
+    out.push(
+      `- UpsertProperty (gRPC), name changed each time (write + republish + listing.updated event), photos unchanged, ${CONCURRENCY} in flight, ${SECONDS} s: **${renamed}**`,
+    );
     if (host.totalHits() !== hitsBefore) throw new Error(`unchanged photos were fetched again: ${host.totalHits() - hitsBefore} fetches`);
     out.push(`- photo fetches during the upsert runs: 0 (unchanged URLs are never fetched again)`);
 

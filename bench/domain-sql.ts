@@ -128,7 +128,12 @@ async function round(t: Target, workload: Workload, r: number): Promise<Run> {
       await sql`select * from calendar.put_block(${WS}, ${uid}, ${`lst_${n % LISTINGS}`}, ${day(start)}::date, ${day(start + nights)}::date,
                                                  'reserved', ${new Date()}, ${headers})`;
     } else if (workload === 'authorize') {
-      const items: AuthorizeInput[] = Array.from({ length: BATCH }, () => ({ keyId: key.keyId, tokenWorkspaceId: key.workspaceId, addressedWorkspaceId: key.workspaceId, count: true }));
+      const items: AuthorizeInput[] = Array.from({ length: BATCH }, () => ({
+        keyId: key.keyId,
+        tokenWorkspaceId: key.workspaceId,
+        addressedWorkspaceId: key.workspaceId,
+        count: true,
+      }));
       await authorizeBatch(sql, items, LIMIT);
     } else if (t.variant === 'after') {
       await countRequest(sql, { keyId: key.keyId, bucket: 'token', limit: LIMIT });
@@ -229,7 +234,9 @@ async function main(): Promise<void> {
     before: { variant: 'before', sql: createSql(dbs.before.url, { max: CONNECTIONS }), keys: [] },
     after: { variant: 'after', sql: createSql(dbs.after.url, { max: CONNECTIONS }), keys: [] },
   };
-  const loadStart = loadavg().map((x) => x.toFixed(2)).join(' ');
+  const loadStart = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
   const runs: Run[] = [];
   try {
     for (const v of ['before', 'after'] as const) await prepare(targets[v], sources[v]);
@@ -250,15 +257,21 @@ async function main(): Promise<void> {
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const of = (v: Variant, w: Workload) => runs.filter((r) => r.variant === v && r.workload === w);
     const cell = (v: Variant, w: Workload, f: (r: Run) => number, digits: number) =>
-      `**${median(of(v, w).map(f)).toFixed(digits)}** (${of(v, w).map((r) => f(r).toFixed(digits)).join(', ')})`;
+      `**${median(of(v, w).map(f)).toFixed(digits)}** (${of(v, w)
+        .map((r) => f(r).toFixed(digits))
+        .join(', ')})`;
     const [row] = await targets.after.sql<{ v: string }[]>`select version() as v`;
     const version = row!.v;
     const out: string[] = [];
     out.push(
       `Machine: ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; ${version.split(' on ')[0]}; ` +
-        `load average at the start ${loadStart}, at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')} (the machine is shared).`,
+        `load average at the start ${loadStart}, at the end ${loadavg()
+          .map((x) => x.toFixed(2))
+          .join(' ')} (the machine is shared).`,
     );
-    out.push(`Command: DATABASE_URL=… npm run bench:domain-sql (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS}, BENCH_ROUNDS=${ROUNDS}); median of the rounds in bold, each round in brackets.`);
+    out.push(
+      `Command: DATABASE_URL=… npm run bench:domain-sql (BENCH_SECONDS=${SECONDS}, BENCH_CONNECTIONS=${CONNECTIONS}, BENCH_ROUNDS=${ROUNDS}); median of the rounds in bold, each round in brackets.`,
+    );
     out.push('');
     out.push('| | before | after |');
     out.push('|---|---|---|');
@@ -270,7 +283,9 @@ async function main(): Promise<void> {
           `${median(of('after', w).map((r) => r.p50)).toFixed(1)} / ${median(of('after', w).map((r) => r.p99)).toFixed(1)} |`,
       );
     }
-    out.push(`| relay: Node CPU per calendar event (encoding), µs | 0 (bytes passed on) | ${relay.after.encodeUs.toFixed(1)} (\`encodeOutboxRow\`, ${relay.after.rows} rows × 5) |`);
+    out.push(
+      `| relay: Node CPU per calendar event (encoding), µs | 0 (bytes passed on) | ${relay.after.encodeUs.toFixed(1)} (\`encodeOutboxRow\`, ${relay.after.rows} rows × 5) |`,
+    );
     out.push(`| stored size of a calendar event in the outbox, bytes | ${relay.before.bytes.toFixed(0)} (protobuf) | ${relay.after.bytes.toFixed(0)} (jsonb) |`);
     console.log(out.join('\n'));
   } finally {

@@ -66,7 +66,16 @@ import { credentialInterceptor } from '../test/support/credentials';
 import { cpuMsOf } from './support/proc-cpu';
 import { chooseLoadGenerator, runLoad, type LoadResult } from './support/load-generator';
 import { benchRuntime, buildForBench } from './support/compiled-build';
-import { idleCpu, loadCpu, serverCpuMs, startBare as startBareServer, startFull as startFullSystem, startSplit as startSplitSystem, type Build, type Server } from './support/gateway-servers';
+import {
+  idleCpu,
+  loadCpu,
+  serverCpuMs,
+  startBare as startBareServer,
+  startFull as startFullSystem,
+  startSplit as startSplitSystem,
+  type Build,
+  type Server,
+} from './support/gateway-servers';
 
 const ROOT = resolve(__dirname, '..');
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -122,7 +131,6 @@ interface Run {
 
 // ------------------------------------------------------------------ processes
 
-
 /** The build the processes run (set in main). */
 const build = (): Build => ({ runtime: RUNTIME, dist: DIST });
 const startFull = (env: Record<string, string>, nodeArgs: string[] = []) => startFullSystem(build(), env, nodeArgs);
@@ -135,8 +143,6 @@ const startBare = (env: Record<string, string>, nodeArgs: string[] = []) => star
 function cannon(url: string, token: string, connections: number, duration: number): Promise<LoadResult> {
   return runLoad(LOADGEN, `${url}/v1/blocks`, { authorization: `Bearer ${token}` }, connections, duration);
 }
-
-
 
 async function backendPids(sql: Sql): Promise<number[]> {
   return (await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid);
@@ -175,7 +181,6 @@ function sampleActivity(sql: Sql): () => Promise<Activity> {
     return a;
   };
 }
-
 
 async function measure(side: Side, server: Server, token: string, connections: number, sql: Sql): Promise<Run> {
   const load = loadavg()[0]!;
@@ -233,8 +238,19 @@ interface StatementResult {
  * `batched`: through AuthorizeBatcher, as identity runs it; otherwise one statement per
  * request (a batch of one).
  */
-async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: string }, syncCommit: 'on' | 'off', concurrency: number, batched: boolean, seconds = 4): Promise<StatementResult> {
-  const sql = postgres(dbUrl, { max: Number(POOL_SIZE), onnotice: () => {}, connection: { application_name: 'bench-statement', synchronous_commit: syncCommit } }) as unknown as Sql;
+async function statementAlone(
+  dbUrl: string,
+  a: { keyId: string; workspaceId: string },
+  syncCommit: 'on' | 'off',
+  concurrency: number,
+  batched: boolean,
+  seconds = 4,
+): Promise<StatementResult> {
+  const sql = postgres(dbUrl, {
+    max: Number(POOL_SIZE),
+    onnotice: () => {},
+    connection: { application_name: 'bench-statement', synchronous_commit: syncCommit },
+  }) as unknown as Sql;
   const batcher = batched ? new AuthorizeBatcher(sql, STATEMENT_LIMIT) : undefined;
   try {
     await sql`select 1`;
@@ -254,7 +270,9 @@ async function statementAlone(dbUrl: string, a: { keyId: string; workspaceId: st
     latencies.sort((x, y) => x - y);
     const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0;
     const res = { syncCommit, batched, concurrency, rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) };
-    process.stdout.write(`Authorize statement alone, synchronous_commit=${syncCommit}, ${batched ? 'batched' : 'one per request'}, ${concurrency} in flight: ${Math.round(res.rps)}/s, p50 ${res.p50.toFixed(2)} ms, p99 ${res.p99.toFixed(2)} ms\n`);
+    process.stdout.write(
+      `Authorize statement alone, synchronous_commit=${syncCommit}, ${batched ? 'batched' : 'one per request'}, ${concurrency} in flight: ${Math.round(res.rps)}/s, p50 ${res.p50.toFixed(2)} ms, p99 ${res.p99.toFixed(2)} ms\n`,
+    );
     return res;
   } finally {
     await sql.end({ timeout: 5 });
@@ -302,7 +320,9 @@ async function internalHops(server: Server & { internal: string }, token: string
           serverCpuMs: loadCpu(server, serverCpuMs(server) - s0, t0, t1) / calls,
           clientCpuMs: (c.user + c.system) / 1000 / calls,
         };
-        process.stdout.write(`${protocol} ${rpc}: ${hop.meanMs.toFixed(2)} ms per call, service CPU ${hop.serverCpuMs.toFixed(3)} ms, client CPU ${hop.clientCpuMs.toFixed(3)} ms\n`);
+        process.stdout.write(
+          `${protocol} ${rpc}: ${hop.meanMs.toFixed(2)} ms per call, service CPU ${hop.serverCpuMs.toFixed(3)} ms, client CPU ${hop.clientCpuMs.toFixed(3)} ms\n`,
+        );
         out.push(hop);
       }
     } finally {
@@ -313,7 +333,12 @@ async function internalHops(server: Server & { internal: string }, token: string
 }
 
 /** Restarts a side under `--cpu-prof`, loads it at 64 connections and summarises where its CPU went. */
-async function profileSide(side: Side, start: (nodeArgs: string[]) => Promise<Server>, token: string, connections: number): Promise<{ shares: ProfileShare[]; busyMs: number } | undefined> {
+async function profileSide(
+  side: Side,
+  start: (nodeArgs: string[]) => Promise<Server>,
+  token: string,
+  connections: number,
+): Promise<{ shares: ProfileShare[]; busyMs: number } | undefined> {
   const dir = mkdtempSync(join(tmpdir(), `psync-bench-prof-${side}-`));
   try {
     const server = await start(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
@@ -376,8 +401,7 @@ const ms = (n: number) => (LOADGEN.name === 'autocannon' ? (n < 1 ? '< 1 ms' : `
 /** req/s: the median, and over several rounds the range. */
 const rate = (r: Run) => (ROUNDS > 1 ? `${fmt(r.rps)} (${fmt(r.rpsMin ?? r.rps)}–${fmt(r.rpsMax ?? r.rps)})` : fmt(r.rps));
 /** full/bare: the median of the rounds' ratios, and over several rounds their range. */
-const spread = (p: { ratio: number; ratioMin: number; ratioMax: number }) =>
-  ROUNDS > 1 ? `${pct(p.ratio)} (${Math.round(p.ratioMin * 100)}–${pct(p.ratioMax)})` : pct(p.ratio);
+const spread = (p: { ratio: number; ratioMin: number; ratioMax: number }) => (ROUNDS > 1 ? `${pct(p.ratio)} (${Math.round(p.ratioMin * 100)}–${pct(p.ratioMax)})` : pct(p.ratio));
 const pct = (n: number) => `${Math.round(n * 100)} %`;
 
 function median(xs: number[]): number {
@@ -445,7 +469,7 @@ function report(o: {
   lines.push(SECTION, '');
   lines.push(
     '`GET /v1/blocks` on an empty sandbox workspace with a valid access token, measured by `bench/gateway-auth.ts`.',
-    '**full**: the real system, `services/main.ts all` (all roles in one process, as `npm start` runs it) on PostgreSQL — the gateway\'s contract frame, `Authorize` to identity (token HMAC + the `identity.authorize_batch` statement, shared by the Authorize calls in flight, that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=' +
+    "**full**: the real system, `services/main.ts all` (all roles in one process, as `npm start` runs it) on PostgreSQL — the gateway's contract frame, `Authorize` to identity (token HMAC + the `identity.authorize_batch` statement, shared by the Authorize calls in flight, that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=" +
       LOG_LEVEL +
       '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
     '**split**: the same code in the Kubernetes shape — `services/main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
@@ -473,27 +497,33 @@ function report(o: {
     lines.push('|---:|---:|---:|---:|---:|---:|---:|');
     for (const p of pairs) {
       if (!p.split || !p.splitRatio) continue;
-      lines.push(`| ${p.c} | ${rate(p.split)} | ${ms(p.split.p50)} | ${ms(p.split.p99)} | ${spread(p.splitRatio)} | ${p.split.nodeCpuMs.toFixed(3)} ms | ${p.split.pgCpuMs.toFixed(3)} ms |`);
+      lines.push(
+        `| ${p.c} | ${rate(p.split)} | ${ms(p.split.p50)} | ${ms(p.split.p99)} | ${spread(p.splitRatio)} | ${p.split.nodeCpuMs.toFixed(3)} ms | ${p.split.pgCpuMs.toFixed(3)} ms |`,
+      );
     }
   }
   const failures = o.runs.reduce((n, r) => n + r.failures, 0);
-  lines.push('', failures === 0 ? 'Every request answered 200 (no non-2xx, errors or time-outs).' : `**${failures} requests were not answered 200** (non-2xx, errors or time-outs).`, '');
-  lines.push('### Targets', '');
   lines.push(
-    `- full ≥ ${pct(TARGET_RATIO)} of bare throughput: **${ratioMet ? 'met' : 'not met'}** (${pairs.map((p) => `${spread(p)} at ${p.c}`).join(', ')}).`,
+    '',
+    failures === 0 ? 'Every request answered 200 (no non-2xx, errors or time-outs).' : `**${failures} requests were not answered 200** (non-2xx, errors or time-outs).`,
+    '',
   );
+  lines.push('### Targets', '');
+  lines.push(`- full ≥ ${pct(TARGET_RATIO)} of bare throughput: **${ratioMet ? 'met' : 'not met'}** (${pairs.map((p) => `${spread(p)} at ${p.c}`).join(', ')}).`);
   if (at64) lines.push(`- full p99 < ${TARGET_P99_MS} ms at 64 connections: **${p99Met ? 'met' : 'not met'}** (${ms(at64.full.p99)}; bare ${ms(at64.bare.p99)}).`);
   lines.push('');
   lines.push('### Where the time goes', '');
   lines.push(
-    'Per request, from /proc (the server process net of its idle background, and this database\'s PostgreSQL backends) and `pg_stat_activity` sampled every 100 ms during each cell.',
+    "Per request, from /proc (the server process net of its idle background, and this database's PostgreSQL backends) and `pg_stat_activity` sampled every 100 ms during each cell.",
     '',
   );
   lines.push('| connections | side | Node CPU / request | PostgreSQL CPU / request | sessions in a query (mean) | of which waiting on a lock | waiting on WAL |');
   lines.push('|---:|---|---:|---:|---:|---:|---:|');
   for (const { c, full, bare } of pairs) {
     for (const r of [full, bare]) {
-      lines.push(`| ${c} | ${r.side} | ${r.nodeCpuMs.toFixed(3)} ms | ${r.pgCpuMs.toFixed(3)} ms | ${r.activeSessions.toFixed(1)} | ${pct(r.lockWaitShare)} | ${pct(r.walWaitShare)} |`);
+      lines.push(
+        `| ${c} | ${r.side} | ${r.nodeCpuMs.toFixed(3)} ms | ${r.pgCpuMs.toFixed(3)} ms | ${r.activeSessions.toFixed(1)} | ${pct(r.lockWaitShare)} | ${pct(r.walWaitShare)} |`,
+      );
     }
   }
   lines.push('');
@@ -504,10 +534,16 @@ function report(o: {
     lines.push('|---|---|---:|---:|---:|');
     for (const h of d.hops) lines.push(`| ${h.protocol} | ${h.rpc} | ${h.meanMs.toFixed(2)} ms | ${h.serverCpuMs.toFixed(3)} ms | ${h.clientCpuMs.toFixed(3)} ms |`);
     lines.push('');
-    lines.push('Authorize\'s SQL statement alone (`authorizeBatch`), one key, 4 s per cell, pool of ' + POOL_SIZE + '; one statement per request, or batched as identity runs it (`AuthorizeBatcher`):', '');
+    lines.push(
+      "Authorize's SQL statement alone (`authorizeBatch`), one key, 4 s per cell, pool of " +
+        POOL_SIZE +
+        '; one statement per request, or batched as identity runs it (`AuthorizeBatcher`):',
+      '',
+    );
     lines.push('| in flight | `synchronous_commit` | statements | requests/s | p50 | p99 |');
     lines.push('|---:|---|---|---:|---:|---:|');
-    for (const r of d.statement) lines.push(`| ${r.concurrency} | ${r.syncCommit} | ${r.batched ? 'batched' : 'one per request'} | ${fmt(r.rps)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`);
+    for (const r of d.statement)
+      lines.push(`| ${r.concurrency} | ${r.syncCommit} | ${r.batched ? 'batched' : 'one per request'} | ${fmt(r.rps)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`);
     lines.push('');
   }
   for (const side of ['full', 'bare'] as const) {
@@ -565,7 +601,7 @@ function analysis(
       '.',
   );
   out.push(
-    '2. **In one process the internal calls cost almost nothing.** `services/main.ts all` hosts the gateway and the services together, and the runner records every service registration (`InProcessServices`): a client whose base URL is the process\'s own internal server calls the implementation directly — client and server interceptors (the CLIENT and SERVER spans, `traceparent`), request headers, deadline, cancellation and error mapping exactly as over the wire (test/kit/in-process-transport.test.ts checks each against the h2c call) — instead of HTTP/2 framing and protobuf on both sides. ' +
+    "2. **In one process the internal calls cost almost nothing.** `services/main.ts all` hosts the gateway and the services together, and the runner records every service registration (`InProcessServices`): a client whose base URL is the process's own internal server calls the implementation directly — client and server interceptors (the CLIENT and SERVER spans, `traceparent`), request headers, deadline, cancellation and error mapping exactly as over the wire (test/kit/in-process-transport.test.ts checks each against the h2c call) — instead of HTTP/2 framing and protobuf on both sides. " +
       (grpcHops !== undefined
         ? `Over h2c the same two calls cost ${grpcHops.toFixed(2)} ms of CPU (client + service side, one at a time, gRPC)${connectHops !== undefined ? `, ${connectHops.toFixed(2)} ms with the Connect protocol` : ''} — ${grpcHops > fullCpu ? 'more than the whole full request now' : `against ${fullCpu.toFixed(2)} ms for the whole full request now`}. `
         : '') +
@@ -584,7 +620,9 @@ function analysis(
           ? `And the Authorize calls in flight share one statement (\`AuthorizeBatcher\`, \`identity.authorize_batch\`): the row is locked once per batch, not once per request — ${fmt(b64off.rps)} requests/s with 64 in flight (p99 ${b64off.p99.toFixed(1)} ms), ${(b64off.rps / s64off.rps).toFixed(1)}× one statement per request. `
           : '') +
         'Both sides use both.' +
-        (at64 ? ` At 64 connections ${pct(at64.full.lockWaitShare)} (full) and ${pct(at64.bare.lockWaitShare)} (bare) of the busy sessions were waiting on a lock (46–54 % before batching).` : ''),
+        (at64
+          ? ` At 64 connections ${pct(at64.full.lockWaitShare)} (full) and ${pct(at64.bare.lockWaitShare)} (bare) of the busy sessions were waiting on a lock (46–54 % before batching).`
+          : ''),
     );
   }
   if (at64) {
@@ -603,10 +641,15 @@ function analysis(
   );
   if (!ratioMet || p99Met === false) {
     out.push('What is left:', '');
-    if (!ratioMet) out.push('- **The ratio**: the next cuts are in the gateway frame itself (allocations per request: the garbage collector is the largest single difference from bare), measured with this benchmark\'s CPU profile.');
+    if (!ratioMet)
+      out.push(
+        "- **The ratio**: the next cuts are in the gateway frame itself (allocations per request: the garbage collector is the largest single difference from bare), measured with this benchmark's CPU profile.",
+      );
     if (p99Met === false) out.push('- **p99 at 64 connections on 2 cores**: not reachable by one Node process at this CPU per request (item 4); more gateway replicas or cores.');
     if (grpcHops !== undefined && connectHops !== undefined && connectHops < grpcHops * 0.9) {
-      out.push(`- **The split system's hops**: the Connect protocol for internal unary calls costs ${pct(1 - connectHops / grpcHops)} less CPU than gRPC here (the server already speaks it; stock gRPC clients keep working). Not switched: the internal API is specified as gRPC for marketplace services, and the in-process path made it matter only across processes.`);
+      out.push(
+        `- **The split system's hops**: the Connect protocol for internal unary calls costs ${pct(1 - connectHops / grpcHops)} less CPU than gRPC here (the server already speaks it; stock gRPC clients keep working). Not switched: the internal API is specified as gRPC for marketplace services, and the in-process path made it matter only across processes.`,
+      );
     }
     out.push('');
   }
@@ -681,7 +724,10 @@ async function main(): Promise<void> {
     servers.push(full);
 
     sessions = new Http2SessionManager(full.internal);
-    const identity = createClient(IdentityService, createGrpcTransport({ baseUrl: full.internal, sessionManager: sessions, defaultTimeoutMs: 30000, interceptors: [credentialInterceptor()] }));
+    const identity = createClient(
+      IdentityService,
+      createGrpcTransport({ baseUrl: full.internal, sessionManager: sessions, defaultTimeoutMs: 30000, interceptors: [credentialInterceptor()] }),
+    );
     const ws = (await identity.createWorkspace({ name: 'bench-auth', environment: Environment.SANDBOX })).workspace!.workspaceId;
     const tokenFor = async () => {
       const key = await identity.issueKey({ workspaceId: ws });
@@ -700,7 +746,11 @@ async function main(): Promise<void> {
     if (split) servers.push(split);
     const sides: Side[] = split ? ['full', 'bare', 'split'] : ['full', 'bare'];
     // All answer the same thing.
-    for (const [side, server] of [['full', full], ['bare', bare], ['split', split]] as const) {
+    for (const [side, server] of [
+      ['full', full],
+      ['bare', bare],
+      ['split', split],
+    ] as const) {
       if (!server) continue;
       const res = await fetch(`${server.url}/v1/blocks`, { headers: { authorization: `Bearer ${tokens[side]}` } });
       const body = await res.text();
@@ -745,7 +795,13 @@ async function main(): Promise<void> {
       servers.push(full, bare);
       for (const side of ['full', 'bare'] as const) {
         const p = profiles[side];
-        if (p) process.stdout.write(`profile ${side}: ${p.shares.slice(0, 10).map((s) => `${s.origin} ${pct(s.share)}`).join(', ')}\n`);
+        if (p)
+          process.stdout.write(
+            `profile ${side}: ${p.shares
+              .slice(0, 10)
+              .map((s) => `${s.origin} ${pct(s.share)}`)
+              .join(', ')}\n`,
+          );
       }
     }
 

@@ -192,7 +192,10 @@ async function main(): Promise<void> {
     }
     if (lists[0] !== lists[1] || !lists[0]!.includes('"has_more":true')) throw new Error(`the two sides list differently:\n${lists[0]}\n${lists[1]}`);
 
-    const script: Record<Side, string> = { full: putScript(scripts, `full-${randomBytes(3).toString('hex')}`, listings), baseline: putScript(scripts, `base-${randomBytes(3).toString('hex')}`, listings) };
+    const script: Record<Side, string> = {
+      full: putScript(scripts, `full-${randomBytes(3).toString('hex')}`, listings),
+      baseline: putScript(scripts, `base-${randomBytes(3).toString('hex')}`, listings),
+    };
     const load = (side: Side, op: Op, seconds: number): Promise<LoadResult> =>
       op === 'GET'
         ? runWrk(`${target[side].url}/v1/blocks`, { authorization: `Bearer ${tokens[side].GET}` }, 1, seconds)
@@ -221,7 +224,18 @@ async function main(): Promise<void> {
           let pg = 0;
           for (const p of await backends(observer, side)) pg += cpuMsOf(p) - (pg0.get(p) ?? 0);
           const n = Math.max(1, r.requests.total);
-          const cell: Cell = { side, op, round, p50: r.latency.p50, p99: r.latency.p99, rps: r.requests.average, failures: r.non2xx + r.errors + r.timeouts, nodeCpuMs: node / n, pgCpuMs: pg / n, load: l };
+          const cell: Cell = {
+            side,
+            op,
+            round,
+            p50: r.latency.p50,
+            p99: r.latency.p99,
+            rps: r.requests.average,
+            failures: r.non2xx + r.errors + r.timeouts,
+            nodeCpuMs: node / n,
+            pgCpuMs: pg / n,
+            load: l,
+          };
           cells.push(cell);
           process.stdout.write(
             `${op} ${side.padEnd(8)} round ${round + 1}: p50 ${msText(cell.p50)}, p99 ${msText(cell.p99)}, ${Math.round(cell.rps)} req/s, ${cell.failures} failed; CPU/request node ${cell.nodeCpuMs.toFixed(3)} ms, postgres ${cell.pgCpuMs.toFixed(3)} ms; load ${l.toFixed(1)}\n`,
@@ -232,9 +246,13 @@ async function main(): Promise<void> {
     const loadEnd = loadavg();
 
     const lines: string[] = [];
-    lines.push(`Command: \`${process.env.DATABASE_URL ? 'DATABASE_URL=… ' : ''}${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:latency\` (BENCH_SECONDS=${SECONDS}, BENCH_ROUNDS=${ROUNDS}, ${runtime}); wrk ${wrk}, one connection.`);
+    lines.push(
+      `Command: \`${process.env.DATABASE_URL ? 'DATABASE_URL=… ' : ''}${process.env.NATS_URL ? 'NATS_URL=… ' : ''}npm run bench:latency\` (BENCH_SECONDS=${SECONDS}, BENCH_ROUNDS=${ROUNDS}, ${runtime}); wrk ${wrk}, one connection.`,
+    );
     lines.push(`${machineLine()}; load average at the start ${loadStart.map((x) => x.toFixed(2)).join(' ')}, at the end ${loadEnd.map((x) => x.toFixed(2)).join(' ')}.`, '');
-    lines.push('| operation | full p50 | baseline p50 | full / baseline p50 (median of rounds) | full p99 | baseline p99 | CPU / request full: process + PostgreSQL | baseline | failed |');
+    lines.push(
+      '| operation | full p50 | baseline p50 | full / baseline p50 (median of rounds) | full p99 | baseline p99 | CPU / request full: process + PostgreSQL | baseline | failed |',
+    );
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const op of ['GET', 'PUT'] as const) {
       const of = (side: Side) => cells.filter((c) => c.side === side && c.op === op);
@@ -250,9 +268,25 @@ async function main(): Promise<void> {
       const key = op.toLowerCase();
       recordMetric({ id: `latency.${key}.p50_full`, label: `${op} /v1/blocks p50, full system, 1 connection`, value: med(f, 'p50'), unit: 'ms' });
       recordMetric({ id: `latency.${key}.p50_baseline`, label: `${op} /v1/blocks p50, baseline, 1 connection`, value: med(b, 'p50'), unit: 'ms' });
-      recordMetric({ id: `latency.${key}.p50_ratio`, label: `${op} /v1/blocks p50 full / baseline`, value: ratio, unit: '×', note: `${ROUNDS} rounds of ${SECONDS} s, range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}` });
-      recordMetric({ id: `latency.${key}.cpu_full`, label: `${op} /v1/blocks CPU per request, full (process + PostgreSQL)`, value: med(f, 'nodeCpuMs') + med(f, 'pgCpuMs'), unit: 'ms' });
-      recordMetric({ id: `latency.${key}.cpu_baseline`, label: `${op} /v1/blocks CPU per request, baseline (process + PostgreSQL)`, value: med(b, 'nodeCpuMs') + med(b, 'pgCpuMs'), unit: 'ms' });
+      recordMetric({
+        id: `latency.${key}.p50_ratio`,
+        label: `${op} /v1/blocks p50 full / baseline`,
+        value: ratio,
+        unit: '×',
+        note: `${ROUNDS} rounds of ${SECONDS} s, range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
+      });
+      recordMetric({
+        id: `latency.${key}.cpu_full`,
+        label: `${op} /v1/blocks CPU per request, full (process + PostgreSQL)`,
+        value: med(f, 'nodeCpuMs') + med(f, 'pgCpuMs'),
+        unit: 'ms',
+      });
+      recordMetric({
+        id: `latency.${key}.cpu_baseline`,
+        label: `${op} /v1/blocks CPU per request, baseline (process + PostgreSQL)`,
+        value: med(b, 'nodeCpuMs') + med(b, 'pgCpuMs'),
+        unit: 'ms',
+      });
       recordMetric({ id: `latency.${key}.cpu_ratio`, label: `${op} /v1/blocks CPU per request full / baseline`, value: cpuRatio, unit: '×' });
     }
     lines.push('', `Target: full p50 ≤ ${TARGET_RATIO}× the baseline's at one connection.`);
@@ -280,9 +314,25 @@ async function main(): Promise<void> {
           const fns = summariseFunctions(file, ROOT, window);
           const inclusive = summariseInclusive(file, ROOT, window);
           lines.push('', `CPU profile of full, ${op} at one connection (${n} requests, ${(origins.busyMs / n).toFixed(3)} ms busy per request, profiler included):`);
-          lines.push(`- by origin: ${origins.shares.slice(0, 10).map((s) => `${s.origin} ${(s.share * 100).toFixed(0)} %`).join(', ')}`);
-          lines.push(`- by function (self): ${fns.shares.slice(0, 15).map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`).join('; ')}`);
-          lines.push(`- by function (inclusive, project code): ${inclusive.shares.filter((s) => /^\S+ (gateway|services)\//.test(s.origin)).slice(0, 20).map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`).join('; ')}`);
+          lines.push(
+            `- by origin: ${origins.shares
+              .slice(0, 10)
+              .map((s) => `${s.origin} ${(s.share * 100).toFixed(0)} %`)
+              .join(', ')}`,
+          );
+          lines.push(
+            `- by function (self): ${fns.shares
+              .slice(0, 15)
+              .map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`)
+              .join('; ')}`,
+          );
+          lines.push(
+            `- by function (inclusive, project code): ${inclusive.shares
+              .filter((s) => /^\S+ (gateway|services)\//.test(s.origin))
+              .slice(0, 20)
+              .map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`)
+              .join('; ')}`,
+          );
         } finally {
           rmSync(dir, { recursive: true, force: true });
         }

@@ -95,7 +95,11 @@ export function isJsonContentType(header: string | undefined): boolean {
     const eq = p.indexOf('=');
     if (eq < 0) continue;
     const name = p.slice(0, eq).trim().toLowerCase();
-    const value = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    const value = p
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
     if (name === 'charset' && value !== 'utf-8' && value !== 'utf8') return false;
   }
   return true;

@@ -7,13 +7,7 @@
  * a fault of ours: `undefined` here, a 500 in the mapper, the cause in the log.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
-import {
-  ConflictDetailSchema,
-  ErrorDetailSchema,
-  ErrorReason,
-  RetryDetailSchema,
-  ValidationDetailSchema,
-} from '../gen/psync/common/v1/errors_pb';
+import { ConflictDetailSchema, ErrorDetailSchema, ErrorReason, RetryDetailSchema, ValidationDetailSchema } from '../gen/psync/common/v1/errors_pb';
 import { isViolationCode, ProblemError, Violation } from './problems';
 
 /** The ErrorDetail reason of an error, UNSPECIFIED when none is attached. */

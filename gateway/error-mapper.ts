@@ -110,8 +110,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
       }
     } finally {
       if (!ctx.state.operational && !ctx.headerSent) {
-        const view =
-          ctx.state.rateLimit ?? defaultView(ctx.state.quota === 'token' ? opts.tokenQuota : opts.contractQuota);
+        const view = ctx.state.rateLimit ?? defaultView(ctx.state.quota === 'token' ? opts.tokenQuota : opts.contractQuota);
         ctx.set(rateLimitHeaders(view));
       }
       logAccess(opts.log, ctx);

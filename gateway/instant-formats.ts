@@ -44,4 +44,3 @@ export function storableDate(text: string): boolean {
 export function storableDateTime(text: string): boolean {
   return isStorableInstantMs(instantMs(text));
 }
-

@@ -102,7 +102,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
       latency_ms: {
         type: ['integer', 'null'],
         minimum: 0,
-        description: 'How long the attempt took, connection and TLS included, until your response\'s status line; `null` when nothing was sent.',
+        description: "How long the attempt took, connection and TLS included, until your response's status line; `null` when nothing was sent.",
       },
       outcome: {
         type: 'string',
@@ -121,10 +121,10 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
   const deliverySchema: JsonObject = {
     type: 'object',
     description:
-      'One delivery of an event to the workspace\'s endpoint, with its most recent attempts (newest first). Kept while pending and for 30 days after it was delivered or abandoned.',
+      "One delivery of an event to the workspace's endpoint, with its most recent attempts (newest first). Kept while pending and for 30 days after it was delivered or abandoned.",
     required: ['event_id', 'event_type', 'test', 'state', 'occurred_at', 'queued_at', 'next_attempt_at', 'attempts_total', 'attempts'],
     properties: {
-      event_id: { type: 'string', format: 'uuid', description: 'The envelope\'s `event_id`, the same on every attempt and resend.' },
+      event_id: { type: 'string', format: 'uuid', description: "The envelope's `event_id`, the same on every attempt and resend." },
       event_type: { type: 'string', enum: KINDS },
       test: { type: 'boolean', description: 'True for a test event (`POST /sandbox/events`): its body carries `"test": true` and names no real booking.' },
       state: {
@@ -132,7 +132,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
         enum: deliveriesQuery.state.enum,
         description: '`pending`: an attempt is scheduled (`next_attempt_at`); `delivered`: a 2xx was received; `abandoned`: the last attempt of the retry schedule failed.',
       },
-      occurred_at: { type: 'string', format: 'date-time', description: 'The envelope\'s `occurred_at`.' },
+      occurred_at: { type: 'string', format: 'date-time', description: "The envelope's `occurred_at`." },
       queued_at: { type: 'string', format: 'date-time', description: 'When the delivery was queued, or last resent: where its retry schedule started.' },
       next_attempt_at: { type: ['string', 'null'], format: 'date-time', description: 'When the next attempt is due; `null` unless `pending`.' },
       attempts_total: { type: 'integer', minimum: 0, description: 'Every attempt recorded, resends included (`attempts` shows the newest 20).' },
@@ -142,7 +142,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
 
   const deliveryListSchema: JsonObject = {
     type: 'object',
-    description: 'One page of the workspace\'s deliveries, newest first. There is no total.',
+    description: "One page of the workspace's deliveries, newest first. There is no total.",
     required: ['items', 'has_more'],
     properties: {
       items: { type: 'array', maxItems: 200, items: h.ref('schemas', 'Delivery') },
@@ -191,9 +191,13 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
   const testReference = 'TEST-BK7Q2M4X9C3D';
   const deliveryPath = (id: string) => `/webhooks/deliveries/${id}`;
 
-  const notFound = h.problemResponse('delivery_not_found', '`delivery_not_found`: no delivery with this `event_id` in the workspace (unknown or another partner\'s: indistinguishable).', {
-    examples: { unknown_delivery: { summary: 'An `event_id` that is unknown or another partner\'s', request: { path: { event_id: '6f1c1f57-3a39-4f0a-9a8e-0a4f2e2d7c11' } } } },
-  });
+  const notFound = h.problemResponse(
+    'delivery_not_found',
+    "`delivery_not_found`: no delivery with this `event_id` in the workspace (unknown or another partner's: indistinguishable).",
+    {
+      examples: { unknown_delivery: { summary: "An `event_id` that is unknown or another partner's", request: { path: { event_id: '6f1c1f57-3a39-4f0a-9a8e-0a4f2e2d7c11' } } } },
+    },
+  );
 
   const tags = [
     {
@@ -209,7 +213,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
         operationId: 'triggerTestEvent',
         summary: 'Send a test event to the webhook endpoint',
         description: [
-          'Queues a signed delivery of a synthetic `booking.confirmed`, `booking.cancelled` or `user.erased` about one of the workspace\'s own listings, sent to the registered endpoint through the normal delivery pipeline: signed, retried, logged and resendable like any delivery.',
+          "Queues a signed delivery of a synthetic `booking.confirmed`, `booking.cancelled` or `user.erased` about one of the workspace's own listings, sent to the registered endpoint through the normal delivery pipeline: signed, retried, logged and resendable like any delivery.",
           '',
           'Nothing happens in the calendar: no night is taken, no booking or erasure exists. The envelope carries `"test": true` (inside the signed body) and the booking reference is a test one (`TEST-BK…`), a shape no real booking has. The data is built from the listing (`provider_id`, check-in and check-out times) and fixed values: guest `Test Guest`, a party of 2, 100.00 EUR a night, a stay 30 days from today (UTC) for two nights unless `check_in`/`check_out` are given. A test `user.erased` opens a deletion request to acknowledge as a real one.',
           '',
@@ -222,7 +226,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
           cancelled: h.example('The same test booking cancelled by the host', triggerBody('booking.cancelled', { booking_reference: testReference, initiated_by: 'host' })),
           erased: h.example('Its guest erased their account', triggerBody('user.erased', { booking_reference: testReference })),
           dated: h.example('A test booking for given nights', triggerBody('booking.confirmed', { check_in: '2030-09-01', check_out: '2030-09-04' })),
-          unknown_listing: h.example('A listing that does not exist or is another partner\'s', { event_type: 'booking.confirmed', listing_id: ids.unknownListingId }),
+          unknown_listing: h.example("A listing that does not exist or is another partner's", { event_type: 'booking.confirmed', listing_id: ids.unknownListingId }),
         }),
         responses: {
           '202': {
@@ -242,7 +246,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
           },
           ...h.contractErrors({
             '400': h.validationFailedResponse({
-              invalid: h.invalid(h.validation.testEvent, [], 'An unknown kind and a real booking\'s reference', {
+              invalid: h.invalid(h.validation.testEvent, [], "An unknown kind and a real booking's reference", {
                 body: { event_type: 'booking.modified', listing_id: ids.listingId, booking_reference: 'BK7Q2M4X9C' },
               }),
             }),
@@ -255,9 +259,9 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
     '/webhooks/deliveries': {
       get: {
         operationId: 'listDeliveries',
-        summary: 'List the workspace\'s deliveries and their attempts',
+        summary: "List the workspace's deliveries and their attempts",
         description:
-          'The delivery log: every delivery to the workspace\'s endpoint, test events and real ones, newest first, each with its newest 20 attempts (status, latency, outcome, the retry it scheduled). Pending deliveries, and finished ones for 30 days. Paged like `GET /blocks`; a page past the end is `200` with `items: []`. Challenges are answered during the registration call and are not listed.',
+          "The delivery log: every delivery to the workspace's endpoint, test events and real ones, newest first, each with its newest 20 attempts (status, latency, outcome, the retry it scheduled). Pending deliveries, and finished ones for 30 days. Paged like `GET /blocks`; a page past the end is `200` with `items: []`. Challenges are answered during the registration call and are not listed.",
         tags: ['Sandbox tools'],
         parameters: [h.ref('parameters', 'delivery_state'), h.ref('parameters', 'delivery_event_type'), h.ref('parameters', 'page'), h.ref('parameters', 'page_size')],
         'x-codeSamples': h.curl('GET', '/webhooks/deliveries', { auth: 'ACCESS_TOKEN', query: { state: 'abandoned', page: 1, page_size: 50 } }),
@@ -303,9 +307,9 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
         description: [
           'Sends the same delivery again: the same `event_id` and the same body byte for byte, signed afresh at each attempt (a new `X-Signature-Timestamp`, the current secret). Your receiver deduplicates on `event_id` and answers a duplicate with a 2xx, which a resend of something already processed checks. No body is read.',
           '',
-          'A delivered or abandoned delivery becomes `pending` with a fresh retry schedule, its first attempt due now; its earlier attempts stay in the log. A pending one has its next attempt made due now. The endpoint\'s circuit breaker and any `Retry-After` it sent still apply.',
+          "A delivered or abandoned delivery becomes `pending` with a fresh retry schedule, its first attempt due now; its earlier attempts stay in the log. A pending one has its next attempt made due now. The endpoint's circuit breaker and any `Retry-After` it sent still apply.",
           '',
-          'Refused with nothing queued: `409 webhook_endpoint_not_active` when the endpoint is not `active` or not subscribed to the kind; `409 delivery_not_resendable` when the body is no longer kept — a real event\'s body, which may carry a guest\'s name, is deleted once delivered (test events and abandoned deliveries keep theirs).',
+          "Refused with nothing queued: `409 webhook_endpoint_not_active` when the endpoint is not `active` or not subscribed to the kind; `409 delivery_not_resendable` when the body is no longer kept — a real event's body, which may carry a guest's name, is deleted once delivered (test events and abandoned deliveries keep theirs).",
         ].join('\n'),
         tags: ['Sandbox tools'],
         'x-codeSamples': h.curl('POST', `${deliveryPath(ids.deliveryEventId)}/resend`, { auth: 'ACCESS_TOKEN' }),
@@ -323,7 +327,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
             '409': conflictResponse(
               h,
               ['webhook_endpoint_not_active', 'delivery_not_resendable'],
-              '`webhook_endpoint_not_active`: the endpoint is not `active` or not subscribed to the kind; `delivery_not_resendable`: the delivery\'s body is no longer kept. Nothing was queued.',
+              "`webhook_endpoint_not_active`: the endpoint is not `active` or not subscribed to the kind; `delivery_not_resendable`: the delivery's body is no longer kept. Nothing was queued.",
               {
                 not_resendable: {
                   code: 'delivery_not_resendable',
@@ -351,7 +355,7 @@ export function sandboxOpenApi(h: OpenApiHelpers) {
   };
 
   const parameters: Record<string, JsonObject> = {
-    delivery_event_id: h.parameter('event_id', 'path', params.delivery_path.properties.event_id, 'The delivery\'s `event_id` (its envelope\'s).', ids.deliveryEventId),
+    delivery_event_id: h.parameter('event_id', 'path', params.delivery_path.properties.event_id, "The delivery's `event_id` (its envelope's).", ids.deliveryEventId),
     delivery_state: h.parameter('state', 'query', deliveriesQuery.state, 'Only deliveries in this state.', 'abandoned'),
     delivery_event_type: h.parameter('event_type', 'query', deliveriesQuery.event_type, 'Only deliveries of this kind.', 'user.erased'),
   };

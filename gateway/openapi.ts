@@ -96,8 +96,7 @@ const EXAMPLE_UUID = '8a5e2c61-1f3b-4d7e-9c0a-6b2d4e8f1a37';
 
 const RATE_LIMIT_HEADERS: Record<string, JsonObject> = {
   'RateLimit-Policy': {
-    description:
-      `The quota and its window, \`<quota>;w=${RATE_WINDOW_SECONDS}\`. The quota is the deployment's: by default \`${DEFAULTS.contractQuota};w=${RATE_WINDOW_SECONDS}\` on the contract endpoints; on \`POST /token\` it describes the token endpoint's own ceiling (by default \`${DEFAULTS.tokenQuota};w=${RATE_WINDOW_SECONDS}\`). Read it rather than assuming a number.`,
+    description: `The quota and its window, \`<quota>;w=${RATE_WINDOW_SECONDS}\`. The quota is the deployment's: by default \`${DEFAULTS.contractQuota};w=${RATE_WINDOW_SECONDS}\` on the contract endpoints; on \`POST /token\` it describes the token endpoint's own ceiling (by default \`${DEFAULTS.tokenQuota};w=${RATE_WINDOW_SECONDS}\`). Read it rather than assuming a number.`,
     schema: { type: 'string', pattern: '^[0-9]+;w=[0-9]+$', examples: [`${DEFAULTS.contractQuota};w=${RATE_WINDOW_SECONDS}`] },
   },
   'RateLimit-Limit': {
@@ -105,8 +104,7 @@ const RATE_LIMIT_HEADERS: Record<string, JsonObject> = {
     schema: { type: 'integer', minimum: 0, examples: [DEFAULTS.contractQuota] },
   },
   'RateLimit-Remaining': {
-    description:
-      `What is left in the current window, already counting this request (quota − 1 after a fresh key's first call, e.g. ${DEFAULTS.contractQuota - 1}; 0 on a \`429\`). Without a known key (a \`401\`), the full quota.`,
+    description: `What is left in the current window, already counting this request (quota − 1 after a fresh key's first call, e.g. ${DEFAULTS.contractQuota - 1}; 0 on a \`429\`). Without a known key (a \`401\`), the full quota.`,
     schema: { type: 'integer', minimum: 0, examples: [DEFAULTS.contractQuota - 1] },
   },
   'RateLimit-Reset': {
@@ -121,7 +119,7 @@ const RATE_LIMIT_HEADERS: Record<string, JsonObject> = {
 
 const OTHER_HEADERS: Record<string, JsonObject> = {
   'X-Request-Id': {
-    description: 'The request\'s id; a problem document\'s `instance` is `urn:psync:request:<this id>`. Quote it to support.',
+    description: "The request's id; a problem document's `instance` is `urn:psync:request:<this id>`. Quote it to support.",
     schema: { type: 'string', format: 'uuid' },
   },
   'Retry-After': {
@@ -161,7 +159,7 @@ const PROBLEM_CODE_NAMES = Object.keys(PROBLEM_CODES) as ProblemCode[];
 const problemSchema: JsonObject = {
   type: 'object',
   description:
-    'An RFC 9457 problem document (`application/problem+json`): the shape of every error except the token endpoint\'s refusals. Clients branch on `code`, never on `type`, `title` or `detail`, and must tolerate codes added later. Nothing in it ever repeats a submitted value.',
+    "An RFC 9457 problem document (`application/problem+json`): the shape of every error except the token endpoint's refusals. Clients branch on `code`, never on `type`, `title` or `detail`, and must tolerate codes added later. Nothing in it ever repeats a submitted value.",
   required: ['type', 'title', 'status', 'detail', 'instance', 'code'],
   properties: {
     type: {
@@ -175,7 +173,7 @@ const problemSchema: JsonObject = {
     detail: { type: 'string', description: 'Human text per code; may change.' },
     instance: {
       type: 'string',
-      description: 'This occurrence: `urn:psync:request:<uuid>`, the request\'s `X-Request-Id`. Not a URL.',
+      description: "This occurrence: `urn:psync:request:<uuid>`, the request's `X-Request-Id`. Not a URL.",
       pattern: '^urn:psync:request:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
     },
     code: {
@@ -204,8 +202,7 @@ const violationSchema: JsonObject = {
   properties: {
     field: {
       type: 'string',
-      description:
-        'A dotted path with indices (`address.country`, `photos[1].url`); `body` for the document itself; the parameter\'s name for path and query parameters.',
+      description: "A dotted path with indices (`address.country`, `photos[1].url`); `body` for the document itself; the parameter's name for path and query parameters.",
     },
     code: {
       type: 'string',
@@ -306,7 +303,7 @@ const blockItemSchema: JsonObject = {
 
 const blockListSchema: JsonObject = {
   type: 'object',
-  description: 'One page of the calling partner\'s blocks, ordered by `check_in`, `check_out`, `external_uid`. There is no total.',
+  description: "One page of the calling partner's blocks, ordered by `check_in`, `check_out`, `external_uid`. There is no total.",
   required: ['items', 'has_more'],
   properties: {
     items: { type: 'array', maxItems: PAGE_SIZE_MAX, items: ref('schemas', 'BlockItem') },
@@ -366,8 +363,7 @@ const signatureHeaders: JsonObject[] = [
     name: 'X-Signature-Previous',
     in: 'header',
     required: false,
-    description:
-      'The same body signed with the previous secret, only while a rotation overlap is open (its absence is normal). During a rotation accept either signature.',
+    description: 'The same body signed with the previous secret, only while a rotation overlap is open (its absence is normal). During a rotation accept either signature.',
     schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
     example: '3a5c7e9b1d2f4a6c8e0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f2a4c',
   },
@@ -397,7 +393,7 @@ function envelope(kind: string, description: string, data: JsonObject): JsonObje
   };
 }
 
-const bookingReference = { type: 'string', minLength: 1, description: 'The marketplace\'s booking reference.' };
+const bookingReference = { type: 'string', minLength: 1, description: "The marketplace's booking reference." };
 
 const webhookSchemas: Record<string, JsonObject> = {
   ChallengeEvent: envelope('endpoint.challenge', 'Sent during every `PUT /webhooks/endpoint`, only to verify the endpoint.', {
@@ -405,7 +401,7 @@ const webhookSchemas: Record<string, JsonObject> = {
   }),
   ChallengeAnswer: {
     type: 'object',
-    description: 'The receiver\'s answer to a challenge: the body is what is checked.',
+    description: "The receiver's answer to a challenge: the body is what is checked.",
     required: ['challenge'],
     properties: { challenge: { type: 'string', description: 'The same string as `data.challenge`.' } },
   },
@@ -416,13 +412,13 @@ const webhookSchemas: Record<string, JsonObject> = {
       properties: {
         booking_reference: bookingReference,
         listing_id: { type: 'string', minLength: 1 },
-        provider_id: { type: ['string', 'null'], description: 'The partner\'s property id; `null` when the partner did not push the property.' },
+        provider_id: { type: ['string', 'null'], description: "The partner's property id; `null` when the partner did not push the property." },
         check_in: { type: 'string', format: 'date' },
         check_out: { type: 'string', format: 'date', description: 'Departure day (exclusive).' },
         check_in_time: json(propertySchema.properties.check_in_time),
         check_out_time: json(propertySchema.properties.check_out_time),
         party_size: { type: 'integer', minimum: 1 },
-        guest_name: { type: ['string', 'null'], description: 'The guest\'s name; `null` in a retry sent after the guest erased their account.' },
+        guest_name: { type: ['string', 'null'], description: "The guest's name; `null` in a retry sent after the guest erased their account." },
         amount_paid: ref('schemas', 'Money'),
       },
     },
@@ -480,7 +476,9 @@ function webhook(kind: string, schemaName: string, summary: string, data: JsonOb
       summary,
       description:
         'A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`' +
-        (extra.challenge ? '.' : ', and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service\'s operators, who can replay it with the same `event_id`, and `POST /webhooks/deliveries/{event_id}/resend` sends it again. Redirects are never followed.'),
+        (extra.challenge
+          ? '.'
+          : ", and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service's operators, who can replay it with the same `event_id`, and `POST /webhooks/deliveries/{event_id}/resend` sends it again. Redirects are never followed."),
       tags: ['Webhooks'],
       security: [],
       parameters: signatureHeaders,
@@ -529,7 +527,7 @@ const examplePropertyComplete: JsonObject = {
   address: {
     line1: '12 Chemin des Pins',
     city: 'Antibes',
-    region: 'Provence-Alpes-Côte d\'Azur',
+    region: "Provence-Alpes-Côte d'Azur",
     postal_code: '06600',
     country: 'FR',
     latitude: 43.5804,
@@ -627,11 +625,7 @@ function invalid(v: RequestValidation, pathNames: string[], summary: string, req
 // ---------------------------------------------------------------- responses
 
 /** A problem response whose `code` is `code` (and whose `status` is its status), with named examples. */
-function problemResponse(
-  code: ProblemCode,
-  description: string,
-  opts: { headers?: string[]; extra?: JsonObject; examples?: Record<string, ProblemExample> } = {},
-): JsonObject {
+function problemResponse(code: ProblemCode, description: string, opts: { headers?: string[]; extra?: JsonObject; examples?: Record<string, ProblemExample> } = {}): JsonObject {
   const status = PROBLEM_CODES[code].status;
   const narrowed: JsonObject = {
     type: 'object',
@@ -669,7 +663,7 @@ function validationFailedResponse(examples: Record<string, ProblemExample>): Jso
 
 const NOT_ENABLED_DESCRIPTION =
   '`not_enabled`: the request was valid, but this contract is not enabled for the workspace (every production workspace; blocks addressed by `provider_id` in every environment). Nothing was written.';
-const NOT_ENABLED_PRODUCTION: ProblemExample = { summary: 'Any valid request with a production workspace\'s token' };
+const NOT_ENABLED_PRODUCTION: ProblemExample = { summary: "Any valid request with a production workspace's token" };
 
 const responses: Record<string, JsonObject> = {
   Unauthorized: problemResponse('unauthorized', '`unauthorized`: a missing, malformed or expired access token, or a revoked key. Not counted.', {
@@ -678,42 +672,44 @@ const responses: Record<string, JsonObject> = {
   }),
   WorkspaceScopeMismatch: problemResponse(
     'workspace_scope_mismatch',
-    '`workspace_scope_mismatch`: the token\'s environment does not match the addressed workspace, or the workspace does not resolve.',
+    "`workspace_scope_mismatch`: the token's environment does not match the addressed workspace, or the workspace does not resolve.",
     { examples: { scope_mismatch: { summary: 'The token does not grant access to the workspace' } } },
   ),
-  PropertyNotFound: problemResponse(
-    'property_not_found',
-    '`property_not_found`: the listing does not exist or belongs to another tenant (indistinguishable).',
-    { examples: { unknown_listing: { summary: 'A listing that does not exist or is another partner\'s' } } },
-  ),
+  PropertyNotFound: problemResponse('property_not_found', '`property_not_found`: the listing does not exist or belongs to another tenant (indistinguishable).', {
+    examples: { unknown_listing: { summary: "A listing that does not exist or is another partner's" } },
+  }),
   DeletionRequestNotFound: problemResponse(
     'deletion_request_not_found',
-    '`deletion_request_not_found`: no deletion request with this `event_id` for this partner (unknown or another partner\'s: indistinguishable).',
+    "`deletion_request_not_found`: no deletion request with this `event_id` for this partner (unknown or another partner's: indistinguishable).",
     {
       examples: {
         unknown_event: {
-          summary: 'An `event_id` that is unknown or another partner\'s',
+          summary: "An `event_id` that is unknown or another partner's",
           request: { path: { event_id: '6f1c1f57-3a39-4f0a-9a8e-0a4f2e2d7c11' }, body: {} },
         },
       },
     },
   ),
-  Conflict: problemResponse('conflict', '`conflict`: nights collide with a marketplace booking or live hold; nothing was written, the whole range is refused. `conflicts` lists every colliding night.', {
-    extra: { required: ['conflicts'] },
-    examples: {
-      colliding: {
-        summary: 'Two nights of the range are held by a marketplace guest',
-        error: new ProblemError('conflict', { conflicts: ['2030-08-02', '2030-08-03'] }),
+  Conflict: problemResponse(
+    'conflict',
+    '`conflict`: nights collide with a marketplace booking or live hold; nothing was written, the whole range is refused. `conflicts` lists every colliding night.',
+    {
+      extra: { required: ['conflicts'] },
+      examples: {
+        colliding: {
+          summary: 'Two nights of the range are held by a marketplace guest',
+          error: new ProblemError('conflict', { conflicts: ['2030-08-02', '2030-08-03'] }),
+        },
       },
     },
-  }),
+  ),
   RateLimited: problemResponse(
     'rate_limited',
-    '`rate_limited`: the key\'s quota for the current window is used up (see the `RateLimit-*` headers). This request was not counted. Wait `Retry-After` seconds.',
-    { headers: ['Retry-After'], examples: { quota_used_up: { summary: 'The key\'s quota is used up for this window' } } },
+    "`rate_limited`: the key's quota for the current window is used up (see the `RateLimit-*` headers). This request was not counted. Wait `Retry-After` seconds.",
+    { headers: ['Retry-After'], examples: { quota_used_up: { summary: "The key's quota is used up for this window" } } },
   ),
-  InternalError: problemResponse('internal_error', '`internal_error`: a fault on the service\'s side; idempotent requests may be retried.', {
-    examples: { internal_error: { summary: 'A fault on the service\'s side' } },
+  InternalError: problemResponse('internal_error', "`internal_error`: a fault on the service's side; idempotent requests may be retried.", {
+    examples: { internal_error: { summary: "A fault on the service's side" } },
   }),
   NotEnabled: problemResponse('not_enabled', NOT_ENABLED_DESCRIPTION, { examples: { production: NOT_ENABLED_PRODUCTION } }),
   ServiceUnavailable: problemResponse('service_unavailable', '`service_unavailable`: a capability this request needs is not available; nothing was written. Retry later.', {
@@ -727,7 +723,7 @@ const responses: Record<string, JsonObject> = {
   TokenRateLimited: messageResponse(
     `Too many token exchanges for this API key in the current window (the token endpoint's own ceiling, by default ${DEFAULTS.tokenQuota} per hour), or too many failed exchanges from this client address or for this key. Wait \`Retry-After\` seconds.`,
     {
-      too_many_exchanges: { summary: 'The key\'s ceiling of exchanges is used up', value: { message: 'too many token requests for this API key; retry later' } },
+      too_many_exchanges: { summary: "The key's ceiling of exchanges is used up", value: { message: 'too many token requests for this API key; retry later' } },
       too_many_failures: { summary: 'Too many failed exchanges', value: json(TOO_MANY_FAILURES) },
     },
     ['Retry-After'],
@@ -769,9 +765,27 @@ function parameter(name: string, where: 'path' | 'query', schema: unknown, descr
 }
 
 const parameters: Record<string, JsonObject> = {
-  provider_id: parameter('provider_id', 'path', params.property_path.properties.provider_id, 'The partner\'s own property identifier, unique within its integration (1–128 characters).', EXAMPLE_IDS.providerId),
-  external_uid: parameter('external_uid', 'path', params.block_path.properties.external_uid, 'The partner\'s own block identifier, typically a reservation id (1–255 characters).', EXAMPLE_IDS.externalUid),
-  event_id: parameter('event_id', 'path', params.deletion_request_path.properties.event_id, 'The `event_id` of the `user.erased` delivery being acknowledged.', EXAMPLE_IDS.eventId),
+  provider_id: parameter(
+    'provider_id',
+    'path',
+    params.property_path.properties.provider_id,
+    "The partner's own property identifier, unique within its integration (1–128 characters).",
+    EXAMPLE_IDS.providerId,
+  ),
+  external_uid: parameter(
+    'external_uid',
+    'path',
+    params.block_path.properties.external_uid,
+    "The partner's own block identifier, typically a reservation id (1–255 characters).",
+    EXAMPLE_IDS.externalUid,
+  ),
+  event_id: parameter(
+    'event_id',
+    'path',
+    params.deletion_request_path.properties.event_id,
+    'The `event_id` of the `user.erased` delivery being acknowledged.',
+    EXAMPLE_IDS.eventId,
+  ),
   from: parameter('from', 'query', blocksQuery.from, 'Only blocks holding a night on or after this date (a block whose `check_out` equals `from` is not returned).', '2030-07-01'),
   to: parameter('to', 'query', blocksQuery.to, 'Only blocks holding a night on or before this date.', '2030-07-31'),
   page: parameter('page', 'query', blocksQuery.page, '1-based page.', 1),
@@ -789,7 +803,9 @@ const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 function curl(method: string, path: string, opts: { query?: Record<string, Json>; body?: Json; auth?: 'API_KEY' | 'ACCESS_TOKEN' } = {}): JsonObject[] {
   const filled = path.replace(/\{([a-z_]+)\}/g, (_, n: string) => encodeURIComponent(DEFAULT_PATH[n]!));
-  const qs = Object.entries(opts.query ?? {}).map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`).join('&');
+  const qs = Object.entries(opts.query ?? {})
+    .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
+    .join('&');
   const lines = [`curl -X ${method} "$BASE_URL${filled}${qs ? `?${qs}` : ''}"`];
   if (opts.auth) lines.push(`-H "Authorization: Bearer $${opts.auth}"`);
   if (opts.body !== undefined) lines.push(`-H 'Content-Type: application/json'`, `--data ${sh(JSON.stringify(opts.body))}`);
@@ -799,7 +815,7 @@ function curl(method: string, path: string, opts: { query?: Record<string, Json>
 // ---------------------------------------------------------------- the document
 
 const DESCRIPTION = [
-  'A two-way synchronisation between a channel partner\'s platform and the booking marketplace: partners push properties and calendar blocks, register one webhook endpoint and receive signed deliveries.',
+  "A two-way synchronisation between a channel partner's platform and the booking marketplace: partners push properties and calendar blocks, register one webhook endpoint and receive signed deliveries.",
   '',
   `Specification \`partner-sync-api-v1\`, dated ${SPEC_DATE}; every path is relative to \`{base_url}\`, which ends with \`/${API_VERSION}\`. Published schemas are frozen; later changes are additive, so clients must tolerate new optional fields and new error codes.`,
   '',
@@ -809,7 +825,7 @@ const DESCRIPTION = [
   '',
   `**Limits.** The limits are those of the deployment, stated on every response by the \`RateLimit-*\` headers: by default ${DEFAULTS.contractQuota} contract requests per API key per window of ${RATE_WINDOW_SECONDS} s, and ${DEFAULTS.tokenQuota} token exchanges per key per window at \`POST /token\` (not counted toward the contract quota). An access token lives \`expires_in\` seconds (${DEFAULTS.tokenTtlSeconds / 60} minutes by default, never more than one hour). Request bodies up to ${BODY_LIMIT_BYTES / 1024} KiB.`,
   '',
-  '**Examples.** Every operation has request and response examples. A request example and the response example of the same name belong together; an error example whose request cannot be a valid request example carries it in `x-request` (`path`, `query`, `body`). Identifiers in the examples (`listing_id`, `event_id`, URLs) are placeholders for the partner\'s own.',
+  "**Examples.** Every operation has request and response examples. A request example and the response example of the same name belong together; an error example whose request cannot be a valid request example carries it in `x-request` (`path`, `query`, `body`). Identifiers in the examples (`listing_id`, `event_id`, URLs) are placeholders for the partner's own.",
   '',
   '**Errors.** Every error except a token endpoint refusal is an `application/problem+json` document. A path no endpoint has is `404 not_found`; a known path with another method is `405 method_not_allowed` with `Allow`.',
   '',
@@ -856,7 +872,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
     tags: [
       { name: 'Authentication', description: 'Exchanging an API key for an access token.' },
       { name: 'Properties', description: 'Properties the partner manages, pushed as a whole.' },
-      { name: 'Blocks', description: 'Calendar blocks: nights already taken on the partner\'s platform.' },
+      { name: 'Blocks', description: "Calendar blocks: nights already taken on the partner's platform." },
       { name: 'Webhooks', description: 'The one webhook endpoint of a workspace and the signed deliveries sent to it.' },
       { name: 'Deletion requests', description: 'Confirming that a `user.erased` request was carried out.' },
       ...sandbox.tags,
@@ -867,8 +883,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         post: {
           operationId: 'exchangeToken',
           summary: 'Exchange an API key for an access token',
-          description:
-            `The API key is read only from \`Authorization: Bearer <API_KEY>\`; the body is ignored. An unknown key, a revoked key, a wrong secret and a missing header all get the one identical \`401\`. Its own ceiling per key (by default ${DEFAULTS.tokenQuota} exchanges per hour) is what its \`RateLimit-*\` headers describe; exchanges do not count toward the contract quota.`,
+          description: `The API key is read only from \`Authorization: Bearer <API_KEY>\`; the body is ignored. An unknown key, a revoked key, a wrong secret and a missing header all get the one identical \`401\`. Its own ceiling per key (by default ${DEFAULTS.tokenQuota} exchanges per hour) is what its \`RateLimit-*\` headers describe; exchanges do not count toward the contract quota.`,
           tags: ['Authentication'],
           security: [{ apiKey: [] }],
           'x-codeSamples': curl('POST', '/token', { auth: 'API_KEY' }),
@@ -880,7 +895,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
                 'application/json': {
                   schema: ref('schemas', 'Token'),
                   examples: {
-                    token: example('A sandbox workspace\'s token', {
+                    token: example("A sandbox workspace's token", {
                       access_token: 'pst_eyJ3IjoiOGE1ZTJjNjEiLCJlIjoxOTI0OTkxODAwfQ.q3V9bX2mYc7Kf0aLr8sT1wE4uJ6nP5hZ',
                       token_type: 'Bearer',
                       expires_in: DEFAULTS.tokenTtlSeconds,
@@ -962,9 +977,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
       '/blocks': {
         get: {
           operationId: 'listBlocks',
-          summary: 'List the partner\'s blocks',
-          description:
-            'Only the calling partner\'s blocks in the key\'s workspace. A page past the end is `200` with `items: []` and `has_more: false`.',
+          summary: "List the partner's blocks",
+          description: "Only the calling partner's blocks in the key's workspace. A page past the end is `200` with `items: []` and `has_more: false`.",
           tags: ['Blocks'],
           parameters: [ref('parameters', 'from'), ref('parameters', 'to'), ref('parameters', 'page'), ref('parameters', 'page_size')],
           'x-codeSamples': curl('GET', '/blocks', { auth: 'ACCESS_TOKEN', query: { from: '2030-07-01', to: '2030-07-31', page: 1, page_size: 50 } }),
@@ -994,16 +1008,18 @@ export function buildOpenApiDocument(): OpenApiDocument {
         put: {
           operationId: 'putBlock',
           summary: 'Create, re-confirm or move a block',
-          description:
-            `Exactly one of \`provider_id\` and \`listing_id\` (addressing by \`provider_id\` answers \`501\` in every environment: use \`listing_id\`). At most ${MAX_NIGHTS} nights; the departure day stays sellable. An identical retry is a no-op (\`updated\`); other dates move the block in one step. The conflict scan runs on every push.`,
+          description: `Exactly one of \`provider_id\` and \`listing_id\` (addressing by \`provider_id\` answers \`501\` in every environment: use \`listing_id\`). At most ${MAX_NIGHTS} nights; the departure day stays sellable. An identical retry is a no-op (\`updated\`); other dates move the block in one step. The conflict scan runs on every push.`,
           tags: ['Blocks'],
           'x-codeSamples': curl('PUT', '/blocks/{external_uid}', { auth: 'ACCESS_TOKEN', body: exampleBlock('2030-07-10', '2030-07-14') }),
           requestBody: jsonBody('Block', 'The block.', {
-            created: example('Four nights taken on the partner\'s platform', exampleBlock('2030-07-10', '2030-07-14')),
+            created: example("Four nights taken on the partner's platform", exampleBlock('2030-07-10', '2030-07-14')),
             moved: example('The same reservation, later: the block moves', exampleBlock('2030-07-12', '2030-07-15')),
-            unknown_listing: example('A listing that does not exist or is another partner\'s', { ...exampleBlock('2030-07-10', '2030-07-14'), listing_id: EXAMPLE_IDS.unknownListingId }),
+            unknown_listing: example("A listing that does not exist or is another partner's", {
+              ...exampleBlock('2030-07-10', '2030-07-14'),
+              listing_id: EXAMPLE_IDS.unknownListingId,
+            }),
             colliding: example('A range some of whose nights a marketplace guest holds', exampleBlock('2030-08-01', '2030-08-05')),
-            by_provider_id: example('Addressed by the partner\'s property id', {
+            by_provider_id: example("Addressed by the partner's property id", {
               provider_id: EXAMPLE_IDS.providerId,
               check_in: '2030-07-10',
               check_out: '2030-07-14',
@@ -1018,7 +1034,14 @@ export function buildOpenApiDocument(): OpenApiDocument {
             ...contractErrors({
               '400': validationFailedResponse({
                 invalid: invalid(VALIDATION.putBlock, ['external_uid'], 'Both identifiers, a date that is not a date, a reason outside the set and a guest name', {
-                  body: { provider_id: EXAMPLE_IDS.providerId, listing_id: EXAMPLE_IDS.listingId, check_in: '2030-07-32', check_out: '2030-08-02', reason: 'guest', guest_name: 'Ada' },
+                  body: {
+                    provider_id: EXAMPLE_IDS.providerId,
+                    listing_id: EXAMPLE_IDS.listingId,
+                    check_in: '2030-07-32',
+                    check_out: '2030-08-02',
+                    reason: 'guest',
+                    guest_name: 'Ada',
+                  },
                 }),
               }),
               '404': ref('responses', 'PropertyNotFound'),
@@ -1091,8 +1114,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         post: {
           operationId: 'acknowledgeDeletionRequest',
           summary: 'Acknowledge a carried-out erasure',
-          description:
-            `Call it only once the records named by the \`user.erased\` delivery are deleted. An empty body is \`{}\`. \`completed_at\` cannot be in the future (beyond ${COMPLETED_AT_MAX_AHEAD_MS / 60_000} minutes of clock skew: violation \`maximum\`). Acknowledging twice answers \`200\` again with the first \`acknowledged_at\`. Sandbox only.`,
+          description: `Call it only once the records named by the \`user.erased\` delivery are deleted. An empty body is \`{}\`. \`completed_at\` cannot be in the future (beyond ${COMPLETED_AT_MAX_AHEAD_MS / 60_000} minutes of clock skew: violation \`maximum\`). Acknowledging twice answers \`200\` again with the first \`acknowledged_at\`. Sandbox only.`,
           tags: ['Deletion requests'],
           'x-codeSamples': curl('POST', '/deletion-requests/{event_id}/acknowledge', { auth: 'ACCESS_TOKEN', body: { completed_at: '2026-09-14T09:30:00Z' } }),
           requestBody: jsonBody(
@@ -1149,7 +1171,13 @@ export function buildOpenApiDocument(): OpenApiDocument {
       },
     },
     webhooks: {
-      'endpoint.challenge': webhook('endpoint.challenge', 'ChallengeEvent', 'Endpoint verification challenge', { challenge: 'q8Zk3Yb1Vx6Nc0Rt5Lw2Jm9Pa4Hd7Fs1Ge3Ku8Oi5Ty' }, { challenge: true }),
+      'endpoint.challenge': webhook(
+        'endpoint.challenge',
+        'ChallengeEvent',
+        'Endpoint verification challenge',
+        { challenge: 'q8Zk3Yb1Vx6Nc0Rt5Lw2Jm9Pa4Hd7Fs1Ge3Ku8Oi5Ty' },
+        { challenge: true },
+      ),
       'booking.confirmed': webhook('booking.confirmed', 'BookingConfirmedEvent', 'A booking was confirmed', {
         booking_reference: 'BK7Q2M4X9C',
         listing_id: EXAMPLE_IDS.listingId,

@@ -29,7 +29,7 @@ export const PROBLEM_CODES = {
   delivery_not_resendable: {
     status: 409,
     title: 'Delivery not resendable',
-    detail: 'This delivery\'s body is no longer kept (a real event\'s is deleted once delivered); nothing was queued.',
+    detail: "This delivery's body is no longer kept (a real event's is deleted once delivered); nothing was queued.",
   },
   rate_limited: { status: 429, title: 'Too many requests', detail: 'The request quota of this API key is used up for the current window; see Retry-After.' },
   internal_error: { status: 500, title: 'Internal error', detail: 'An unexpected fault occurred on the service side; idempotent requests may be retried.' },
@@ -47,8 +47,20 @@ export interface Violation {
 
 /** The closed vocabulary of `errors[].code`. */
 export const VIOLATION_CODES = [
-  'required', 'unknown_field', 'type', 'format', 'pattern', 'enum', 'min_length', 'max_length',
-  'minimum', 'maximum', 'min_items', 'max_items', 'one_of', 'invalid',
+  'required',
+  'unknown_field',
+  'type',
+  'format',
+  'pattern',
+  'enum',
+  'min_length',
+  'max_length',
+  'minimum',
+  'maximum',
+  'min_items',
+  'max_items',
+  'one_of',
+  'invalid',
 ] as const;
 
 export type ViolationCode = (typeof VIOLATION_CODES)[number];

@@ -15,7 +15,7 @@
  * replaces the code of a failed `pattern`/`format` (the webhook URL's one generic
  * `invalid`, spec "PUT /webhooks/endpoint").
  */
-import Ajv2020, { type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv/dist/2020';
+import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { storableDate, storableDateTime } from './instant-formats';
 import type { Violation, ViolationCode } from './problems';
@@ -38,7 +38,7 @@ ajv.addFormat('date', storableDate);
 ajv.addFormat('date-time', storableDateTime);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
-for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema]) ajv.addSchema(s as SchemaObject);
+for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema]) ajv.addSchema(s);
 
 /**
  * A compiled schema reporting public violations. `T` is the shape a document has once

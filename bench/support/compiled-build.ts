@@ -36,7 +36,9 @@ export function buildForBench(root: string): string {
     // (work in progress) does not stop a benchmark whose entry points were emitted. Type
     // checking is `npm run typecheck`'s job.
     if (!existsSync(join(out, 'services', 'main.js'))) throw err;
-    const lines = String((err as { stdout?: Buffer }).stdout ?? '').split('\n').filter(Boolean);
+    const lines = String((err as { stdout?: Buffer }).stdout ?? '')
+      .split('\n')
+      .filter(Boolean);
     process.stderr.write(`compiled-build: tsc reported ${lines.length} line(s) of errors; the emitted JavaScript is used:\n${lines.slice(0, 5).join('\n')}\n`);
   }
   const services = join(root, 'services');

@@ -39,7 +39,10 @@ function originOf(frame: ProfileNode['callFrame'], root: string): string {
     return `npm ${parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]}`;
   }
   if (url.startsWith('node:')) {
-    const parts = url.slice('node:'.length).replace(/^internal\//, '').split('/');
+    const parts = url
+      .slice('node:'.length)
+      .replace(/^internal\//, '')
+      .split('/');
     const area = parts.length > 1 ? parts[0]! : parts[0]!.replace(/^_/, '').replace(/_.*$/, '');
     return `node:${area}`;
   }

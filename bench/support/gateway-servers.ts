@@ -185,4 +185,3 @@ export async function idleCpu(server: Server, seconds = 3): Promise<number> {
 export function loadCpu(server: Server, cpuMs: number, t0: number, t1: number): number {
   return Math.max(0, cpuMs - ((server.idleCpuPerSecond ?? 0) * (t1 - t0)) / 1000);
 }
-

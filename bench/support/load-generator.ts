@@ -16,10 +16,7 @@ export interface LoadGenerator {
 }
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
-type Autocannon = (
-  opts: { url: string; connections: number; duration: number; headers: Record<string, string> },
-  cb: (err: Error | null, res: LoadResult) => void,
-) => unknown;
+type Autocannon = (opts: { url: string; connections: number; duration: number; headers: Record<string, string> }, cb: (err: Error | null, res: LoadResult) => void) => unknown;
 
 export function chooseLoadGenerator(): LoadGenerator {
   const forced = process.env.BENCH_LOADGEN;

@@ -11,7 +11,10 @@ describe('psync argument parsing', () => {
   test('words, then flags with values (`--f v` and `--f=v`)', () => {
     expect(parseArgs(['key', 'issue', '--workspace', 'w', '--x=y'], lookup)).toEqual({
       words: ['key', 'issue'],
-      flags: new Map([['workspace', 'w'], ['x', 'y']]),
+      flags: new Map([
+        ['workspace', 'w'],
+        ['x', 'y'],
+      ]),
       help: false,
       problems: [],
     });
@@ -30,7 +33,10 @@ describe('psync argument parsing', () => {
   });
 
   test('`--name --help` asks for help instead of naming something "--help"', () => {
-    for (const argv of [['key', 'issue', '--workspace', '--help'], ['workspace', 'create', '--name', '--help']]) {
+    for (const argv of [
+      ['key', 'issue', '--workspace', '--help'],
+      ['workspace', 'create', '--name', '--help'],
+    ]) {
       const parsed = parseArgs(argv, lookup);
       expect(parsed.help).toBe(true);
       expect(parsed.flags.size).toBe(0);
@@ -68,17 +74,48 @@ describe('flag checks against a command', () => {
   };
 
   test('every unknown, missing and bad flag at once', () => {
-    expect(flagProblems(specs, new Map([['bogus', '1'], ['other', '2'], ['size', 'many'], ['currency', 'euro']]))).toEqual([
-      'unknown flags --bogus, --other',
-      'missing --listing, --guest',
-      '--size must be a number',
-      '--currency must be three letters',
-    ]);
-    expect(flagProblems(specs, new Map([['listing', 'l'], ['guest', 'g'], ['size', '2']]))).toEqual([]);
+    expect(
+      flagProblems(
+        specs,
+        new Map([
+          ['bogus', '1'],
+          ['other', '2'],
+          ['size', 'many'],
+          ['currency', 'euro'],
+        ]),
+      ),
+    ).toEqual(['unknown flags --bogus, --other', 'missing --listing, --guest', '--size must be a number', '--currency must be three letters']);
+    expect(
+      flagProblems(
+        specs,
+        new Map([
+          ['listing', 'l'],
+          ['guest', 'g'],
+          ['size', '2'],
+        ]),
+      ),
+    ).toEqual([]);
   });
 
   test('requiredUnless: not missing when the other flag is given', () => {
-    expect(flagProblems(specs, new Map([['hold', 'h'], ['guest', 'g'], ['size', '2']]))).toEqual([]);
-    expect(flagProblems(specs, new Map([['guest', 'g'], ['size', '2']]))).toEqual(['missing --listing']);
+    expect(
+      flagProblems(
+        specs,
+        new Map([
+          ['hold', 'h'],
+          ['guest', 'g'],
+          ['size', '2'],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      flagProblems(
+        specs,
+        new Map([
+          ['guest', 'g'],
+          ['size', '2'],
+        ]),
+      ),
+    ).toEqual(['missing --listing']);
   });
 });

@@ -33,7 +33,7 @@ export const clientCommands: Record<string, Command> = {
   }),
 
   'client revoke': command({
-    summary: 'revokes a marketplace caller\'s credential; services refuse it within 30 s (idempotent)',
+    summary: "revokes a marketplace caller's credential; services refuse it within 30 s (idempotent)",
     flags: {
       client: {
         value: 'CLIENT_ID',

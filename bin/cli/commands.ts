@@ -52,7 +52,7 @@ const DELIVERY_COLUMNS = ['event_id', 'event_type', 'state', 'attempts', 'last_s
 
 export const operationCommands: Record<string, Command> = {
   migrate: command({
-    summary: 'runs every hosted service\'s pending migrations in the running system (idempotent; also done at start-up)',
+    summary: "runs every hosted service's pending migrations in the running system (idempotent; also done at start-up)",
     flags: {},
     async run(_f, { clients, baseUrl }) {
       const res = await clients.client(AdminService, baseUrl).migrate({});
@@ -72,7 +72,7 @@ export const operationCommands: Record<string, Command> = {
       env: { value: 'sandbox|production', required: true, check: oneOf(environments, '--env must be sandbox or production'), doc: 'the environment' },
     },
     async run(f, { clients, baseUrl }) {
-      const environment = environments.value(f.env!);
+      const environment = environments.value(f.env);
       const res = await clients.client(IdentityService, baseUrl).createWorkspace({ name: f.name, environment });
       const ws = res.workspace!;
       return { workspace_id: ws.workspaceId, name: ws.name, environment: environmentName(ws.environment) };
@@ -120,7 +120,7 @@ export const operationCommands: Record<string, Command> = {
   }),
 
   'hold place': command({
-    summary: 'places a live marketplace hold on a listing\'s nights (never one that would charge)',
+    summary: "places a live marketplace hold on a listing's nights (never one that would charge)",
     flags: {
       listing: { value: 'LID', required: true, doc: 'the listing id' },
       'check-in': { value: 'D', required: true, doc: 'first night, YYYY-MM-DD' },
@@ -158,10 +158,9 @@ export const operationCommands: Record<string, Command> = {
 
   'booking confirm': command({
     summary: 'confirms a booking (from a live hold, or on free nights) and emits booking.confirmed; never reaches a payment provider',
-    usage:
-      '(--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR [--idempotency-key KEY]',
+    usage: '(--hold HID | --listing LID --check-in D --check-out D) --guest-id GID --guest-name NAME --party-size N --amount 123.45 --currency EUR [--idempotency-key KEY]',
     notes: [
-      'With --hold the booking takes the hold\'s listing and nights (--listing, --check-in, --check-out, if given too, must',
+      "With --hold the booking takes the hold's listing and nights (--listing, --check-in, --check-out, if given too, must",
       'match them) and the hold becomes the booking; without it the nights must be free.',
     ],
     flags: {
@@ -169,8 +168,8 @@ export const operationCommands: Record<string, Command> = {
       listing: { value: 'LID', requiredUnless: 'hold', doc: 'the listing id (not needed with --hold)' },
       'check-in': { value: 'D', requiredUnless: 'hold', doc: 'first night, YYYY-MM-DD (not needed with --hold)' },
       'check-out': { value: 'D', requiredUnless: 'hold', doc: 'departure day (exclusive), YYYY-MM-DD (not needed with --hold)' },
-      'guest-id': { value: 'GID', required: true, doc: 'the marketplace\'s guest id' },
-      'guest-name': { value: 'NAME', required: true, doc: 'the guest\'s name' },
+      'guest-id': { value: 'GID', required: true, doc: "the marketplace's guest id" },
+      'guest-name': { value: 'NAME', required: true, doc: "the guest's name" },
       'party-size': { value: 'N', required: true, check: matching(/^[1-9]\d{0,2}$/, '--party-size must be a whole number of guests'), doc: 'number of guests' },
       amount: { value: '123.45', required: true, check: matching(/^\d+(\.\d+)?$/, '--amount must be a decimal amount such as 123.45'), doc: 'amount paid, a decimal' },
       currency: {
@@ -206,7 +205,7 @@ export const operationCommands: Record<string, Command> = {
       'idempotency-key': IDEMPOTENCY_KEY_FLAG,
     },
     async run(f, { clients, baseUrl }) {
-      const by = INITIATORS.value(f['initiated-by']!);
+      const by = INITIATORS.value(f['initiated-by']);
       const res = await clients.client(CalendarService, baseUrl).cancelBooking({ bookingReference: f.booking, initiatedBy: by, idempotencyKey: f['idempotency-key'] });
       return { booking_reference: res.bookingReference, cancelled: res.cancelled };
     },
@@ -214,7 +213,7 @@ export const operationCommands: Record<string, Command> = {
 
   'user erase': command({
     summary: 'erases a guest: scrubs their data at once and sends user.erased to every partner holding their records',
-    flags: { 'guest-id': { value: 'GID', required: true, doc: 'the marketplace\'s guest id' } },
+    flags: { 'guest-id': { value: 'GID', required: true, doc: "the marketplace's guest id" } },
     async run(f, { clients, baseUrl }) {
       const res = await clients.client(CalendarService, baseUrl).eraseGuest({ guestId: f['guest-id'] });
       return { erasure_id: res.erasureId };
@@ -239,7 +238,7 @@ export const operationCommands: Record<string, Command> = {
   }),
 
   'deliveries list': command({
-    summary: 'a workspace\'s webhook deliveries, newest first (at most 500)',
+    summary: "a workspace's webhook deliveries, newest first (at most 500)",
     columns: DELIVERY_COLUMNS,
     flags: {
       workspace: WORKSPACE_FLAG,
@@ -257,7 +256,7 @@ export const operationCommands: Record<string, Command> = {
   }),
 
   'deliveries replay': command({
-    summary: 'sends a workspace\'s abandoned deliveries (one, or all) again with the same event_id and body',
+    summary: "sends a workspace's abandoned deliveries (one, or all) again with the same event_id and body",
     usage: '--workspace WID (--event EVENT_ID | --all-abandoned)',
     notes: [
       'Re-queued deliveries are pending again with a fresh retry schedule. Delivered and pending ones are left alone;',
@@ -292,7 +291,7 @@ export const operationCommands: Record<string, Command> = {
     summary: 'deletion requests (one per user.erased delivery), newest first, and their acknowledgement state',
     columns: ['event_id', 'workspace_id', 'state', 'booking_references', 'provider_ids', 'created_at', 'acknowledged_at', 'completed_at', 'escalated_at'],
     flags: {
-      workspace: { value: 'WID', check: workspaceCheck, doc: 'only this workspace\'s requests (a UUID)' },
+      workspace: { value: 'WID', check: workspaceCheck, doc: "only this workspace's requests (a UUID)" },
       state: {
         value: 'open|acknowledged|escalated',
         check: oneOf(DELETION_STATES, '--state must be open, acknowledged or escalated'),
@@ -319,7 +318,6 @@ export const operationCommands: Record<string, Command> = {
     },
   }),
 };
-
 
 /** A delivery as the operator sees it (docs/contract-gaps.md, "deliveries list item"). */
 function deliveryItem(d: Delivery): Record<string, unknown> {

@@ -17,7 +17,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
 describe('psync completion', () => {
   const bash = completionScript(commands, ['bash']);
 
-  test('bash: command words, then the named command\'s flags, then a flag\'s choices', () => {
+  test("bash: command words, then the named command's flags, then a flag's choices", () => {
     const first = bashCompletes(bash, 'psync ');
     for (const name of Object.keys(commands)) expect(first).toContain(name.split(' ')[0]);
     expect(first).toEqual(expect.arrayContaining(['help', 'completion']));
@@ -50,9 +50,13 @@ describe('psync completion', () => {
     const zsh = completionScript(commands, ['zsh']);
     /** What _psync offers for `words` (the cursor on the last), compadd replaced by a printer. */
     const offers = (words: string[]) =>
-      execFileSync('zsh', ['-c', `compdef() { :; }\ncompadd() { shift; print -l -- \${(P)1}; }\n${zsh}\nwords=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; _psync`], {
-        encoding: 'utf8',
-      })
+      execFileSync(
+        'zsh',
+        ['-c', `compdef() { :; }\ncompadd() { shift; print -l -- \${(P)1}; }\n${zsh}\nwords=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; _psync`],
+        {
+          encoding: 'utf8',
+        },
+      )
         .split('\n')
         .filter(Boolean);
     expect(offers(['psync', 'deliveries', ''])).toEqual(['list', 'replay']);

@@ -41,7 +41,12 @@ function completions(commands: Readonly<Record<string, Command>>): Completions {
   }
   for (const b of BUILTINS) add('', b);
   next.set('completion', [...SHELLS]);
-  next.set('help', Object.keys(commands).map((n) => n.split(' ')[0]!).filter((w, i, all) => all.indexOf(w) === i));
+  next.set(
+    'help',
+    Object.keys(commands)
+      .map((n) => n.split(' ')[0]!)
+      .filter((w, i, all) => all.indexOf(w) === i),
+  );
   return { next, values };
 }
 

@@ -51,9 +51,7 @@ export function resolveOperatorCredential(env: NodeJS.ProcessEnv = process.env):
     throw new CredentialError(`no usable operator credential: PSYNC_TOKEN is not set and ${reason}`);
   }
   if (token === undefined) {
-    throw new CredentialError(
-      `no operator credential: set PSYNC_TOKEN to the system's operator token, or run psync with the running system's DATA_DIR (looked for ${file})`,
-    );
+    throw new CredentialError(`no operator credential: set PSYNC_TOKEN to the system's operator token, or run psync with the running system's DATA_DIR (looked for ${file})`);
   }
   return { token, source: { kind: 'file', file } };
 }

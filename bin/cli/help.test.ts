@@ -44,11 +44,23 @@ describe('psync help', () => {
   test('hold place, booking confirm and booking cancel take --idempotency-key, checked before anything is called', () => {
     for (const words of ['hold place', 'booking confirm', 'booking cancel']) {
       const text = helpText(commands, words.split(' '));
-      expect([words, text]).toEqual([words, expect.stringMatching(/^ {2}--idempotency-key KEY +\(optional\) makes a retry safe: the same key with the same flags answers what the first call did/m)]);
+      expect([words, text]).toEqual([
+        words,
+        expect.stringMatching(/^ {2}--idempotency-key KEY +\(optional\) makes a retry safe: the same key with the same flags answers what the first call did/m),
+      ]);
       const flags = new Map([['idempotency-key', 'two words']]);
-      expect([words, commands[words]!.problems(flags)]).toEqual([words, expect.arrayContaining(['--idempotency-key must be 1 to 255 visible ASCII characters (no spaces), e.g. a UUID'])]);
-      expect([words, commands[words]!.problems(new Map([['idempotency-key', 'k'.repeat(256)]]))]).toEqual([words, expect.arrayContaining([expect.stringMatching(/^--idempotency-key must be/)])]);
-      expect([words, commands[words]!.problems(new Map([['idempotency-key', '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f']])).some((p) => p.includes('idempotency'))]).toEqual([words, false]);
+      expect([words, commands[words]!.problems(flags)]).toEqual([
+        words,
+        expect.arrayContaining(['--idempotency-key must be 1 to 255 visible ASCII characters (no spaces), e.g. a UUID']),
+      ]);
+      expect([words, commands[words]!.problems(new Map([['idempotency-key', 'k'.repeat(256)]]))]).toEqual([
+        words,
+        expect.arrayContaining([expect.stringMatching(/^--idempotency-key must be/)]),
+      ]);
+      expect([words, commands[words]!.problems(new Map([['idempotency-key', '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f']])).some((p) => p.includes('idempotency'))]).toEqual([
+        words,
+        false,
+      ]);
     }
   });
 
@@ -63,7 +75,7 @@ describe('psync help', () => {
     expect(usageOf('deliveries list', commands['deliveries list']!)).toBe('psync deliveries list --workspace WID [--state pending|delivered|abandoned]');
   });
 
-  test("a group lists its commands; unknown words are a usage error", () => {
+  test('a group lists its commands; unknown words are a usage error', () => {
     const text = helpText(commands, ['key']);
     expect(text.split('\n')[0]).toBe('usage: psync key <issue|revoke> [--flag value …]');
     expect(text).toContain(commands['key issue']!.summary);

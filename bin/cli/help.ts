@@ -37,14 +37,14 @@ function overview(commands: Readonly<Record<string, Command>>): string[] {
     'psync: the Partner Sync operator CLI. It calls the internal API at PSYNC_INTERNAL_URL (default http://127.0.0.1:8081).',
     '',
     'usage: psync <command> [--flag value …]',
-    '       psync <command> --help    a command\'s usage and flags',
-    '       psync help [<command>]    this list, or a command\'s usage',
+    "       psync <command> --help    a command's usage and flags",
+    "       psync help [<command>]    this list, or a command's usage",
     '       psync <command> --output table    a table for people instead of the JSON object',
     '',
     'commands:',
     ...columns([
       ...Object.entries(commands).map(([n, c]): [string, string] => [n, c.summary]),
-      ['help', 'lists the commands, or shows one command\'s usage'],
+      ['help', "lists the commands, or shows one command's usage"],
       ['completion bash|zsh', 'prints a shell completion script: source <(psync completion bash)'],
     ]),
     '',
@@ -67,7 +67,7 @@ function commandHelp(name: string, cmd: Command): string[] {
 const COMPLETION_HELP = [
   'usage: psync completion bash|zsh',
   '',
-  'completion: prints a shell completion script for psync\'s commands, flags and flag choices.',
+  "completion: prints a shell completion script for psync's commands, flags and flag choices.",
   '  bash: source <(psync completion bash)          (or save it under /etc/bash_completion.d/psync)',
   '  zsh:  source <(psync completion zsh)           (after compinit; or save it as _psync on your fpath)',
 ];
@@ -84,14 +84,16 @@ export function helpText(commands: Readonly<Record<string, Command>>, words: str
   if (cmd) return `${commandHelp(name, cmd).join('\n')}\n`;
   const group = groupOf(commands, words);
   if (group.length > 0) {
-    return [
-      `usage: psync ${name} <${group.map((n) => n.slice(name.length + 1)).join('|')}> [--flag value …]`,
-      '',
-      'commands:',
-      ...commandList(commands, group),
-      '',
-      `psync ${name} <command> --help shows a command's flags.`,
-    ].join('\n') + '\n';
+    return (
+      [
+        `usage: psync ${name} <${group.map((n) => n.slice(name.length + 1)).join('|')}> [--flag value …]`,
+        '',
+        'commands:',
+        ...commandList(commands, group),
+        '',
+        `psync ${name} <command> --help shows a command's flags.`,
+      ].join('\n') + '\n'
+    );
   }
   throw new UsageError(`unknown command "${name}" (psync help lists the commands)`);
 }

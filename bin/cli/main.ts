@@ -122,7 +122,7 @@ function describe(err: unknown, baseUrl: string, credential: OperatorCredential 
     if (err.code === Code.PermissionDenied) {
       return (
         `the internal API at ${baseUrl} does not let this credential (${from}) make the call: ${oneLine(err.rawMessage)}; ` +
-        'PSYNC_TOKEN must be the operator token, not a service\'s or a marketplace client\'s'
+        "PSYNC_TOKEN must be the operator token, not a service's or a marketplace client's"
       );
     }
     return oneLine(serviceRefusal(err, baseUrl, CALL_TIMEOUT_MS));

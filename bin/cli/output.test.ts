@@ -21,9 +21,7 @@ describe('--output table', () => {
 
   test('an empty list prints the header of its declared columns; other fields go above the table', () => {
     expect(renderTable({ items: [] }, ['client_id', 'name'])).toBe('client_id  name\n');
-    expect(renderTable({ replayed: 1, items: [{ event_id: 'e1' }], endpoint_status: 'active' })).toBe(
-      'replayed         1\nendpoint_status  active\n\nevent_id\ne1\n',
-    );
+    expect(renderTable({ replayed: 1, items: [{ event_id: 'e1' }], endpoint_status: 'active' })).toBe('replayed         1\nendpoint_status  active\n\nevent_id\ne1\n');
   });
 
   test('a record as field/value lines; never a line break inside a cell', () => {

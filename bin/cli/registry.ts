@@ -107,11 +107,19 @@ export function command<const F extends FlagSpecs>(def: CommandDefinition<F>): C
 /** The flags of a command that take a value. */
 export function valueFlagsOf(cmd: Command | undefined): ReadonlySet<string> {
   if (!cmd) return new Set();
-  return new Set(Object.entries(cmd.flags).filter(([, spec]) => spec.value !== undefined).map(([name]) => name));
+  return new Set(
+    Object.entries(cmd.flags)
+      .filter(([, spec]) => spec.value !== undefined)
+      .map(([name]) => name),
+  );
 }
 
 /** The switches (flags without a value) of a command. */
 export function switchesOf(cmd: Command | undefined): ReadonlySet<string> {
   if (!cmd) return new Set();
-  return new Set(Object.entries(cmd.flags).filter(([, spec]) => spec.value === undefined).map(([name]) => name));
+  return new Set(
+    Object.entries(cmd.flags)
+      .filter(([, spec]) => spec.value === undefined)
+      .map(([name]) => name),
+  );
 }

@@ -30,7 +30,7 @@ export const showCommands: Record<string, Command> = {
     summary: 'a partner property as last pushed, with its listing id, publishability and photo states',
     flags: {
       workspace: WORKSPACE_FLAG,
-      'provider-id': { value: 'PID', required: true, doc: 'the partner\'s identifier of the property' },
+      'provider-id': { value: 'PID', required: true, doc: "the partner's identifier of the property" },
     },
     async run(f, { clients, baseUrl }) {
       if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
@@ -41,7 +41,7 @@ export const showCommands: Record<string, Command> = {
   }),
 
   'webhook show': command({
-    summary: 'a workspace\'s webhook endpoint: URL, events, status, rotation overlap (never the secret)',
+    summary: "a workspace's webhook endpoint: URL, events, status, rotation overlap (never the secret)",
     flags: { workspace: WORKSPACE_FLAG },
     async run(f, { clients, baseUrl }) {
       if (!UUID.test(f.workspace)) throw new UsageError(WORKSPACE_ERROR);
@@ -51,10 +51,10 @@ export const showCommands: Record<string, Command> = {
   }),
 
   'deliveries show': command({
-    summary: 'one webhook delivery of a workspace with its recent attempts (status, duration, outcome, retry), as the partner\'s delivery log shows it',
+    summary: "one webhook delivery of a workspace with its recent attempts (status, duration, outcome, retry), as the partner's delivery log shows it",
     flags: {
       workspace: WORKSPACE_FLAG,
-      event: { value: 'EVENT_ID', required: true, doc: 'the delivery\'s event_id, as printed by `psync deliveries list`' },
+      event: { value: 'EVENT_ID', required: true, doc: "the delivery's event_id, as printed by `psync deliveries list`" },
     },
     async run(f, { clients, baseUrl }) {
       const problems = [
@@ -68,7 +68,7 @@ export const showCommands: Record<string, Command> = {
   }),
 
   'webhook health': command({
-    summary: 'how deliveries to a workspace\'s endpoint are going: circuit breaker, hold (Retry-After), failures, backlog',
+    summary: "how deliveries to a workspace's endpoint are going: circuit breaker, hold (Retry-After), failures, backlog",
     flags: { workspace: WORKSPACE_FLAG },
     notes: [
       'breaker: closed (deliveries flow), open (attempts kept failing: nothing is sent before not_before, then one probe),',

@@ -4,13 +4,7 @@
  * "block `reason`").
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type {
-  Block,
-  ListBlocksRequestSchema,
-  ListBlocksResponse,
-  PutBlockRequestSchema,
-  PutBlockResponse,
-} from '../../gen/psync/calendar/v1/calendar_pb';
+import type { Block, ListBlocksRequestSchema, ListBlocksResponse, PutBlockRequestSchema, PutBlockResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import type { BlockBody, BlockReasonName, BlocksQuery } from '../validate';
 import { blockReasons, upsertResults } from './enums';
 import { PAGE_SIZE_DEFAULT } from '../../services/kit/limits';
@@ -48,10 +42,7 @@ export function putBlockRequest(workspaceId: string, externalUid: string, body: 
   return {
     workspaceId,
     externalUid,
-    target:
-      body.listing_id !== undefined
-        ? { case: 'listingId', value: body.listing_id }
-        : { case: 'providerId', value: body.provider_id ?? '' },
+    target: body.listing_id !== undefined ? { case: 'listingId', value: body.listing_id } : { case: 'providerId', value: body.provider_id ?? '' },
     checkIn: body.check_in,
     checkOut: body.check_out,
     reason: blockReasons.value(body.reason ?? 'reserved'),

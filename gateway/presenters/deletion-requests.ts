@@ -5,10 +5,7 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs, type Timestamp } from '@bufbuild/protobuf/wkt';
-import type {
-  AcknowledgeDeletionRequestSchema,
-  AcknowledgeDeletionResponse,
-} from '../../gen/psync/notifications/v1/notifications_pb';
+import type { AcknowledgeDeletionRequestSchema, AcknowledgeDeletionResponse } from '../../gen/psync/notifications/v1/notifications_pb';
 import { instantMs } from '../instant-formats';
 import type { AcknowledgeBody } from '../validate';
 
@@ -23,11 +20,7 @@ export function dateTimeMs(text: string): number {
   return instantMs(text);
 }
 
-export function acknowledgeDeletionRequest(
-  workspaceId: string,
-  eventId: string,
-  body: AcknowledgeBody,
-): MessageInitShape<typeof AcknowledgeDeletionRequestSchema> {
+export function acknowledgeDeletionRequest(workspaceId: string, eventId: string, body: AcknowledgeBody): MessageInitShape<typeof AcknowledgeDeletionRequestSchema> {
   return {
     workspaceId,
     // UUIDs are case-insensitive; the service keeps them lower-case.

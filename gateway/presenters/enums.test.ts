@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { blockReasons, propertyStatuses, webhookEvents } from './enums';
 
-describe('the gateway\'s tables name what the public schemas list', () => {
+describe("the gateway's tables name what the public schemas list", () => {
   const schema = (file: string) => readFileSync(join(__dirname, '..', 'schemas', file), 'utf8');
   /** The `enum` list that holds `member` in a schema file. */
   const enumHolding = (text: string, member: string): string[] => {

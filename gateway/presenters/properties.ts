@@ -6,15 +6,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { UpsertPropertyRequestSchema, UpsertPropertyResponse } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { PropertyBody } from '../validate';
-import {
-  missingReasons,
-  photoRejectionReasons,
-  propertyStatuses,
-  upsertResults,
-  type MissingName,
-  type PhotoRejectionName,
-  type PropertyStatusName,
-} from './enums';
+import { missingReasons, photoRejectionReasons, propertyStatuses, upsertResults, type MissingName, type PhotoRejectionName, type PropertyStatusName } from './enums';
 
 export type { MissingName, PhotoRejectionName, PropertyStatusName } from './enums';
 export { missingReasons, photoRejectionReasons, propertyStatuses } from './enums';
@@ -33,11 +25,7 @@ export interface PropertyUpsertJson {
 }
 
 /** The validated body as an UpsertProperty request (omitted optional fields stay absent: replace, not merge). */
-export function upsertPropertyRequest(
-  workspaceId: string,
-  providerId: string,
-  body: PropertyBody,
-): MessageInitShape<typeof UpsertPropertyRequestSchema> {
+export function upsertPropertyRequest(workspaceId: string, providerId: string, body: PropertyBody): MessageInitShape<typeof UpsertPropertyRequestSchema> {
   const a = body.address;
   return {
     workspaceId,

@@ -43,9 +43,7 @@ export function deletionRequestRoutes(deps: RouteDeps): Route[] {
         body: { schema: schemas.acknowledge, empty: 'empty-object' },
         rules: acknowledgeViolations,
         async call(ctx, { params, body }, caller) {
-          const res = await deps.upstreams.notifications.acknowledgeDeletion(
-            acknowledgeDeletionRequest(caller.workspaceId, params.event_id, body),
-          );
+          const res = await deps.upstreams.notifications.acknowledgeDeletion(acknowledgeDeletionRequest(caller.workspaceId, params.event_id, body));
           sendJson(ctx, 200, presentAcknowledgement(res));
         },
       },

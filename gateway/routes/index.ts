@@ -11,12 +11,5 @@ import { webhookRoutes } from './webhooks';
 export type { RouteDeps };
 
 export function contractRoutes(deps: RouteDeps): Route[] {
-  return [
-    ...tokenRoutes(deps),
-    ...propertyRoutes(deps),
-    ...blockRoutes(deps),
-    ...webhookRoutes(deps),
-    ...deletionRequestRoutes(deps),
-    ...sandboxRoutes(deps),
-  ];
+  return [...tokenRoutes(deps), ...propertyRoutes(deps), ...blockRoutes(deps), ...webhookRoutes(deps), ...deletionRequestRoutes(deps), ...sandboxRoutes(deps)];
 }

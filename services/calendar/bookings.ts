@@ -69,7 +69,8 @@ interface BookingRow {
   cancelled_by: 'guest' | 'host' | null;
 }
 
-const BOOKING_COLUMNS = 'booking_reference, listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, party_size, guest_name, amount_value, amount_currency, status, hold_id, confirmed_at, cancelled_at, cancelled_by';
+const BOOKING_COLUMNS =
+  'booking_reference, listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, party_size, guest_name, amount_value, amount_currency, status, hold_id, confirmed_at, cancelled_at, cancelled_by';
 
 function initiator(by: 'guest' | 'host'): CancellationInitiator {
   return by === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST;
@@ -98,11 +99,7 @@ function toBooking(r: BookingRow): Booking {
  * ConfirmBooking: from a live hold or directly on free nights. With an idempotency key
  * (idempotency.ts) a retry answers the booking the key made, as it is now.
  */
-export async function confirmBooking(
-  deps: CalendarDeps,
-  req: ConfirmBookingRequest,
-  caller?: Caller,
-): Promise<MessageInitShape<typeof ConfirmBookingResponseSchema>> {
+export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequest, caller?: Caller): Promise<MessageInitShape<typeof ConfirmBookingResponseSchema>> {
   // The fields (guest, party size, amount, dates when sent, the key) were checked against
   // calendar.proto's rules before this runs; what depends on the hold is checked here.
   const idempotency = idempotencyScope('ConfirmBooking', ConfirmBookingRequestSchema, req, caller);
@@ -244,11 +241,7 @@ async function readBooking(deps: CalendarDeps, reference: string): Promise<Booki
  * an idempotency key (idempotency.ts) the key is recorded with the cancellation (or
  * with the answer naming an earlier one), so reusing it for another booking fails.
  */
-export async function cancelBooking(
-  deps: CalendarDeps,
-  req: CancelBookingRequest,
-  caller?: Caller,
-): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
+export async function cancelBooking(deps: CalendarDeps, req: CancelBookingRequest, caller?: Caller): Promise<MessageInitShape<typeof CancelBookingResponseSchema>> {
   // booking_reference, initiated_by (guest or host) and the key were checked against calendar.proto's rules.
   const by: 'guest' | 'host' = req.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest';
   const idempotency = idempotencyScope('CancelBooking', CancelBookingRequestSchema, req, caller);

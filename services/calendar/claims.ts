@@ -84,10 +84,6 @@ export async function withRetries<T>(attempt: () => Promise<T>, rescan?: () => P
 }
 
 /** Runs `fn` in a transaction with the retries of `withRetries`. */
-export async function withListingTransaction<T>(
-  sql: Sql,
-  fn: (tx: Tx) => Promise<T>,
-  rescan?: () => Promise<string[]>,
-): Promise<T> {
+export async function withListingTransaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>, rescan?: () => Promise<string[]>): Promise<T> {
   return withRetries(async () => (await sql.begin((tx) => fn(tx))) as T, rescan);
 }

@@ -10,7 +10,6 @@ import { MAX_NIGHTS } from '../kit/limits';
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DAY_MS = 86_400_000;
 
-
 /** Days since 1970-01-01 of a valid "YYYY-MM-DD" (year 0001–9999), else undefined. */
 export function parseDay(text: string): number | undefined {
   const m = DATE.exec(text);

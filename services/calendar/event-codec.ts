@@ -315,9 +315,7 @@ export interface StreamRow {
 
 /** The WatchEventsResponse `event` of one row of calendar.events. */
 export type StreamEvent =
-  | { case: 'calendarChanged'; value: CalendarChanged }
-  | { case: 'bookingConfirmed'; value: BookingConfirmed }
-  | { case: 'bookingCancelled'; value: BookingCancelled };
+  { case: 'calendarChanged'; value: CalendarChanged } | { case: 'bookingConfirmed'; value: BookingConfirmed } | { case: 'bookingCancelled'; value: BookingCancelled };
 
 /** Decodes (a row written before migration 0008) or builds (a plain row) the streamed message. */
 export function streamEvent(row: StreamRow): StreamEvent {

@@ -16,16 +16,7 @@
  */
 import type { Tx } from '../kit/database';
 import { currentTraceHeaders } from '../kit/telemetry';
-import type {
-  BookingCancelledBody,
-  BookingConfirmedBody,
-  CalendarChangedBody,
-  ChangeKindWord,
-  EventBodies,
-  EventType,
-  HolderKindWord,
-  UserErasedBody,
-} from './event-codec';
+import type { BookingCancelledBody, BookingConfirmedBody, CalendarChangedBody, ChangeKindWord, EventBodies, EventType, HolderKindWord, UserErasedBody } from './event-codec';
 
 /** An event ready to be appended: what `calendar.append_events` takes for each. */
 export type PendingEvent<T extends EventType = EventType> = {

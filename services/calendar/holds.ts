@@ -40,10 +40,7 @@ export function isHoldId(id: string): boolean {
 /** Sandbox workspaces never reach a payment provider (spec: "Availability"). */
 export function refuseSandboxPayment(environment: 'sandbox' | 'production', requiresPayment: boolean): void {
   if (environment === 'sandbox' && requiresPayment) {
-    throw failedPrecondition(
-      ErrorReason.SANDBOX_PAYMENT_REFUSED,
-      'sandbox listings never reach a payment provider: a hold or booking that would end in a real charge is refused',
-    );
+    throw failedPrecondition(ErrorReason.SANDBOX_PAYMENT_REFUSED, 'sandbox listings never reach a payment provider: a hold or booking that would end in a real charge is refused');
   }
 }
 
@@ -214,7 +211,11 @@ export class HoldSweeper {
     private readonly onEvents: () => void,
     intervalMs = 2000,
   ) {
-    this.job = new PeriodicJob(() => this.sweepOnce(), intervalMs, (err) => log.warn({ err }, 'calendar: hold expiry sweep failed; retrying'));
+    this.job = new PeriodicJob(
+      () => this.sweepOnce(),
+      intervalMs,
+      (err) => log.warn({ err }, 'calendar: hold expiry sweep failed; retrying'),
+    );
   }
 
   start(): void {

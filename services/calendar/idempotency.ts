@@ -40,7 +40,6 @@ export const IDEMPOTENCY_RETENTION_HOURS = 24;
 export const IDEMPOTENCY_PRUNE_EVERY_MS = 10 * 60 * 1000;
 export const IDEMPOTENCY_PRUNE_BATCH = 10_000;
 
-
 /** The RPCs that take a key (also the `rpc` column's check constraint). */
 export type IdempotentRpc = 'PlaceHold' | 'ConfirmBooking' | 'CancelBooking';
 
@@ -86,10 +85,7 @@ interface KeyRow {
 function resultOf(scope: IdempotencyScope, row: KeyRow | undefined): string | undefined {
   if (!row) return undefined;
   if (row.rpc !== scope.rpc || !Buffer.from(row.request_sha256).equals(scope.requestSha256)) {
-    throw failedPrecondition(
-      ErrorReason.IDEMPOTENCY_KEY_REUSED,
-      `idempotency_key was already used for a different request (${row.rpc}); use a new key for a new request`,
-    );
+    throw failedPrecondition(ErrorReason.IDEMPOTENCY_KEY_REUSED, `idempotency_key was already used for a different request (${row.rpc}); use a new key for a new request`);
   }
   return row.result_ref;
 }

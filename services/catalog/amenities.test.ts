@@ -19,7 +19,23 @@ describe('amenity vocabulary', () => {
   });
 
   it('includes every slug docs/contract-gaps.md "amenity vocabulary" requires', () => {
-    for (const s of ['wifi', 'kitchen', 'heating', 'washer', 'dryer', 'tv', 'parking', 'air_conditioning', 'pool', 'hot_tub', 'elevator', 'crib', 'smoke_alarm', 'carbon_monoxide_alarm', 'workspace']) {
+    for (const s of [
+      'wifi',
+      'kitchen',
+      'heating',
+      'washer',
+      'dryer',
+      'tv',
+      'parking',
+      'air_conditioning',
+      'pool',
+      'hot_tub',
+      'elevator',
+      'crib',
+      'smoke_alarm',
+      'carbon_monoxide_alarm',
+      'workspace',
+    ]) {
       expect(isKnownAmenity(s)).toBe(true);
     }
   });

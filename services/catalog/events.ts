@@ -16,11 +16,7 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { randomUUID } from 'node:crypto';
-import {
-  ListingPublishedSchema,
-  ListingUnpublishedSchema,
-  ListingUpdatedSchema,
-} from '../../gen/psync/catalog/v1/events_pb';
+import { ListingPublishedSchema, ListingUnpublishedSchema, ListingUpdatedSchema } from '../../gen/psync/catalog/v1/events_pb';
 import type { Tx } from '../kit/database';
 import { appendToOutbox } from '../kit/outbox';
 import { toMissingReason } from './messages';

@@ -70,4 +70,3 @@ export function photoStatusMessage(ph: PhotoRow): PhotoStatus {
     contentType: ph.content_type ?? undefined,
   });
 }
-

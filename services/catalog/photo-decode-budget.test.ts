@@ -15,7 +15,7 @@ describe('DecodeBudget', () => {
     let maxHeld = 0;
     // A deterministic pseudo-random mix: many small decodes, some large, a few of the full capacity.
     let seed = 42;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const weights = Array.from({ length: 300 }, () => {
       const r = rnd();
       return r < 0.6 ? 1 + Math.floor(rnd() * 20) : r < 0.95 ? 20 + Math.floor(rnd() * 60) : 100;

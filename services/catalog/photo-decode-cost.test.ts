@@ -128,7 +128,9 @@ describe('processPhotoBytes within the decode budget', () => {
   });
 
   test('a decode that fails (truncated data) gives its estimate back', async () => {
-    const whole = await sharp({ create: { width: 1600, height: 1200, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 30 } } }).jpeg().toBuffer();
+    const whole = await sharp({ create: { width: 1600, height: 1200, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 30 } } })
+      .jpeg()
+      .toBuffer();
     const { budget, weights } = spyBudget();
     const out = await processPhotoBytes(whole.subarray(0, whole.length >> 1), { budget });
     expect(out).toMatchObject({ ok: false, reason: 'not_an_image' });

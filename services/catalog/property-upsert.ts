@@ -59,22 +59,24 @@ function planPhotos(photos: PropertyInput['photos']): PhotoPlan[] {
 /** sha256 over the normalised property: equal hashes mean an identical push. */
 function contentHash(p: PropertyInput, amenities: { recognised: string[]; unknown: string[] }, photos: PhotoPlan[]): string {
   const canonical = JSON.stringify([
-    p.name, p.description, p.propertyType,
+    p.name,
+    p.description,
+    p.propertyType,
     [p.address.line1, p.address.city, p.address.region, p.address.postalCode, p.address.country, p.address.latitude, p.address.longitude],
     [p.occupancy.maxGuests, p.occupancy.bedrooms, p.occupancy.beds, p.occupancy.bathrooms],
     p.baseRate ? [p.baseRate.value, p.baseRate.currency] : null,
-    amenities.recognised, amenities.unknown,
+    amenities.recognised,
+    amenities.unknown,
     photos.map((ph) => [ph.url, ph.position, ph.ordinal]),
-    p.checkInTime, p.checkOutTime, p.status,
+    p.checkInTime,
+    p.checkOutTime,
+    p.status,
   ]);
   return createHash('sha256').update(canonical).digest('hex');
 }
 
 /** Creates or replaces the property `providerId` of `workspaceId`. */
-export async function upsertProperty(
-  sql: Sql,
-  args: { workspaceId: string; providerId: string; environment: EnvironmentName; property: PropertyInput },
-): Promise<UpsertOutcome> {
+export async function upsertProperty(sql: Sql, args: { workspaceId: string; providerId: string; environment: EnvironmentName; property: PropertyInput }): Promise<UpsertOutcome> {
   const p = args.property;
   const amenities = splitAmenities(p.amenities);
   const photos = planPhotos(p.photos);
@@ -103,7 +105,7 @@ export async function upsertProperty(
     content_hash: contentHash(p, amenities, photos),
   };
 
-  return (await sql.begin(async (tx) => {
+  return sql.begin<UpsertOutcome>(async (tx) => {
     const { row, created, contentChanged } = await writeProperty(tx, args, columns);
     let current = await readPhotos(tx, row.id);
     const { changed: photosChanged, queued } = await syncPhotos(tx, row.id, current, photos);
@@ -113,7 +115,7 @@ export async function upsertProperty(
     if (!contentChanged && !photosChanged) return { created, property: row, photos: current, events: 0, queuedPhotos: 0 };
     const result = await republish(tx, row, current, { contentChanged, photosChanged });
     return { created, property: result.property, photos: result.photos, events: result.events.length, queuedPhotos: queued };
-  })) as UpsertOutcome;
+  });
 }
 
 type Columns = Record<string, string | number | string[] | null>;

@@ -9,16 +9,11 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import {
-  PublicListingSchema,
-  type PublicListing,
-  type SearchPublicListingsRequest,
-} from '../../gen/psync/catalog/v1/catalog_pb';
+import { PublicListingSchema, type PublicListing, type SearchPublicListingsRequest } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { Sql } from '../kit/database';
 import { validationFailed } from '../kit/errors';
 import type { PropertyRow } from './property-records';
 import { PAGE_SIZE_DEFAULT } from '../kit/limits';
-
 
 interface PublicPhotoRow {
   property_id: string;
@@ -111,10 +106,7 @@ export async function getPublicListing(sql: Sql, listingId: string): Promise<Pub
 }
 
 /** A stored image of a publicly shown listing, or undefined. */
-export async function getPublicPhoto(
-  sql: Sql,
-  photoId: string,
-): Promise<{ content_type: string; width: number; height: number; bytes: Buffer } | undefined> {
+export async function getPublicPhoto(sql: Sql, photoId: string): Promise<{ content_type: string; width: number; height: number; bytes: Buffer } | undefined> {
   if (!/^[0-9a-f]{64}$/.test(photoId)) return undefined;
   const [row] = await sql<{ content_type: string; width: number; height: number; bytes: Buffer }[]>`
     select b.content_type, b.width, b.height, b.bytes

@@ -21,7 +21,11 @@ describe('assessPublishability', () => {
     ['a non-cover photo rejected does not block', { photos: [photo(0, 'processed'), photo(1, 'rejected')] }, []],
     ['unlisted alone', { status: 'unlisted' }, ['unlisted']],
     ['unlisted alongside deficiencies', { status: 'unlisted', hasPrice: false, photos: [] }, ['price', 'photos', 'unlisted']],
-    ['everything', { hasPrice: false, recognisedAmenities: 0, photos: [photo(0, 'rejected'), photo(1, 'pending')], status: 'unlisted' }, ['price', 'amenities', 'cover_photo', 'photos_processing', 'unlisted']],
+    [
+      'everything',
+      { hasPrice: false, recognisedAmenities: 0, photos: [photo(0, 'rejected'), photo(1, 'pending')], status: 'unlisted' },
+      ['price', 'amenities', 'cover_photo', 'photos_processing', 'unlisted'],
+    ],
   ])('%s', (_label, change, missing) => {
     const r = assessPublishability({ ...complete, ...change });
     expect(r.missing).toEqual(missing);

@@ -37,9 +37,7 @@ export interface TokenClaims {
   jti: string;
 }
 
-export type VerifyResult =
-  | { ok: true; claims: TokenClaims }
-  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type VerifyResult = { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 /** Longer inputs are refused before any work (a real token is about 230 characters). */
 const MAX_TOKEN_LENGTH = 1024;

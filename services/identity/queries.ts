@@ -42,10 +42,7 @@ export interface IssuedKeyRow {
 }
 
 /** Stores a key for an existing workspace; undefined when the workspace does not exist. */
-export async function insertKey(
-  sql: Sql,
-  k: { keyId: string; workspaceId: string; secretHash: Buffer },
-): Promise<IssuedKeyRow | undefined> {
+export async function insertKey(sql: Sql, k: { keyId: string; workspaceId: string; secretHash: Buffer }): Promise<IssuedKeyRow | undefined> {
   const [row] = await sql<IssuedKeyRow[]>`
     with ws as (
       select workspace_id, environment from identity.workspaces where workspace_id = ${k.workspaceId}
@@ -150,10 +147,22 @@ export async function authorizeBatch(sql: Sql, items: AuthorizeInput[], limit: n
   const rows = await sql<AuthorizeRow[]>`
     select key_live, environment, counted, previous, now_epoch
     from identity.authorize_batch(
-      ${sql.array(items.map((a) => a.keyId), OID_TEXT_ARRAY)}::text[],
-      ${sql.array(items.map((a) => a.tokenWorkspaceId), OID_UUID_ARRAY)}::uuid[],
-      ${sql.array(items.map((a) => a.addressedWorkspaceId), OID_UUID_ARRAY)}::uuid[],
-      ${sql.array(items.map((a) => a.count), OID_BOOL_ARRAY)}::boolean[],
+      ${sql.array(
+        items.map((a) => a.keyId),
+        OID_TEXT_ARRAY,
+      )}::text[],
+      ${sql.array(
+        items.map((a) => a.tokenWorkspaceId),
+        OID_UUID_ARRAY,
+      )}::uuid[],
+      ${sql.array(
+        items.map((a) => a.addressedWorkspaceId),
+        OID_UUID_ARRAY,
+      )}::uuid[],
+      ${sql.array(
+        items.map((a) => a.count),
+        OID_BOOL_ARRAY,
+      )}::boolean[],
       ${limit}::integer)`;
   if (rows.length !== items.length) throw new Error(`authorize_batch answered ${rows.length} rows for ${items.length} requests`);
   return rows;
@@ -176,10 +185,7 @@ export interface InternalClientRow {
 }
 
 /** Stores a marketplace client: its id, name and the SHA-256 of its token (never the token). */
-export async function insertInternalClient(
-  sql: Sql,
-  c: { clientId: string; name: string; role: string; tokenSha256: Buffer },
-): Promise<InternalClientRow> {
+export async function insertInternalClient(sql: Sql, c: { clientId: string; name: string; role: string; tokenSha256: Buffer }): Promise<InternalClientRow> {
   const [row] = await sql<InternalClientRow[]>`
     insert into identity.internal_clients (client_id, name, role, token_sha256)
     values (${c.clientId}, ${c.name}, ${c.role}, ${c.tokenSha256})

@@ -13,7 +13,6 @@
 import { RATE_WINDOW_SECONDS } from '../kit/limits';
 import { secondsLeftInWindow } from '../kit/rate-window';
 
-
 /** The two counters of a key. */
 export type Bucket = 'contract' | 'token';
 
@@ -43,7 +42,6 @@ export interface CounterOutcome {
   /** The database clock, Unix seconds (fractional). */
   nowEpochSeconds: number;
 }
-
 
 /**
  * The state after one request:

@@ -169,10 +169,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
       });
       if (ceiling.limited) {
         log.info({ key_id: key.key_id, retry_after_seconds: ceiling.retryAfterSeconds }, 'token exchange refused: ceiling reached');
-        throw rateLimited(
-          `too many token requests for this API key (at most ${ceiling.limit} per hour); retry in ${ceiling.retryAfterSeconds} s`,
-          rateLimitMessage(ceiling),
-        );
+        throw rateLimited(`too many token requests for this API key (at most ${ceiling.limit} per hour); retry in ${ceiling.retryAfterSeconds} s`, rateLimitMessage(ceiling));
       }
       const issued = tokens.issue({ kid: key.key_id, ws: key.workspace_id, env: key.environment, ttlSeconds: config.tokenTtlSeconds });
       recordTokenIssued();

@@ -243,6 +243,8 @@ describe('internal API credentials and TLS', () => {
     expectRefused({ INTERNAL_TLS_CERT: '/c.pem' }, 'INTERNAL_TLS_KEY');
     expectRefused({ INTERNAL_TLS_CERT: '/c.pem', INTERNAL_TLS_KEY: '/k.pem', INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'true' }, 'INTERNAL_TLS_CA');
     expectRefused({ INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'yes' }, 'INTERNAL_TLS_REQUIRE_CLIENT_CERT');
-    expect(loadConfig({ INTERNAL_TLS_CERT: '/c.pem', INTERNAL_TLS_KEY: '/k.pem', INTERNAL_TLS_CA: '/ca.pem', INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'true' }).internalTlsRequireClientCert).toBe(true);
+    expect(
+      loadConfig({ INTERNAL_TLS_CERT: '/c.pem', INTERNAL_TLS_KEY: '/k.pem', INTERNAL_TLS_CA: '/ca.pem', INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'true' }).internalTlsRequireClientCert,
+    ).toBe(true);
   });
 });

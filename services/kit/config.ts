@@ -18,25 +18,29 @@ export class ConfigError extends Error {
 
 type Parser<T> = (raw: string, name: string) => T;
 
-const int = (min: number, max: number): Parser<number> => (raw, name) => {
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
-  const n = Number(raw.trim());
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-};
+const int =
+  (min: number, max: number): Parser<number> =>
+  (raw, name) => {
+    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+    const n = Number(raw.trim());
+    if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
 
-const url = (schemes: string[]): Parser<string> => (raw, name) => {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} must be a URL (${schemes.join(', ')})`);
-  }
-  if (!schemes.includes(u.protocol.replace(/:$/, ''))) {
-    throw new ConfigError(`${name} must use one of ${schemes.join(', ')}, got ${u.protocol.replace(/:$/, '')}`);
-  }
-  return raw;
-};
+const url =
+  (schemes: string[]): Parser<string> =>
+  (raw, name) => {
+    let u: URL;
+    try {
+      u = new URL(raw);
+    } catch {
+      throw new ConfigError(`${name} must be a URL (${schemes.join(', ')})`);
+    }
+    if (!schemes.includes(u.protocol.replace(/:$/, ''))) {
+      throw new ConfigError(`${name} must use one of ${schemes.join(', ')}, got ${u.protocol.replace(/:$/, '')}`);
+    }
+    return raw;
+  };
 
 const text: Parser<string> = (raw) => raw;
 
@@ -57,7 +61,10 @@ const delays: Parser<number[]> = (raw, name) => {
 
 /** Comma-separated CIDRs, IPv4 or IPv6, e.g. "127.0.0.0/8,::1/128". */
 const cidrs: Parser<string[]> = (raw, name) => {
-  const list = raw.split(',').map((p) => p.trim()).filter(Boolean);
+  const list = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   for (const c of list) {
     const [addr, bits, extra] = c.split('/');
     const family = addr ? isIP(addr) : 0;
@@ -70,12 +77,14 @@ const cidrs: Parser<string[]> = (raw, name) => {
 };
 
 /** Base64 (or base64url) of at least `minBytes` bytes, e.g. a key made with `openssl rand -base64 32`; decoded. */
-const base64Key = (minBytes: number): Parser<Buffer> => (raw, name) => {
-  const s = raw.trim();
-  const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
-  if (bytes.length < minBytes) throw new ConfigError(`${name} must be base64 of at least ${minBytes} random bytes (e.g. openssl rand -base64 ${minBytes})`);
-  return bytes;
-};
+const base64Key =
+  (minBytes: number): Parser<Buffer> =>
+  (raw, name) => {
+    const s = raw.trim();
+    const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
+    if (bytes.length < minBytes) throw new ConfigError(`${name} must be base64 of at least ${minBytes} random bytes (e.g. openssl rand -base64 ${minBytes})`);
+    return bytes;
+  };
 
 /** A credential sent or accepted on the internal API: 32 to 512 visible ASCII characters (no spaces). */
 const credential: Parser<string> = (raw, name) => {
@@ -97,12 +106,17 @@ export interface AcceptedCaller {
  */
 const callers: Parser<AcceptedCaller[]> = (raw, name) => {
   const out: AcceptedCaller[] = [];
-  for (const entry of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^([a-z]+):([0-9a-fA-F]{64})$/.exec(entry);
     if (!m || !isRole(m[1]!)) {
-      throw new ConfigError(`${name} must be comma-separated role:sha256hex entries (roles: gateway, identity, catalog, calendar, notifications, marketplace, operator), got "${entry.slice(0, 24)}…"`);
+      throw new ConfigError(
+        `${name} must be comma-separated role:sha256hex entries (roles: gateway, identity, catalog, calendar, notifications, marketplace, operator), got "${entry.slice(0, 24)}…"`,
+      );
     }
-    out.push({ role: m[1] as Role, sha256: m[2]!.toLowerCase() });
+    out.push({ role: m[1], sha256: m[2]!.toLowerCase() });
   }
   return out;
 };
@@ -129,82 +143,180 @@ const setting = <T>(env: string, def: T, parse: Parser<T>, doc: string): Setting
 export const settings = {
   port: setting('PORT', 8080, int(0, 65535), 'public gateway port (base path /v1)'),
   internalPort: setting('INTERNAL_PORT', 8081, int(0, 65535), 'internal Connect/gRPC port (h2c)'),
-  healthPort: setting<number | undefined>('HEALTH_PORT', undefined, int(1, 65535),
-    'an extra clear-text (h2c) port serving only grpc.health.v1.Health, for Kubernetes gRPC probes when the internal port speaks TLS; unset: none'),
+  healthPort: setting<number | undefined>(
+    'HEALTH_PORT',
+    undefined,
+    int(1, 65535),
+    'an extra clear-text (h2c) port serving only grpc.health.v1.Health, for Kubernetes gRPC probes when the internal port speaks TLS; unset: none',
+  ),
   metricsPort: setting('METRICS_PORT', 9464, int(0, 65535), 'Prometheus metrics port (/metrics) of every process'),
   host: setting('HOST', '0.0.0.0', text, 'address the servers bind to'),
-  internalHost: setting<string | undefined>('INTERNAL_HOST', undefined, text,
-    'address the internal port binds to; default 127.0.0.1 with role all (the all-in-one), HOST otherwise'),
-  internalToken: setting<string | undefined>('INTERNAL_TOKEN', undefined, credential,
-    "this process's own credential, sent as authorization: Bearer on its calls to services in other processes"),
-  internalCallers: setting<AcceptedCaller[]>('INTERNAL_CALLERS', [], callers,
-    'credentials the internal API accepts, as role:sha256hex entries (hashes only; current and previous during a rotation)'),
-  internalAuthCacheSeconds: setting('INTERNAL_AUTH_CACHE_SECONDS', 30, int(0, 3600),
-    'how long a verified (or refused) marketplace client credential is remembered; a revocation takes effect within it'),
-  operatorToken: setting<string | undefined>('OPERATOR_TOKEN', undefined, credential,
-    'the operator credential the internal API accepts (bin/psync sends it as PSYNC_TOKEN); unset and no operator entry in INTERNAL_CALLERS: generated under DATA_DIR/keys/operator.token'),
-  operatorTokenPrevious: setting<string | undefined>('OPERATOR_TOKEN_PREVIOUS', undefined, credential,
-    'the previous OPERATOR_TOKEN, still accepted during a rotation'),
-  internalTlsCert: setting<string | undefined>('INTERNAL_TLS_CERT', undefined, text,
-    'PEM certificate file of the internal port (TLS on when set with INTERNAL_TLS_KEY); also the client certificate on calls to other services'),
+  internalHost: setting<string | undefined>(
+    'INTERNAL_HOST',
+    undefined,
+    text,
+    'address the internal port binds to; default 127.0.0.1 with role all (the all-in-one), HOST otherwise',
+  ),
+  internalToken: setting<string | undefined>(
+    'INTERNAL_TOKEN',
+    undefined,
+    credential,
+    "this process's own credential, sent as authorization: Bearer on its calls to services in other processes",
+  ),
+  internalCallers: setting<AcceptedCaller[]>(
+    'INTERNAL_CALLERS',
+    [],
+    callers,
+    'credentials the internal API accepts, as role:sha256hex entries (hashes only; current and previous during a rotation)',
+  ),
+  internalAuthCacheSeconds: setting(
+    'INTERNAL_AUTH_CACHE_SECONDS',
+    30,
+    int(0, 3600),
+    'how long a verified (or refused) marketplace client credential is remembered; a revocation takes effect within it',
+  ),
+  operatorToken: setting<string | undefined>(
+    'OPERATOR_TOKEN',
+    undefined,
+    credential,
+    'the operator credential the internal API accepts (bin/psync sends it as PSYNC_TOKEN); unset and no operator entry in INTERNAL_CALLERS: generated under DATA_DIR/keys/operator.token',
+  ),
+  operatorTokenPrevious: setting<string | undefined>('OPERATOR_TOKEN_PREVIOUS', undefined, credential, 'the previous OPERATOR_TOKEN, still accepted during a rotation'),
+  internalTlsCert: setting<string | undefined>(
+    'INTERNAL_TLS_CERT',
+    undefined,
+    text,
+    'PEM certificate file of the internal port (TLS on when set with INTERNAL_TLS_KEY); also the client certificate on calls to other services',
+  ),
   internalTlsKey: setting<string | undefined>('INTERNAL_TLS_KEY', undefined, text, 'PEM private key file of INTERNAL_TLS_CERT'),
-  internalTlsCa: setting<string | undefined>('INTERNAL_TLS_CA', undefined, text,
-    'PEM CA bundle file trusted for https:// internal URLs (and for client certificates when INTERNAL_TLS_REQUIRE_CLIENT_CERT is true)'),
-  internalTlsRequireClientCert: setting('INTERNAL_TLS_REQUIRE_CLIENT_CERT', false, bool,
-    'mutual TLS: refuse internal connections without a client certificate signed by INTERNAL_TLS_CA'),
+  internalTlsCa: setting<string | undefined>(
+    'INTERNAL_TLS_CA',
+    undefined,
+    text,
+    'PEM CA bundle file trusted for https:// internal URLs (and for client certificates when INTERNAL_TLS_REQUIRE_CLIENT_CERT is true)',
+  ),
+  internalTlsRequireClientCert: setting(
+    'INTERNAL_TLS_REQUIRE_CLIENT_CERT',
+    false,
+    bool,
+    'mutual TLS: refuse internal connections without a client certificate signed by INTERNAL_TLS_CA',
+  ),
   dataDir: setting('DATA_DIR', './.data', text, 'embedded PostgreSQL files and local keys when DATABASE_URL is unset'),
   databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, url(['postgres', 'postgresql']), 'real PostgreSQL server'),
-  identityDatabaseUrl: setting<string | undefined>('IDENTITY_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
-    "the identity service's own PostgreSQL role (default DATABASE_URL)"),
-  catalogDatabaseUrl: setting<string | undefined>('CATALOG_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
-    "the catalog service's own PostgreSQL role (default DATABASE_URL)"),
-  calendarDatabaseUrl: setting<string | undefined>('CALENDAR_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
-    "the calendar service's own PostgreSQL role (default DATABASE_URL)"),
-  notificationsDatabaseUrl: setting<string | undefined>('NOTIFICATIONS_DATABASE_URL', undefined, url(['postgres', 'postgresql']),
-    "the notifications service's own PostgreSQL role (default DATABASE_URL)"),
+  identityDatabaseUrl: setting<string | undefined>(
+    'IDENTITY_DATABASE_URL',
+    undefined,
+    url(['postgres', 'postgresql']),
+    "the identity service's own PostgreSQL role (default DATABASE_URL)",
+  ),
+  catalogDatabaseUrl: setting<string | undefined>(
+    'CATALOG_DATABASE_URL',
+    undefined,
+    url(['postgres', 'postgresql']),
+    "the catalog service's own PostgreSQL role (default DATABASE_URL)",
+  ),
+  calendarDatabaseUrl: setting<string | undefined>(
+    'CALENDAR_DATABASE_URL',
+    undefined,
+    url(['postgres', 'postgresql']),
+    "the calendar service's own PostgreSQL role (default DATABASE_URL)",
+  ),
+  notificationsDatabaseUrl: setting<string | undefined>(
+    'NOTIFICATIONS_DATABASE_URL',
+    undefined,
+    url(['postgres', 'postgresql']),
+    "the notifications service's own PostgreSQL role (default DATABASE_URL)",
+  ),
   databasePoolSize: setting('DATABASE_POOL_SIZE', 10, int(1, 100), 'connections per service to a real PostgreSQL'),
   natsUrl: setting<string | undefined>('NATS_URL', undefined, url(['nats', 'tls', 'ws', 'wss']), 'real NATS server with JetStream'),
-  busPrefix: setting('BUS_PREFIX', 'psync', (raw, name) => {
-    if (!/^[a-z][a-z0-9_]{0,30}$/.test(raw)) throw new ConfigError(`${name} must match ^[a-z][a-z0-9_]{0,30}$`);
-    return raw;
-  }, 'subject prefix and stream name of domain events on NATS'),
+  busPrefix: setting(
+    'BUS_PREFIX',
+    'psync',
+    (raw, name) => {
+      if (!/^[a-z][a-z0-9_]{0,30}$/.test(raw)) throw new ConfigError(`${name} must match ^[a-z][a-z0-9_]{0,30}$`);
+      return raw;
+    },
+    'subject prefix and stream name of domain events on NATS',
+  ),
   rateLimitPerHour: setting('RATE_LIMIT_PER_HOUR', 600, int(1, 1_000_000), `contract requests per API key per ${RATE_WINDOW_SECONDS} s`),
-  tokenTtlSeconds: setting('TOKEN_TTL_SECONDS', 900, (raw, name) => {
-    const n = int(1, Number.MAX_SAFE_INTEGER)(raw, name);
-    if (n > MAX_TOKEN_TTL_SECONDS) throw new ConfigError(`${name} must be at most ${MAX_TOKEN_TTL_SECONDS} (the spec caps token lifetime at one hour), got ${n}`);
-    return n;
-  }, `access-token lifetime in seconds, at most ${MAX_TOKEN_TTL_SECONDS}`),
-  tokenSigningKey: setting<Buffer | undefined>('TOKEN_SIGNING_KEY', undefined, base64Key(32),
-    'HMAC key signing access tokens (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with a real PostgreSQL (DATABASE_URL or a per-service URL): the token endpoint is not configured'),
-  tokenSigningKeyPrevious: setting<Buffer | undefined>('TOKEN_SIGNING_KEY_PREVIOUS', undefined, base64Key(32),
-    'previous token-signing key during a rotation (base64, >= 32 bytes): tokens signed with it still verify, none are issued with it; remove after TOKEN_TTL_SECONDS'),
+  tokenTtlSeconds: setting(
+    'TOKEN_TTL_SECONDS',
+    900,
+    (raw, name) => {
+      const n = int(1, Number.MAX_SAFE_INTEGER)(raw, name);
+      if (n > MAX_TOKEN_TTL_SECONDS) throw new ConfigError(`${name} must be at most ${MAX_TOKEN_TTL_SECONDS} (the spec caps token lifetime at one hour), got ${n}`);
+      return n;
+    },
+    `access-token lifetime in seconds, at most ${MAX_TOKEN_TTL_SECONDS}`,
+  ),
+  tokenSigningKey: setting<Buffer | undefined>(
+    'TOKEN_SIGNING_KEY',
+    undefined,
+    base64Key(32),
+    'HMAC key signing access tokens (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with a real PostgreSQL (DATABASE_URL or a per-service URL): the token endpoint is not configured',
+  ),
+  tokenSigningKeyPrevious: setting<Buffer | undefined>(
+    'TOKEN_SIGNING_KEY_PREVIOUS',
+    undefined,
+    base64Key(32),
+    'previous token-signing key during a rotation (base64, >= 32 bytes): tokens signed with it still verify, none are issued with it; remove after TOKEN_TTL_SECONDS',
+  ),
   tokenRateLimitPerHour: setting('TOKEN_RATE_LIMIT_PER_HOUR', 60, int(1, 1_000_000), `token exchanges per API key per ${RATE_WINDOW_SECONDS} s`),
-  tokenFailuresPerAddress: setting('TOKEN_FAILURES_PER_ADDRESS', 30, int(1, 1_000_000),
-    'failed token exchanges one client address may make per TOKEN_FAILURE_WINDOW_SECONDS before its exchanges are answered 429 without a lookup'),
-  tokenFailuresPerKey: setting('TOKEN_FAILURES_PER_KEY', 10, int(1, 1_000_000),
-    'failed token exchanges per presented key id per TOKEN_FAILURE_WINDOW_SECONDS before further failures are answered 429 (the right key still gets its token)'),
+  tokenFailuresPerAddress: setting(
+    'TOKEN_FAILURES_PER_ADDRESS',
+    30,
+    int(1, 1_000_000),
+    'failed token exchanges one client address may make per TOKEN_FAILURE_WINDOW_SECONDS before its exchanges are answered 429 without a lookup',
+  ),
+  tokenFailuresPerKey: setting(
+    'TOKEN_FAILURES_PER_KEY',
+    10,
+    int(1, 1_000_000),
+    'failed token exchanges per presented key id per TOKEN_FAILURE_WINDOW_SECONDS before further failures are answered 429 (the right key still gets its token)',
+  ),
   tokenFailureWindowSeconds: setting('TOKEN_FAILURE_WINDOW_SECONDS', 600, int(1, 86400), 'window of the failed token exchange counts'),
-  trustProxyHops: setting('TRUST_PROXY_HOPS', 0, int(0, 10),
-    'reverse proxies in front of the gateway whose X-Forwarded-For entries name the client (0: the socket address is the client; 1 behind an ingress)'),
+  trustProxyHops: setting(
+    'TRUST_PROXY_HOPS',
+    0,
+    int(0, 10),
+    'reverse proxies in front of the gateway whose X-Forwarded-For entries name the client (0: the socket address is the client; 1 behind an ingress)',
+  ),
   webhookRetrySchedule: setting('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, delays, 'delays in seconds between delivery attempts'),
-  secretsEncryptionKey: setting<Buffer | undefined>('SECRETS_ENCRYPTION_KEY', undefined, base64Key(32),
-    'key encrypting webhook signing secrets at rest (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with a real PostgreSQL: webhook registration is not configured'),
-  secretsEncryptionKeyPrevious: setting<Buffer | undefined>('SECRETS_ENCRYPTION_KEY_PREVIOUS', undefined, base64Key(32),
-    'previous secrets-encryption key during a rotation (base64, >= 32 bytes): secrets under it still decrypt and are re-encrypted under SECRETS_ENCRYPTION_KEY at notifications start-up'),
+  secretsEncryptionKey: setting<Buffer | undefined>(
+    'SECRETS_ENCRYPTION_KEY',
+    undefined,
+    base64Key(32),
+    'key encrypting webhook signing secrets at rest (base64, >= 32 bytes); embedded default: generated under DATA_DIR/keys; unset with a real PostgreSQL: webhook registration is not configured',
+  ),
+  secretsEncryptionKeyPrevious: setting<Buffer | undefined>(
+    'SECRETS_ENCRYPTION_KEY_PREVIOUS',
+    undefined,
+    base64Key(32),
+    'previous secrets-encryption key during a rotation (base64, >= 32 bytes): secrets under it still decrypt and are re-encrypted under SECRETS_ENCRYPTION_KEY at notifications start-up',
+  ),
   deletionEscalationSeconds: setting('DELETION_ESCALATION_SECONDS', 604800, int(1, 31_536_000), 'unacknowledged deletion requests escalate to operators after this many seconds'),
   egressAllowCidrs: setting<string[]>('EGRESS_ALLOW_CIDRS', [], cidrs, 'CIDRs exempt from the non-public address refusal (test/dev only)'),
   photoConcurrency: setting('PHOTO_CONCURRENCY', 4, int(1, 64), 'photos fetched and processed at once per catalog process'),
   photoFetchTimeoutMs: setting('PHOTO_FETCH_TIMEOUT_MS', 30000, int(1000, 600000), 'deadline of one photo fetch (connect at most 5 s, silence at most 10 s within it)'),
   photoLeaseSeconds: setting('PHOTO_LEASE_SECONDS', 60, int(2, 3600), 'a claimed photo returns to the queue this long after its worker stops renewing the claim (crash)'),
   holdTtlSeconds: setting('HOLD_TTL_SECONDS', 900, int(1, 86400), 'default lifetime of a marketplace hold when PlaceHold gives none (docs/calendar.md)'),
-  calendarEventRetentionDays: setting('CALENDAR_EVENT_RETENTION_DAYS', 30, int(1, 3650),
-    'days the calendar keeps events WatchEvents can replay; older ones are pruned and a cursor before them fails OUT_OF_RANGE (docs/calendar.md)'),
+  calendarEventRetentionDays: setting(
+    'CALENDAR_EVENT_RETENTION_DAYS',
+    30,
+    int(1, 3650),
+    'days the calendar keeps events WatchEvents can replay; older ones are pruned and a cursor before them fails OUT_OF_RANGE (docs/calendar.md)',
+  ),
   docsUrl: setting('DOCS_URL', 'https://docs.partner-sync.example/v1', url(['https', 'http']), 'base of problem type URIs'),
   logLevel: setting('LOG_LEVEL', 'info', logLevel, 'pino log level'),
-  logFormat: setting<'json' | 'pretty'>('LOG_FORMAT', 'json', (raw, name) => {
-    if (raw !== 'json' && raw !== 'pretty') throw new ConfigError(`${name} must be json or pretty, got "${raw}"`);
-    return raw;
-  }, 'json: one JSON object per line (the default, for log collectors); pretty: human-readable lines (pino-pretty)'),
+  logFormat: setting<'json' | 'pretty'>(
+    'LOG_FORMAT',
+    'json',
+    (raw, name) => {
+      if (raw !== 'json' && raw !== 'pretty') throw new ConfigError(`${name} must be json or pretty, got "${raw}"`);
+      return raw;
+    },
+    'json: one JSON object per line (the default, for log collectors); pretty: human-readable lines (pino-pretty)',
+  ),
   identityUrl: setting('IDENTITY_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'identity service base URL (default: this process)'),
   catalogUrl: setting('CATALOG_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'catalog service base URL (default: this process)'),
   calendarUrl: setting('CALENDAR_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'calendar service base URL (default: this process)'),

@@ -148,11 +148,7 @@ export async function provisionServiceRoles(admin: Sql, services: ServiceRoleUrl
 }
 
 /** Creates the role, or brings an existing one to the wanted attributes and password. */
-async function ensureRole(
-  tx: Tx,
-  w: { service: ServiceName; role: string; password?: string },
-  superuser: boolean,
-): Promise<{ created: boolean; passwordChanged: boolean }> {
+async function ensureRole(tx: Tx, w: { service: ServiceName; role: string; password?: string }, superuser: boolean): Promise<{ created: boolean; passwordChanged: boolean }> {
   const [existing] = await tx<{ rolsuper: boolean; rolreplication: boolean; rolbypassrls: boolean }[]>`
     select rolsuper, rolreplication, rolbypassrls from pg_roles where rolname = ${w.role}`;
   const password = w.password !== undefined ? ` password '${checkedVerifier(scramVerifier(w.password))}'` : '';

@@ -144,10 +144,7 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
       if (!(adminUrl && userOf(adminUrl) === userOf(u))) own.set(s, u);
     }
     const u = new URL(pingUrl);
-    log.info(
-      { backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1), service_urls: withOwnUrl },
-      'database: PostgreSQL server',
-    );
+    log.info({ backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1), service_urls: withOwnUrl }, 'database: PostgreSQL server');
     return {
       kind: 'postgresql',
       sqlFor,

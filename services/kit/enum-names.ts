@@ -27,7 +27,10 @@ export class EnumNames<E extends number, N extends string = string> {
 
   private readonly byName = new Map<string, E>();
 
-  constructor(private readonly desc: DescEnum, opts: EnumNamesOptions = {}) {
+  constructor(
+    private readonly desc: DescEnum,
+    opts: EnumNamesOptions = {},
+  ) {
     const spell = opts.spell ?? ((n: string) => n.toLowerCase());
     for (const v of desc.values) {
       if (v.number === 0) continue;

@@ -78,7 +78,14 @@ async function closedPort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  telemetry = await startTelemetry({ name: 'test', host: '127.0.0.1', metricsPort: 0, log: createLogger({ level: 'silent', name: 't' }), env: {}, spanProcessors: [new tracing.SimpleSpanProcessor(new tracing.InMemorySpanExporter())] });
+  telemetry = await startTelemetry({
+    name: 'test',
+    host: '127.0.0.1',
+    metricsPort: 0,
+    log: createLogger({ level: 'silent', name: 't' }),
+    env: {},
+    spanProcessors: [new tracing.SimpleSpanProcessor(new tracing.InMemorySpanExporter())],
+  });
 
   // postgres.js: nothing listening; a server that never answers the start-up; a pool already ended.
   const port = await closedPort();
@@ -171,7 +178,10 @@ const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['nats.js TIMEOUT', () => NatsError.errorForCode(ErrorCode.Timeout)],
   ['nats.js DISCONNECT', () => NatsError.errorForCode(ErrorCode.Disconnect)],
   ['nats.js CONNECTION_CLOSED', () => NatsError.errorForCode(ErrorCode.ConnectionClosed)],
-  ['an AggregateError of refused connections (Node happy eyeballs)', () => Object.assign(new AggregateError([pgConnectionError('ECONNREFUSED')], 'connect failed'), { code: 'ECONNREFUSED' })],
+  [
+    'an AggregateError of refused connections (Node happy eyeballs)',
+    () => Object.assign(new AggregateError([pgConnectionError('ECONNREFUSED')], 'connect failed'), { code: 'ECONNREFUSED' }),
+  ],
   ['a wrapper whose cause is a lost connection', () => new Error('transaction failed', { cause: pgServerError('57P01', 'terminating connection') })],
 ];
 
@@ -232,7 +242,7 @@ describe.each([
     expect(lines.filter((l) => JSON.stringify(l).includes(inJson))).toHaveLength(1);
   });
 
-  test('the request id of the calling request is the handler\'s current request id', async () => {
+  test("the request id of the calling request is the handler's current request id", async () => {
     failWith = () => new Error('x');
     await callFailing({ 'x-request-id': 'req-propagated' });
     expect(handlerRequestId).toBe('req-propagated');

@@ -80,8 +80,18 @@ export function sqlState(err: unknown): string | undefined {
  * (postgres/src/errors.js `Errors.connection`: `code` and `errno` both set).
  */
 const CONNECTION_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
 ]);
 
 /**
@@ -97,9 +107,7 @@ const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
  * cannot be reached or did not answer: closed, draining, refused, connection time-out,
  * disconnect, request time-out, no responders / JetStream not enabled ("503").
  */
-const NATS_UNAVAILABLE_CODES = new Set([
-  'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'DISCONNECT', 'TIMEOUT', '503',
-]);
+const NATS_UNAVAILABLE_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'DISCONNECT', 'TIMEOUT', '503']);
 
 function unreachable(err: object): boolean {
   const { code, name } = err as { code?: unknown; name?: unknown };
@@ -153,9 +161,7 @@ export class FailureMapper {
     }
     if (isUnavailableFailure(err)) {
       // An outage fails every request: one line per 10 s says so without flooding the log.
-      this.sampler.sample('unavailable', (notLogged) =>
-        this.log.warn({ err, ...fields, failures_not_logged: notLogged }, 'database or bus unreachable: answered UNAVAILABLE'),
-      );
+      this.sampler.sample('unavailable', (notLogged) => this.log.warn({ err, ...fields, failures_not_logged: notLogged }, 'database or bus unreachable: answered UNAVAILABLE'));
       return serviceUnavailable(UNAVAILABLE_MESSAGE);
     }
     this.log.error({ err, ...fields }, 'unexpected failure: answered INTERNAL');

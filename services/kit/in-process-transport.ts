@@ -143,7 +143,10 @@ class InProcessHandlerContext implements HandlerContext {
   timer?: ReturnType<typeof setTimeout>;
   onCallerAbort?: () => void;
 
-  constructor(private readonly req: UnaryRequest, timeoutMs: number | undefined) {
+  constructor(
+    private readonly req: UnaryRequest,
+    timeoutMs: number | undefined,
+  ) {
     this.service = req.service;
     this.method = req.method;
     this.url = req.url;

@@ -150,9 +150,7 @@ describe('in process', () => {
   });
 
   test('a role in a request header is not a credential', async () => {
-    expect(await codeOf(root.client(AdminService, server.url).migrate({}, { headers: { 'x-psync-role': 'operator', authorization: 'Bearer operator' } }))).toBe(
-      'Unauthenticated',
-    );
+    expect(await codeOf(root.client(AdminService, server.url).migrate({}, { headers: { 'x-psync-role': 'operator', authorization: 'Bearer operator' } }))).toBe('Unauthenticated');
   });
 });
 

@@ -142,9 +142,7 @@ export function authInterceptor(opts: AuthInterceptorOptions): Interceptor {
   const sampler = new LogSampler();
   const refuse = (code: 'unauthenticated' | 'permission_denied', role: string, service: string, method: string): never => {
     recordInternalAuthRefusal(code, role);
-    sampler.sample(code, (notLogged) =>
-      opts.log.warn({ code, role: role || undefined, rpc: `${service}/${method}`, refusals_not_logged: notLogged }, 'internal API call refused'),
-    );
+    sampler.sample(code, (notLogged) => opts.log.warn({ code, role: role || undefined, rpc: `${service}/${method}`, refusals_not_logged: notLogged }, 'internal API call refused'));
     throw code === 'unauthenticated'
       ? new ConnectError('missing or invalid internal API credential (authorization: Bearer <token>)', Code.Unauthenticated)
       : new ConnectError(`the caller role "${role}" may not call ${service}/${method}`, Code.PermissionDenied);

@@ -48,9 +48,10 @@ function pem(path: string, variable: string): Buffer {
  * configured) and the clients' (trusted CA, and the same certificate as the client's
  * own for mutual TLS).
  */
-export function internalTls(
-  config: Pick<Config, 'internalTlsCa' | 'internalTlsCert' | 'internalTlsKey' | 'internalTlsRequireClientCert'>,
-): { server?: InternalServerTls; client: InternalTls } {
+export function internalTls(config: Pick<Config, 'internalTlsCa' | 'internalTlsCert' | 'internalTlsKey' | 'internalTlsRequireClientCert'>): {
+  server?: InternalServerTls;
+  client: InternalTls;
+} {
   const ca = config.internalTlsCa ? pem(config.internalTlsCa, 'INTERNAL_TLS_CA') : undefined;
   if (!config.internalTlsCert || !config.internalTlsKey) return { client: { ca } };
   const cert = pem(config.internalTlsCert, 'INTERNAL_TLS_CERT');

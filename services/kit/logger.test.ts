@@ -10,7 +10,11 @@ function captureRaw(format: 'json' | 'pretty' = 'json') {
   const raw: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer | string, _enc, done) {
-      raw.push(...String(chunk).split('\n').filter((l) => l !== ''));
+      raw.push(
+        ...String(chunk)
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       done();
     },
   });
@@ -141,16 +145,21 @@ describe('one key per line', () => {
     expect(JSON.parse(raw[2]!)).toMatchObject({ service: 'other' });
   });
 
-  test('the hosted services\' child loggers (service context, then a worker) write each key once', () => {
+  test("the hosted services' child loggers (service context, then a worker) write each key once", () => {
     const { log, raw } = captureRaw();
     // The chains run-process.ts and the service modules build: ctx.log is `component: <service>`.
-    for (const [service, worker] of [['catalog', 'catalog-photos'], ['notifications', 'webhook-dispatcher'], ['calendar', 'calendar-hold-sweeper'], ['calendar', 'calendar-event-retention']]) {
+    for (const [service, worker] of [
+      ['catalog', 'catalog-photos'],
+      ['notifications', 'webhook-dispatcher'],
+      ['calendar', 'calendar-hold-sweeper'],
+      ['calendar', 'calendar-event-retention'],
+    ]) {
       log.child({ component: service }).child({ component: worker }).info('x');
     }
     for (const line of raw) expect(line.match(/"component":/g)).toHaveLength(1);
   });
 
-  test('a child keeps its parent\'s level and redaction', () => {
+  test("a child keeps its parent's level and redaction", () => {
     const { log, raw } = captureRaw();
     log.level = 'warn';
     const child = log.child({ component: 'a' }).child({ apiKey: KEY });

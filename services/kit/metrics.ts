@@ -77,7 +77,8 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       description: 'Webhook deliveries abandoned after the last retry',
     }),
     webhookEndpointEvents: meter.createCounter('psync_webhook_endpoint_events_total', {
-      description: 'Per-endpoint delivery control events: breaker_opened, breaker_closed, retry_after_honoured (a 429/503 Retry-After held the endpoint), gone (410: suspended), suspended (any suspension), challenge_echoed and challenge_failed (registration challenges)',
+      description:
+        'Per-endpoint delivery control events: breaker_opened, breaker_closed, retry_after_honoured (a 429/503 Retry-After held the endpoint), gone (410: suspended), suspended (any suspension), challenge_echoed and challenge_failed (registration challenges)',
     }),
     webhookAttemptDuration: meter.createHistogram('psync_webhook_attempt_duration_seconds', {
       description: 'Duration of webhook delivery attempts that reached the network, by outcome (delivered, http_status, timeout, connection_failed …)',
@@ -99,7 +100,8 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       unit: 's',
     }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
-      description: 'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
+      description:
+        'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
     }),
   };
   // Series that alerts use with rate()/increase() exist from the start, at 0.
@@ -237,14 +239,7 @@ export function recordInternalAuthRefusal(code: 'unauthenticated' | 'permission_
 }
 
 /** A per-endpoint delivery control event (psync_webhook_endpoint_events_total). */
-export type WebhookEndpointEvent =
-  | 'breaker_opened'
-  | 'breaker_closed'
-  | 'retry_after_honoured'
-  | 'gone'
-  | 'suspended'
-  | 'challenge_echoed'
-  | 'challenge_failed';
+export type WebhookEndpointEvent = 'breaker_opened' | 'breaker_closed' | 'retry_after_honoured' | 'gone' | 'suspended' | 'challenge_echoed' | 'challenge_failed';
 
 /** Counts one per-endpoint delivery control event (psync_webhook_endpoint_events_total). */
 export function recordWebhookEndpointEvent(event: WebhookEndpointEvent): void {

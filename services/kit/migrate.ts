@@ -98,7 +98,9 @@ export function loadMigrations(sources: MigrationSource[]): MigrationFile[] {
     if (!PREFIX_NAME.test(source.prefix)) throw new Error(`invalid migration prefix ${JSON.stringify(source.prefix)}: expected ${PREFIX_NAME}`);
     if (prefixes.has(source.prefix)) throw new Error(`migration prefix ${JSON.stringify(source.prefix)} is used by two sources`);
     prefixes.add(source.prefix);
-    const names = readdirSync(source.dir).filter((n) => n.endsWith('.sql')).sort();
+    const names = readdirSync(source.dir)
+      .filter((n) => n.endsWith('.sql'))
+      .sort();
     const numbers = new Map<string, string>();
     for (const name of names) {
       const m = FILE_NAME.exec(name);
@@ -128,10 +130,7 @@ export function loadMigrations(sources: MigrationSource[]): MigrationFile[] {
  * recorded one is in `KNOWN_EDITS` for that file) or a file fails.
  * Returns the ids applied by this call (empty when up to date).
  */
-export async function runMigrations(
-  sql: Sql,
-  opts: { schema: string; sources: MigrationSource[]; log?: Logger },
-): Promise<{ schema: string; applied: string[] }> {
+export async function runMigrations(sql: Sql, opts: { schema: string; sources: MigrationSource[]; log?: Logger }): Promise<{ schema: string; applied: string[] }> {
   const { schema, log } = opts;
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}: expected ${SCHEMA_NAME}`);
   const files = loadMigrations(opts.sources);

@@ -37,10 +37,6 @@ export function readOperatorTokenFile(file: string, tighten = true): string | un
 /** Reads the generated operator token under `dataDir`, creating it on first use. */
 export function ensureOperatorTokenFile(dataDir: string): { file: string; token: string; created: boolean } {
   const file = operatorTokenPath(dataDir);
-  const { value, created } = readOrCreateLocalFile(
-    file,
-    () => `${OPERATOR_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`,
-    readOperatorTokenFile,
-  );
+  const { value, created } = readOrCreateLocalFile(file, () => `${OPERATOR_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`, readOperatorTokenFile);
   return { file, token: value, created };
 }

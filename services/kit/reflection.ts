@@ -200,9 +200,7 @@ export function answer(index: ReflectionIndex, req: Question): Answer {
       break;
     case 'allExtensionNumbersOfType': {
       const numbers = index.extensionNumbers(q.value);
-      messageResponse = numbers
-        ? { case: 'allExtensionNumbersResponse', value: { baseTypeName: q.value, extensionNumber: numbers } }
-        : notFound(`type "${q.value}" not found`);
+      messageResponse = numbers ? { case: 'allExtensionNumbersResponse', value: { baseTypeName: q.value, extensionNumber: numbers } } : notFound(`type "${q.value}" not found`);
       break;
     }
     default:

@@ -62,7 +62,12 @@ function upsert(change: (p: Record<string, any>) => void) {
 
 describe('the walk', () => {
   test('a request with nothing wrong has no violation', () => {
-    expect(violations(UpsertPropertyRequestSchema, upsert(() => undefined))).toEqual([]);
+    expect(
+      violations(
+        UpsertPropertyRequestSchema,
+        upsert(() => undefined),
+      ),
+    ).toEqual([]);
   });
 
   test('a top-level string', () => {
@@ -72,7 +77,12 @@ describe('the walk', () => {
   });
 
   test('nested messages, by proto path', () => {
-    expect(violations(UpsertPropertyRequestSchema, upsert((p) => (p.address.city = LONE_HIGH)))).toEqual([{ field: 'property.address.city', code: 'invalid' }]);
+    expect(
+      violations(
+        UpsertPropertyRequestSchema,
+        upsert((p) => (p.address.city = LONE_HIGH)),
+      ),
+    ).toEqual([{ field: 'property.address.city', code: 'invalid' }]);
   });
 
   test('repeated strings and repeated messages carry the index', () => {
@@ -123,7 +133,9 @@ describe('the walk', () => {
       fields: {
         a: str('x'),
         nested: create(ValueSchema, { kind: { case: 'structValue', value: create(StructSchema, { fields: { b: str('y') } }) } }),
-        list: create(ValueSchema, { kind: { case: 'listValue', value: create(ListValueSchema, { values: [str('z'), create(ValueSchema, { kind: { case: 'numberValue', value: 1 } })] }) } }),
+        list: create(ValueSchema, {
+          kind: { case: 'listValue', value: create(ListValueSchema, { values: [str('z'), create(ValueSchema, { kind: { case: 'numberValue', value: 1 } })] }) },
+        }),
       },
     });
     expect(violations(StructSchema, fine)).toEqual([]);

@@ -152,7 +152,11 @@ export async function runMigrationsOnly(services: ServiceModule[]): Promise<void
   // Logs go to stderr so stdout carries only the one JSON result line.
   const log = createLogger({ level: config.logLevel, name: 'migrate', format: config.logFormat }, pino.destination(2));
   try {
-    const db = await openDatabaseOrExplain(config, log, services.map((m) => m.name));
+    const db = await openDatabaseOrExplain(
+      config,
+      log,
+      services.map((m) => m.name),
+    );
     const schemas = await migrateAll(db, services, log);
     await db.close();
     process.stdout.write(`${JSON.stringify({ migrated: true, schemas })}\n`);
@@ -209,7 +213,11 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
   let localUrl: string | undefined;
 
   if (opts.services.length > 0) {
-    db = await openDatabaseOrExplain(config, log, opts.services.map((m) => m.name));
+    db = await openDatabaseOrExplain(
+      config,
+      log,
+      opts.services.map((m) => m.name),
+    );
     const database = db;
     shutdown.add('database', () => database.close());
     const bus = await openBus(config, log);
@@ -265,24 +273,26 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     const interceptors = [errors, auth, requestGuardInterceptor, validationInterceptor];
     // What the internal server applies (it adds the tracing one first), for in-process calls too.
     const serverInterceptors = [serverTracingInterceptor, ...interceptors];
-    const server = await bindingPort('INTERNAL_PORT', config.internalPort, () => startInternalServer({
-      host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
-      port: config.internalPort,
-      log,
-      health,
-      tls: tls.server,
-      interceptors,
-      routes(networkRouter: ConnectRouter) {
-        const router = inProcess.recording(networkRouter);
-        router.service(AdminService, {
-          async migrate() {
-            const schemas = await migrateAll(database, opts.services, log);
-            return { migrated: true, schemas };
-          },
-        });
-        for (const { module, ctx } of contexts) module.routes(router, ctx);
-      },
-    }));
+    const server = await bindingPort('INTERNAL_PORT', config.internalPort, () =>
+      startInternalServer({
+        host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
+        port: config.internalPort,
+        log,
+        health,
+        tls: tls.server,
+        interceptors,
+        routes(networkRouter: ConnectRouter) {
+          const router = inProcess.recording(networkRouter);
+          router.service(AdminService, {
+            async migrate() {
+              const schemas = await migrateAll(database, opts.services, log);
+              return { migrated: true, schemas };
+            },
+          });
+          for (const { module, ctx } of contexts) module.routes(router, ctx);
+        },
+      }),
+    );
     localUrl = server.url;
     clients.useInProcess(server.url, inProcess, serverInterceptors);
     Object.assign(urls, serviceUrls(config, localUrl));
@@ -308,7 +318,11 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
       // The in-process bus lost whatever the last run left unhandled: bus-continuity.ts.
       for (const { module, ctx } of contexts) {
         const requeued = await ctx.outbox.requeuePublished();
-        if (requeued > 0) log.warn({ schema: module.name, events: requeued }, 'in-process bus: the previous run did not end drained; retained events are published again (consumers skip those already handled)');
+        if (requeued > 0)
+          log.warn(
+            { schema: module.name, events: requeued },
+            'in-process bus: the previous run did not end drained; retained events are published again (consumers skip those already handled)',
+          );
       }
     }
     for (const { module, ctx } of contexts) {

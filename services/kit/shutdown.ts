@@ -12,7 +12,10 @@ export class Shutdown {
   private readonly hooks: Hook[] = [];
   private running: Promise<void> | undefined;
 
-  constructor(private readonly log: Logger, private readonly graceMs: number) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly graceMs: number,
+  ) {}
 
   /** Registers a hook; hooks run last-registered first. */
   add(name: string, run: Hook['run']): void {

@@ -18,18 +18,7 @@
 import { appendFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  context,
-  propagation,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Context,
-  type Span,
-  type Tracer,
-} from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { metrics as sdkMetrics, node as sdkNode, resources, tracing } from '@opentelemetry/sdk-node';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -72,11 +61,7 @@ let spansRecorded = true;
  * still travels on (flag 00). A new root (`parent` given and different, e.g. a request
  * from the network) always gets its own span.
  */
-export function inSpan<T>(
-  name: string,
-  opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
-  fn: (span: Span) => Promise<T>,
-): Promise<T> {
+export function inSpan<T>(name: string, opts: { kind?: SpanKind; attributes?: Attributes; parent?: Context }, fn: (span: Span) => Promise<T>): Promise<T> {
   // Not `async`: on the hot path an extra promise per span is measurable (each one also
   // runs the async-context hooks).
   if (!spansRecorded) {
@@ -154,7 +139,10 @@ export function inConsumerSpan<T>(
 
 /** Writes finished spans as JSON lines (PSYNC_TRACE_EXPORT_FILE; debugging aid). */
 class FileSpanExporter implements tracing.SpanExporter {
-  constructor(private readonly path: string, private readonly service: string) {}
+  constructor(
+    private readonly path: string,
+    private readonly service: string,
+  ) {}
 
   export(spans: tracing.ReadableSpan[], done: (result: { code: number; error?: Error }) => void): void {
     try {
@@ -267,8 +255,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
       unbind();
       if (metricsPort !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
       // Without a reachable collector the OTLP exporter rejects only after its time-out.
-      const settle = (what: string, p: Promise<unknown>) =>
-        p.catch((err: unknown) => opts.log.warn({ err }, `telemetry: ${what} shutdown failed`));
+      const settle = (what: string, p: Promise<unknown>) => p.catch((err: unknown) => opts.log.warn({ err }, `telemetry: ${what} shutdown failed`));
       await Promise.all([settle('tracer provider', tracerProvider.shutdown()), settle('meter provider', meterProvider.shutdown())]);
       trace.disable();
       propagation.disable();

@@ -18,13 +18,7 @@ import {
   PutBlockRequestSchema,
   WatchEventsRequestSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
-import {
-  AddressSchema,
-  CatalogService,
-  ListAmenitiesRequestSchema,
-  SearchPublicListingsRequestSchema,
-  UpsertPropertyRequestSchema,
-} from '../../gen/psync/catalog/v1/catalog_pb';
+import { AddressSchema, CatalogService, ListAmenitiesRequestSchema, SearchPublicListingsRequestSchema, UpsertPropertyRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { AuthorizeRequestSchema, CreateWorkspaceRequestSchema, RevokeKeyRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
 import { ListDeletionRequestsRequestSchema, PutEndpointRequestSchema, ReplayDeliveriesRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
@@ -62,7 +56,9 @@ function upsert(property: Record<string, unknown> = {}, address: Record<string, 
 describe('a valid request', () => {
   test('has no violations', () => {
     expect(violations(UpsertPropertyRequestSchema, upsert())).toEqual([]);
-    expect(violations(PutBlockRequestSchema, { workspaceId: WS, externalUid: 'b1', target: { case: 'listingId', value: 'lst_1' }, checkIn: '2032-02-28', checkOut: '2032-03-01' })).toEqual([]);
+    expect(
+      violations(PutBlockRequestSchema, { workspaceId: WS, externalUid: 'b1', target: { case: 'listingId', value: 'lst_1' }, checkIn: '2032-02-28', checkOut: '2032-03-01' }),
+    ).toEqual([]);
   });
 
   test('an upper-case UUID is a UUID', () => {
@@ -103,7 +99,9 @@ describe('each kind of rule reports its public code', () => {
   });
 
   test('a required oneof with no member set is reported by its own name', () => {
-    expect(violations(PutBlockRequestSchema, { workspaceId: WS, externalUid: 'b', checkIn: '2031-01-01', checkOut: '2031-01-02' })).toEqual([{ field: 'target', code: 'required' }]);
+    expect(violations(PutBlockRequestSchema, { workspaceId: WS, externalUid: 'b', checkIn: '2031-01-01', checkOut: '2031-01-02' })).toEqual([
+      { field: 'target', code: 'required' },
+    ]);
     expect(violations(ReplayDeliveriesRequestSchema, { workspaceId: WS })).toEqual([{ field: 'selection', code: 'required' }]);
   });
 
@@ -161,7 +159,10 @@ describe('reports', () => {
   });
 
   test('the text names fields and rules, never the submitted value', () => {
-    const { texts } = ruleViolations(UpsertPropertyRequestSchema, create(UpsertPropertyRequestSchema, upsert({ propertyType: 'Secret Value' }, { postalCode: 'SECRET-POSTAL-CODE-123' })));
+    const { texts } = ruleViolations(
+      UpsertPropertyRequestSchema,
+      create(UpsertPropertyRequestSchema, upsert({ propertyType: 'Secret Value' }, { postalCode: 'SECRET-POSTAL-CODE-123' })),
+    );
     expect(texts).toHaveLength(2);
     expect(texts.join(' ')).not.toMatch(/Secret Value|SECRET-POSTAL/);
     expect(texts[0]).toMatch(/^property\.property_type: /);
@@ -250,15 +251,15 @@ describe('the protos agree with the rest of the code', () => {
 
   test('page_size bounds are PAGE_SIZE_MAX (services/kit/limits.ts)', () => {
     for (const desc of [ListBlocksRequestSchema, SearchPublicListingsRequestSchema]) {
-      const rules = getOption(desc.field.pageSize!, fieldRules);
+      const rules = getOption(desc.field.pageSize, fieldRules);
       expect([desc.typeName, rules.type.case === 'int32' ? rules.type.value.lessThan : undefined]).toEqual([desc.typeName, { case: 'lte', value: PAGE_SIZE_MAX }]);
     }
   });
 
-  test('the country list is the public schema\'s', () => {
+  test("the country list is the public schema's", () => {
     const schema = readFileSync(join(ROOT, 'gateway/schemas/property.json'), 'utf8');
     const listed = JSON.parse(/"enum":\s*(\["AD"[^\]]*\])/.exec(schema)![1]!) as string[];
-    const rules = getOption(AddressSchema.field.country!, fieldRules);
+    const rules = getOption(AddressSchema.field.country, fieldRules);
     expect(rules.type.case === 'string' ? rules.type.value.in : []).toEqual(listed);
   });
 });

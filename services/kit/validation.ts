@@ -85,16 +85,31 @@ const RULE_CODES: Record<string, string> = {
 
 /** Rules checking a well-known string format (string.uuid, string.uri, …). */
 const FORMAT_RULES = new Set([
-  'email', 'hostname', 'ip', 'ipv4', 'ipv6', 'uri', 'uri_ref', 'address', 'uuid', 'tuuid', 'ulid',
-  'ip_with_prefixlen', 'ipv4_with_prefixlen', 'ipv6_with_prefixlen', 'ip_prefix', 'ipv4_prefix', 'ipv6_prefix',
-  'host_and_port', 'well_known_regex', 'protobuf_fqn', 'protobuf_dot_fqn',
+  'email',
+  'hostname',
+  'ip',
+  'ipv4',
+  'ipv6',
+  'uri',
+  'uri_ref',
+  'address',
+  'uuid',
+  'tuuid',
+  'ulid',
+  'ip_with_prefixlen',
+  'ipv4_with_prefixlen',
+  'ipv6_with_prefixlen',
+  'ip_prefix',
+  'ipv4_prefix',
+  'ipv6_prefix',
+  'host_and_port',
+  'well_known_regex',
+  'protobuf_fqn',
+  'protobuf_dot_fqn',
 ]);
 
 /** The public codes (docs/contract-gaps.md): a custom rule whose id ends in one of them reports it. */
-const PUBLIC_CODES = new Set([
-  'required', 'type', 'format', 'pattern', 'enum', 'min_length', 'max_length', 'minimum', 'maximum',
-  'min_items', 'max_items', 'one_of', 'invalid',
-]);
+const PUBLIC_CODES = new Set(['required', 'type', 'format', 'pattern', 'enum', 'min_length', 'max_length', 'minimum', 'maximum', 'min_items', 'max_items', 'one_of', 'invalid']);
 
 /** The proto path as text: `a.b[2].c`; a map entry is its map field. */
 export function fieldPathText(path: Path): string {
@@ -234,7 +249,7 @@ async function* validated(desc: DescMessage, messages: AsyncIterable<Message>): 
 export const validationInterceptor: Interceptor = (next) => (req) => {
   const desc = req.method.input;
   if (!hasRules(desc)) return next(req);
-  if (req.stream) return next({ ...req, message: validated(desc, req.message) } as typeof req);
+  if (req.stream) return next({ ...req, message: validated(desc, req.message) });
   const err = ruleRefusal(desc, req.message);
   return err ? Promise.reject(err) : next(req);
 };

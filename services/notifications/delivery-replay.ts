@@ -90,8 +90,9 @@ export async function replayDeliveries(sql: Sql, log: Logger, workspaceId: strin
   if (eventId !== null && summary.matched === 0) {
     throw new ConnectError('no delivery with that event_id in this workspace', Code.NotFound);
   }
-  const items = rows.filter((r) => r.id !== null).map(
-    (r): DeliveryListRow => ({
+  const items = rows
+    .filter((r) => r.id !== null)
+    .map((r): DeliveryListRow => ({
       workspace_id: r.workspace_id!,
       event_id: r.event_id!,
       event_type: r.event_type!,
@@ -102,8 +103,7 @@ export async function replayDeliveries(sql: Sql, log: Logger, workspaceId: strin
       next_attempt_at: r.next_attempt_at,
       occurred_at: r.occurred_at!,
       created_at: r.created_at!,
-    }),
-  );
+    }));
   for (const d of items) {
     log.info(
       { workspace_id: d.workspace_id, event_id: d.event_id, event_type: d.event_type, endpoint_status: summary.endpoint_status },

@@ -429,9 +429,10 @@ export class DeliveryDispatcher {
       this.noteLatency(row.workspace_id, ms);
       if ('status' in res) {
         const retryAfterS = honoursRetryAfter(res.status) ? parseRetryAfter(res.retryAfter) : undefined;
-        outcome = res.status >= 200 && res.status < 300
-          ? { delivered: true, status: res.status }
-          : { delivered: false, status: res.status, error: res.status >= 300 && res.status < 400 ? 'redirect' : 'http_status', retryAfterS };
+        outcome =
+          res.status >= 200 && res.status < 300
+            ? { delivered: true, status: res.status }
+            : { delivered: false, status: res.status, error: res.status >= 300 && res.status < 400 ? 'redirect' : 'http_status', retryAfterS };
       } else {
         outcome = { delivered: false, status: null, error: res.error };
       }
@@ -468,7 +469,10 @@ export class DeliveryDispatcher {
       });
       if (outcome.retryAfterS !== undefined) {
         notificationsMetrics.inc('retry_after_honoured');
-        this.log.info({ workspace_id: ws, status: outcome.status, retry_after_s: outcome.retryAfterS, not_before: r.notBefore }, 'webhook endpoint asked to wait (Retry-After); nothing is sent to it before not_before');
+        this.log.info(
+          { workspace_id: ws, status: outcome.status, retry_after_s: outcome.retryAfterS, not_before: r.notBefore },
+          'webhook endpoint asked to wait (Retry-After); nothing is sent to it before not_before',
+        );
       }
       if (r.opened) {
         notificationsMetrics.inc('breaker_opened');
@@ -480,7 +484,7 @@ export class DeliveryDispatcher {
       if (outcome.status === 410) await this.suspendGone(ws);
     } catch (err) {
       // The breaker is an optimisation of the endpoint's load, never a reason to lose an outcome.
-      this.log.error({ err, workspace_id: ws }, 'webhooks: recording the endpoint\'s health failed');
+      this.log.error({ err, workspace_id: ws }, "webhooks: recording the endpoint's health failed");
     }
   }
 
@@ -557,7 +561,10 @@ export class DeliveryDispatcher {
       returning consecutive_abandoned, status`;
     if (s?.status === 'suspended') {
       notificationsMetrics.inc('endpoints_suspended');
-      this.log.warn({ workspace_id: workspaceId, consecutive_abandoned: s.consecutive_abandoned }, 'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it');
+      this.log.warn(
+        { workspace_id: workspaceId, consecutive_abandoned: s.consecutive_abandoned },
+        'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it',
+      );
     }
   }
 

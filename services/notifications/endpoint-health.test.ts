@@ -1,12 +1,4 @@
-import {
-  BREAKER_MAX_OPEN_S,
-  breakerOpenSeconds,
-  breakerWaitLimitSeconds,
-  endpointAllowance,
-  parseRetryAfter,
-  RETRY_AFTER_MAX_S,
-  scheduleSpanSeconds,
-} from './endpoint-health';
+import { BREAKER_MAX_OPEN_S, breakerOpenSeconds, breakerWaitLimitSeconds, endpointAllowance, parseRetryAfter, RETRY_AFTER_MAX_S, scheduleSpanSeconds } from './endpoint-health';
 
 const DEFAULT_SCHEDULE = [30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 28800];
 
@@ -33,11 +25,11 @@ describe('breaker open interval', () => {
     expect([0, 1, 2, 3, 4, 5, 50].map((n) => breakerOpenSeconds(n, DEFAULT_SCHEDULE))).toEqual([30, 60, 120, 240, 300, 300, 300]);
     expect(BREAKER_MAX_OPEN_S).toBe(300);
   });
-  test('never longer than the schedule\'s longest delay (short test schedules)', () => {
+  test("never longer than the schedule's longest delay (short test schedules)", () => {
     expect([0, 1, 5].map((n) => breakerOpenSeconds(n, [1, 1, 1]))).toEqual([1, 1, 1]);
     expect([0, 1, 2, 3].map((n) => breakerOpenSeconds(n, [1, 2, 2]))).toEqual([1, 2, 2, 2]);
   });
-  test('a delivery waits behind an open breaker at most the schedule\'s span and one longest open interval', () => {
+  test("a delivery waits behind an open breaker at most the schedule's span and one longest open interval", () => {
     expect(scheduleSpanSeconds(DEFAULT_SCHEDULE)).toBe(85710); // about 23.8 h
     expect(breakerWaitLimitSeconds(DEFAULT_SCHEDULE)).toBe(85710 + 300);
     expect(breakerWaitLimitSeconds([1, 1, 1])).toBe(303);

@@ -38,7 +38,12 @@ describe('delivery envelopes', () => {
     const cancelled = JSON.parse(
       fromBookingCancelled(
         create(BookingCancelledSchema, {
-          eventId: 'e1', occurredAt: timestampFromDate(at), bookingReference: 'BK1', listingId: 'L1', providerId: 'p1', initiatedBy: CancellationInitiator.GUEST,
+          eventId: 'e1',
+          occurredAt: timestampFromDate(at),
+          bookingReference: 'BK1',
+          listingId: 'L1',
+          providerId: 'p1',
+          initiatedBy: CancellationInitiator.GUEST,
         }),
       ).body,
     );

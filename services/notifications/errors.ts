@@ -45,5 +45,5 @@ export function endpointNotActive(): ConnectError {
 
 /** FAILED_PRECONDITION (DELIVERY_NOT_RESENDABLE): the delivery's body is no longer kept. */
 export function deliveryNotResendable(): ConnectError {
-  return failure(Code.FailedPrecondition, ErrorReason.DELIVERY_NOT_RESENDABLE, 'the delivery\'s body is no longer kept; nothing was queued');
+  return failure(Code.FailedPrecondition, ErrorReason.DELIVERY_NOT_RESENDABLE, "the delivery's body is no longer kept; nothing was queued");
 }

@@ -6,13 +6,7 @@
  * psync_webhook_attempt_duration_seconds. Before telemetry binds a meter provider
  * (tests, the migrate Job) every call is a no-op.
  */
-import {
-  recordWebhookAttempt,
-  recordWebhookDelivery,
-  recordWebhookEndpointEvent,
-  type WebhookDeliveryOutcome,
-  type WebhookEndpointEvent,
-} from '../kit/metrics';
+import { recordWebhookAttempt, recordWebhookDelivery, recordWebhookEndpointEvent, type WebhookDeliveryOutcome, type WebhookEndpointEvent } from '../kit/metrics';
 
 export type MetricName =
   | 'delivered'

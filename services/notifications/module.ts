@@ -169,9 +169,6 @@ export const notificationsModule: ServiceModule = {
     shutdown.add('notifications event intake', async () => {
       await Promise.all(subscriptions.map((sub) => sub.stop()));
     });
-    log.info(
-      { retry_schedule: config.webhookRetrySchedule, subjects: Object.values(CALENDAR_SUBJECTS) },
-      'webhook deliveries: consuming calendar events',
-    );
+    log.info({ retry_schedule: config.webhookRetrySchedule, subjects: Object.values(CALENDAR_SUBJECTS) }, 'webhook deliveries: consuming calendar events');
   },
 };

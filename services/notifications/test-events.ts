@@ -32,12 +32,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import {
-  BookingCancelledSchema,
-  BookingConfirmedSchema,
-  CancellationInitiator,
-  UserErasedSchema,
-} from '../../gen/psync/calendar/v1/events_pb';
+import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { CatalogService, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
@@ -46,16 +41,7 @@ import type { Sql } from '../kit/database';
 import { failure, notFound, validationFailed, type Violation } from '../kit/errors';
 import type { Logger } from '../kit/logger';
 import { withAttempts, type DeliveryLogEntry, type DeliveryRow } from './delivery-log';
-import {
-  envelopeBody,
-  fromBookingCancelled,
-  fromBookingConfirmed,
-  fromUserErased,
-  subscribableKind,
-  type DeliverySource,
-  type Envelope,
-  type EventKind,
-} from './envelope';
+import { envelopeBody, fromBookingCancelled, fromBookingConfirmed, fromUserErased, subscribableKind, type DeliverySource, type Envelope, type EventKind } from './envelope';
 import { endpointNotActive, requireUuid } from './errors';
 import { resolveTestStay, type TestStay } from '../kit/test-stay';
 
@@ -135,7 +121,13 @@ async function ownListing(catalog: Client<typeof CatalogService>, workspaceId: s
 }
 
 /** The delivery to queue: built by the real events' builders, then marked as a test. */
-function testSource(kind: EventKind, listing: Listing, stay: TestStay, input: TestEventInput, now: Date): { source: DeliverySource; erased?: { bookingReferences: string[]; providerIds: string[] } } {
+function testSource(
+  kind: EventKind,
+  listing: Listing,
+  stay: TestStay,
+  input: TestEventInput,
+  now: Date,
+): { source: DeliverySource; erased?: { bookingReferences: string[]; providerIds: string[] } } {
   const eventId = randomUUID();
   const occurredAt = timestampFromDate(now);
   const bookingReference = input.bookingReference ?? newTestBookingReference();
@@ -212,10 +204,7 @@ export async function triggerTestEvent(deps: TestEventDeps, input: TestEventInpu
     return d;
   });
   deps.queued();
-  deps.log.info(
-    { workspace_id: ws, event_id: source.eventId, event_type: source.kind, listing_id: listing.listingId },
-    'webhook test event queued for the partner',
-  );
+  deps.log.info({ workspace_id: ws, event_id: source.eventId, event_type: source.kind, listing_id: listing.listingId }, 'webhook test event queued for the partner');
   const [entry] = await withAttempts(deps.sql, [row]);
   return entry!;
 }

@@ -11,14 +11,7 @@
  * other; a reused one was vetted when it was opened. Challenges always use a
  * connection of their own. `close()` closes them all at shutdown.
  */
-import {
-  EgressError,
-  EgressPool,
-  WEBHOOK_URL_RULES,
-  checkUrlAndResolve,
-  guardedRequest,
-  type Resolver,
-} from '../kit/egress';
+import { EgressError, EgressPool, WEBHOOK_URL_RULES, checkUrlAndResolve, guardedRequest, type Resolver } from '../kit/egress';
 
 /** Why a POST produced no HTTP status (recorded as a delivery's `last_error`). */
 export type PostError = 'timeout' | 'connection_failed' | 'tls_failed' | 'address_refused' | 'too_large' | 'aborted';

@@ -10,8 +10,8 @@
  */
 import { BlockReason, type Block } from '../../gen/psync/calendar/v1/calendar_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
-import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
-import { clientsFor, day, newListing, newWorkspace, type Clients } from './support';
+import { backends, type RunningSystem, useSystem } from '../support/system';
+import { day, newListing, newWorkspace, type Clients } from './support';
 
 jest.setTimeout(180_000);
 
@@ -35,9 +35,10 @@ const pushed: Pushed[] = [];
 /** Lengths at and around every class boundary (1, 2, 4, …, 256, 730). */
 const LENGTHS = [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 511, 512, 513, 729, 730];
 
+const inUse = useSystem();
+
 beforeAll(async () => {
-  system = await startSystem();
-  c = clientsFor(system.internalUrl);
+  ({ system, clients: c } = inUse);
   ws = await newWorkspace(c);
   listing = await newListing(c, ws);
   const blocks: Pushed[] = [];
@@ -60,7 +61,14 @@ beforeAll(async () => {
     { uid: 'ov-longer', a: F + 2, b: F + 700 },
   );
   for (const blk of blocks) {
-    const res = await c.calendar.putBlock({ workspaceId: ws, externalUid: blk.uid, target: { case: 'listingId', value: listing }, checkIn: day(blk.a), checkOut: day(blk.b), reason: BlockReason.MAINTENANCE });
+    const res = await c.calendar.putBlock({
+      workspaceId: ws,
+      externalUid: blk.uid,
+      target: { case: 'listingId', value: listing },
+      checkIn: day(blk.a),
+      checkOut: day(blk.b),
+      reason: BlockReason.MAINTENANCE,
+    });
     expect(res.result).toBe(UpsertResult.CREATED);
     pushed.push(blk);
   }
@@ -68,14 +76,9 @@ beforeAll(async () => {
   const other = await newWorkspace(c);
   const otherListing = await newListing(c, other);
   await c.calendar.putBlock({ workspaceId: other, externalUid: 'reach-001', target: { case: 'listingId', value: otherListing }, checkIn: day(F), checkOut: day(F + 1) });
-}, 180_000);
-
-afterAll(async () => {
-  c?.close();
-  await stopAllSystems();
 });
 
-const byteOrder = (x: string, y: string) => (Buffer.compare(Buffer.from(x), Buffer.from(y)));
+const byteOrder = (x: string, y: string) => Buffer.compare(Buffer.from(x), Buffer.from(y));
 
 /** What the spec says a listing with these filters holds, in the decided order. */
 function expected(from?: number, to?: number): string[] {

@@ -134,8 +134,7 @@ describe('ListBlocks equals the previous statement on random data', () => {
     process.stdout.write(`blocks-list-sql: FUZZ_SEED=${seed}\n`);
     // Lengths: mostly 1–30, some class boundaries (2^k, 2^k + 1) and long ones up to 730.
     const boundaries = [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512, 729, 730];
-    const nightsOf = () =>
-      rng.chance(0.7) ? 1 + rng.int(30) : rng.chance(0.6) ? rng.pick(boundaries) : 1 + rng.int(730);
+    const nightsOf = () => (rng.chance(0.7) ? 1 + rng.int(30) : rng.chance(0.6) ? rng.pick(boundaries) : 1 + rng.int(730));
     // uids in byte order ("C"): upper and lower case, digits and punctuation sort differently per locale.
     const alphabet = ['A', 'B', 'a', 'b', 'Z', 'z', '0', '9', '-', '_', '.', '~'];
     const uidOf = (i: number) => `${rng.pick(alphabet)}${rng.pick(alphabet)}${i.toString(36)}`;
@@ -147,7 +146,10 @@ describe('ListBlocks equals the previous statement on random data', () => {
     }
     await insertBlocks(WS, blocks);
     // Another workspace's blocks on the same dates are never listed.
-    await insertBlocks(OTHER, blocks.slice(0, 500).map((b) => ({ ...b, uid: `o-${b.uid}` })));
+    await insertBlocks(
+      OTHER,
+      blocks.slice(0, 500).map((b) => ({ ...b, uid: `o-${b.uid}` })),
+    );
     await db.sql`analyze calendar.blocks`;
   });
 

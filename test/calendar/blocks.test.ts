@@ -8,21 +8,8 @@ import { BlockReason } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
-import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
-import {
-  clientsFor,
-  conflictDatesOf,
-  connectErrorOf,
-  day,
-  newListing,
-  newWorkspace,
-  nights,
-  reasonOf,
-  uid,
-  violationsOf,
-  watch,
-  type Clients,
-} from './support';
+import { backends, type RunningSystem, useSystem } from '../support/system';
+import { conflictDatesOf, connectErrorOf, day, newListing, newWorkspace, nights, reasonOf, uid, violationsOf, watch, type Clients } from './support';
 
 jest.setTimeout(120_000);
 
@@ -31,16 +18,12 @@ let c: Clients;
 let ws: string;
 let otherWs: string;
 
+const inUse = useSystem();
+
 beforeAll(async () => {
-  system = await startSystem();
-  c = clientsFor(system.internalUrl);
+  ({ system, clients: c } = inUse);
   ws = await newWorkspace(c);
   otherWs = await newWorkspace(c);
-}, 120_000);
-
-afterAll(async () => {
-  c?.close();
-  await stopAllSystems();
 });
 
 const put = (listingId: string, externalUid: string, checkIn: string, checkOut: string, reason = BlockReason.UNSPECIFIED, workspaceId = ws) =>
@@ -262,7 +245,14 @@ describe('errors', () => {
   test('malformed dates, external_uid bounds and an unknown reason → INVALID_ARGUMENT naming each field', async () => {
     const listing = await newListing(c, ws);
     const err = await connectErrorOf(
-      c.calendar.putBlock({ workspaceId: ws, externalUid: 'x'.repeat(256), target: { case: 'listingId', value: listing }, checkIn: '2031-02-30', checkOut: '31-03-01', reason: 99 as BlockReason }),
+      c.calendar.putBlock({
+        workspaceId: ws,
+        externalUid: 'x'.repeat(256),
+        target: { case: 'listingId', value: listing },
+        checkIn: '2031-02-30',
+        checkOut: '31-03-01',
+        reason: 99 as BlockReason,
+      }),
     );
     expect(violationsOf(err)).toEqual([
       { field: 'external_uid', code: 'max_length' },

@@ -7,8 +7,8 @@
 import { BookingStatus } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { TEST_TOKENS } from '../support/credentials';
-import { runCommand, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
-import { clientsFor, day, newListing, newWorkspace, uid, type Clients } from './support';
+import { runCommand, type RunningSystem, useSystem } from '../support/system';
+import { day, newListing, newWorkspace, uid, type Clients } from './support';
 
 jest.setTimeout(120_000);
 
@@ -16,15 +16,11 @@ let system: RunningSystem;
 let c: Clients;
 let listing: string;
 
-beforeAll(async () => {
-  system = await startSystem();
-  c = clientsFor(system.internalUrl);
-  listing = await newListing(c, await newWorkspace(c));
-}, 120_000);
+const inUse = useSystem();
 
-afterAll(async () => {
-  c?.close();
-  await stopAllSystems();
+beforeAll(async () => {
+  ({ system, clients: c } = inUse);
+  listing = await newListing(c, await newWorkspace(c));
 });
 
 async function psync(...args: string[]) {
@@ -57,8 +53,24 @@ test('hold place / hold release', async () => {
 test('booking confirm / booking cancel / user erase', async () => {
   const guest = uid('guest');
   const confirmed = await psync(
-    'booking', 'confirm', '--listing', listing, '--check-in', day(10), '--check-out', day(13),
-    '--guest-id', guest, '--guest-name', 'Katherine Johnson', '--party-size', '3', '--amount', '123.45', '--currency', 'EUR',
+    'booking',
+    'confirm',
+    '--listing',
+    listing,
+    '--check-in',
+    day(10),
+    '--check-out',
+    day(13),
+    '--guest-id',
+    guest,
+    '--guest-name',
+    'Katherine Johnson',
+    '--party-size',
+    '3',
+    '--amount',
+    '123.45',
+    '--currency',
+    'EUR',
   );
   expect(confirmed.code).toBe(0);
   expect(Object.keys(confirmed.json!)).toEqual(['booking_reference']);
@@ -103,7 +115,26 @@ test('usage errors exit 2 with one line', async () => {
   for (const args of [
     ['booking', 'cancel', '--booking', 'BK0000000000', '--initiated-by', 'nobody'],
     ['hold', 'place', '--listing', listing, '--check-in', day(0)],
-    ['booking', 'confirm', '--listing', listing, '--check-in', day(0), '--check-out', day(1), '--guest-id', 'g', '--guest-name', 'G', '--party-size', 'two', '--amount', '1', '--currency', 'EUR'],
+    [
+      'booking',
+      'confirm',
+      '--listing',
+      listing,
+      '--check-in',
+      day(0),
+      '--check-out',
+      day(1),
+      '--guest-id',
+      'g',
+      '--guest-name',
+      'G',
+      '--party-size',
+      'two',
+      '--amount',
+      '1',
+      '--currency',
+      'EUR',
+    ],
   ]) {
     const res = await psync(...args);
     expect(res.code).toBe(2);

@@ -116,12 +116,16 @@ async function age(seqs: string[], days: number): Promise<void> {
 
 /** Waits until every event is below the calendar's horizon (no older event writer still running). */
 async function settled(): Promise<void> {
-  await eventually(async () => {
-    const horizon = await readEventHorizon(db.sql);
-    const [r] = await db.sql<{ ok: boolean }[]>`
+  await eventually(
+    async () => {
+      const horizon = await readEventHorizon(db.sql);
+      const [r] = await db.sql<{ ok: boolean }[]>`
       select not exists (select 1 from calendar.events where xid >= ${horizon}::xid8) as ok`;
-    return r!.ok;
-  }, 20000, 'the horizon to pass every event');
+      return r!.ok;
+    },
+    20000,
+    'the horizon to pass every event',
+  );
 }
 
 async function watermark(): Promise<{ seq: string; maxSeq: string }> {
@@ -138,10 +142,14 @@ const holderOf = (m: WatchEventsResponse) => (m.event.value as CalendarChanged).
 
 /** Waits until the watcher has `n` messages, then a little longer to catch extras. */
 async function receivedAll(w: Watcher, n: number): Promise<string[]> {
-  await eventually(async () => {
-    if (w.error()) throw w.error();
-    return w.received.length >= n;
-  }, 15000, `${n} messages`);
+  await eventually(
+    async () => {
+      if (w.error()) throw w.error();
+      return w.received.length >= n;
+    },
+    15000,
+    `${n} messages`,
+  );
   await new Promise((r) => setTimeout(r, 600)); // two polls: anything extra would have come
   return w.received.map(holderOf) as string[];
 }
@@ -165,7 +173,14 @@ function within<T>(p: Promise<T>, ms = 15000): Promise<T> {
 function open(req: { cursor?: string; listingId?: string }) {
   const abort = new AbortController();
   const gen = watchEvents(db.sql, hub, create(WatchEventsRequestSchema, req), { signal: abort.signal } as HandlerContext);
-  return { gen, close: async () => { abort.abort(); hub.notify(); await gen.return(undefined); } };
+  return {
+    gen,
+    close: async () => {
+      abort.abort();
+      hub.notify();
+      await gen.return(undefined);
+    },
+  };
 }
 
 describe('CALENDAR_EVENT_RETENTION_DAYS', () => {

@@ -184,10 +184,14 @@ describe('guest erasure', () => {
     // The name is gone from the event log too (what WatchEvents replays).
     const w = watch(c.calendar, { listingId: partnerListing });
     try {
-      const confirmed = await eventually(async () => {
-        const all = w.received.filter((m) => m.event.case === 'bookingConfirmed');
-        return all.length >= 2 ? all : undefined;
-      }, 10000, 'both booking.confirmed events');
+      const confirmed = await eventually(
+        async () => {
+          const all = w.received.filter((m) => m.event.case === 'bookingConfirmed');
+          return all.length >= 2 ? all : undefined;
+        },
+        10000,
+        'both booking.confirmed events',
+      );
       const byRef = new Map(confirmed.map((m) => [(m.event.value as { bookingReference: string }).bookingReference, m.event.value as { guestName: string; providerId?: string }]));
       expect(byRef.get(b1.bookingReference)).toMatchObject({ guestName: '', providerId });
       expect(byRef.get(other.bookingReference)).toMatchObject({ guestName: 'Alan Turing', providerId });
@@ -218,10 +222,17 @@ describe('guest erasure', () => {
       expect(named!.n).toBe(0);
     }
     if (bus) {
-      const erased = await eventually(async () => {
-        const got = onBus.filter((e) => e.subject === 'psync.calendar.v1.UserErased').map((e) => fromBinary(UserErasedSchema, e.data)).filter((e) => e.erasureId === res.erasureId);
-        return got.length === 2 ? got : undefined;
-      }, 20000, 'two user.erased events on the bus');
+      const erased = await eventually(
+        async () => {
+          const got = onBus
+            .filter((e) => e.subject === 'psync.calendar.v1.UserErased')
+            .map((e) => fromBinary(UserErasedSchema, e.data))
+            .filter((e) => e.erasureId === res.erasureId);
+          return got.length === 2 ? got : undefined;
+        },
+        20000,
+        'two user.erased events on the bus',
+      );
       expect(erased.map(shape).sort((x, y) => x.workspaceId.localeCompare(y.workspaceId))).toEqual(expected);
     }
 
@@ -254,11 +265,11 @@ describe('events through the outbox', () => {
         .map((e) => {
           switch (e.subject) {
             case 'psync.calendar.v1.BookingConfirmed':
-              return { id: e.id, msg: fromBinary(BookingConfirmedSchema, e.data) as { eventId: string; listingId: string } };
+              return { id: e.id, msg: fromBinary(BookingConfirmedSchema, e.data) };
             case 'psync.calendar.v1.BookingCancelled':
-              return { id: e.id, msg: fromBinary(BookingCancelledSchema, e.data) as { eventId: string; listingId: string } };
+              return { id: e.id, msg: fromBinary(BookingCancelledSchema, e.data) };
             case 'psync.calendar.v1.CalendarChanged':
-              return { id: e.id, msg: fromBinary(CalendarChangedSchema, e.data) as { eventId: string; listingId: string } };
+              return { id: e.id, msg: fromBinary(CalendarChangedSchema, e.data) };
             default:
               return undefined;
           }
@@ -270,16 +281,24 @@ describe('events through the outbox', () => {
       expect(mine.map((m) => m.id)).toEqual(streamIds);
       expect(mine.every((m) => m.id === m.msg.eventId)).toBe(true);
       // The relay publishes them.
-      await eventually(async () => {
-        const [r] = await db!<{ n: number }[]>`select count(*)::int as n from calendar.outbox where id in ${db!(streamIds)} and published_at is null`;
-        return r!.n === 0;
-      }, 20000, 'the outbox relay');
+      await eventually(
+        async () => {
+          const [r] = await db!<{ n: number }[]>`select count(*)::int as n from calendar.outbox where id in ${db!(streamIds)} and published_at is null`;
+          return r!.n === 0;
+        },
+        20000,
+        'the outbox relay',
+      );
     }
     if (bus) {
-      const mine = await eventually(async () => {
-        const got = decodeAll(onBus);
-        return got.length >= 4 ? got : undefined;
-      }, 20000, 'the events on the bus');
+      const mine = await eventually(
+        async () => {
+          const got = decodeAll(onBus);
+          return got.length >= 4 ? got : undefined;
+        },
+        20000,
+        'the events on the bus',
+      );
       expect(mine.map((m) => m.id)).toEqual(streamIds);
       const confirmed = fromBinary(BookingConfirmedSchema, onBus.find((e) => e.id === streamIds[1])!.data);
       expect(confirmed).toMatchObject({ bookingReference: b.bookingReference, checkInTime: '14:00', checkOutTime: '09:30', guestName: 'Bus Guest', partySize: 2 });

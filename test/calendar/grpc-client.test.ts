@@ -64,8 +64,7 @@ afterAll(async () => {
   await stopAllSystems();
 });
 
-const call = <T>(fn: (cb: Callback<T>) => void): Promise<T> =>
-  new Promise((resolve, reject) => fn((err, res) => (err ? reject(err) : resolve(res as T))));
+const call = <T>(fn: (cb: Callback<T>) => void): Promise<T> => new Promise((resolve, reject) => fn((err, res) => (err ? reject(err) : resolve(res as T))));
 
 /** The ConflictDetail inside a grpc-status-details-bin (google.rpc.Status with Any details). */
 function conflictDates(err: grpc.ServiceError): string[] {
@@ -114,10 +113,7 @@ test('unary calls: hold, availability, booking from the hold, conflict as FAILED
   expect(conflictDates(err as grpc.ServiceError)).toEqual([day(1)]);
 
   const booked = await call<{ booking: { booking_reference: string; status: string } }>((cb) =>
-    stock.ConfirmBooking(
-      { hold_id: placed.hold.hold_id, guest_id: 'g-grpc', guest_name: 'Stock Client', party_size: 2, amount_paid: { value: '10.00', currency: 'EUR' } },
-      cb,
-    ),
+    stock.ConfirmBooking({ hold_id: placed.hold.hold_id, guest_id: 'g-grpc', guest_name: 'Stock Client', party_size: 2, amount_paid: { value: '10.00', currency: 'EUR' } }, cb),
   );
   expect(booked.booking.status).toBe('BOOKING_STATUS_CONFIRMED');
   const cancelled = await call<{ cancelled: boolean }>((cb) =>

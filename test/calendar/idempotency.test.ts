@@ -339,8 +339,6 @@ describe(`retention: keys are kept ${IDEMPOTENCY_RETENTION_HOURS} h, then pruned
     const reused = await marketplace.placeHold({ listingId, checkIn: day(5), checkOut: day(6), idempotencyKey: old });
     expect(reused.hold!.checkIn).toBe(day(5));
     // The young key still answers its first hold's request only.
-    expect(reasonOf(await connectErrorOf(marketplace.placeHold({ listingId, checkIn: day(8), checkOut: day(9), idempotencyKey: young })))).toBe(
-      ErrorReason.IDEMPOTENCY_KEY_REUSED,
-    );
+    expect(reasonOf(await connectErrorOf(marketplace.placeHold({ listingId, checkIn: day(8), checkOut: day(9), idempotencyKey: young })))).toBe(ErrorReason.IDEMPOTENCY_KEY_REUSED);
   });
 });

@@ -9,39 +9,21 @@ import { BlockReason, BookingStatus } from '../../gen/psync/calendar/v1/calendar
 import { CalendarChangeKind, CancellationInitiator, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { startSystem, stopAllSystems, type RunningSystem } from '../support/system';
-import {
-  clientsFor,
-  conflictDatesOf,
-  connectErrorOf,
-  day,
-  eventually,
-  newListing,
-  newWorkspace,
-  reasonOf,
-  uid,
-  violationsOf,
-  watch,
-  type Clients,
-} from './support';
+import { useSystem } from '../support/system';
+import { conflictDatesOf, connectErrorOf, day, eventually, newListing, newWorkspace, reasonOf, uid, violationsOf, watch, type Clients } from './support';
 
 jest.setTimeout(120_000);
 
-let system: RunningSystem;
 let c: Clients;
 let ws: string;
 let prodWs: string;
 
+const inUse = useSystem();
+
 beforeAll(async () => {
-  system = await startSystem();
-  c = clientsFor(system.internalUrl);
+  c = inUse.clients;
   ws = await newWorkspace(c);
   prodWs = await newWorkspace(c, 'production');
-}, 120_000);
-
-afterAll(async () => {
-  c?.close();
-  await stopAllSystems();
 });
 
 const hold = (listingId: string, checkIn: string, checkOut: string, extra: { ttlSeconds?: number; requiresPayment?: boolean } = {}) =>
@@ -165,7 +147,9 @@ describe('sandbox never reaches a payment provider', () => {
     }
     // Converting a hold into a charged booking is refused too.
     const h = (await hold(listing, day(0), day(2))).hold!;
-    const conv = await connectErrorOf(c.calendar.confirmBooking({ holdId: h.holdId, guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '5', currency: 'EUR' }, requiresPayment: true }));
+    const conv = await connectErrorOf(
+      c.calendar.confirmBooking({ holdId: h.holdId, guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '5', currency: 'EUR' }, requiresPayment: true }),
+    );
     expect(reasonOf(conv)).toBe(ErrorReason.SANDBOX_PAYMENT_REFUSED);
     await c.calendar.releaseHold({ holdId: h.holdId });
     expect(await available(listing, day(0), day(2))).toEqual([day(0), day(1)]);
@@ -175,7 +159,14 @@ describe('sandbox never reaches a payment provider', () => {
     const listing = await newListing(c, prodWs);
     const h = (await hold(listing, day(0), day(2), { requiresPayment: true })).hold!;
     expect(h.requiresPayment).toBe(true);
-    const b = await c.calendar.confirmBooking({ holdId: h.holdId, guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '5.00', currency: 'EUR' }, requiresPayment: true });
+    const b = await c.calendar.confirmBooking({
+      holdId: h.holdId,
+      guestId: 'g',
+      guestName: 'G',
+      partySize: 1,
+      amountPaid: { value: '5.00', currency: 'EUR' },
+      requiresPayment: true,
+    });
     expect(b.booking?.status).toBe(BookingStatus.CONFIRMED);
   });
 });
@@ -206,7 +197,18 @@ describe('bookings', () => {
   test('a booking from a live hold takes its nights in place; the hold is then used up', async () => {
     const listing = await newListing(c, ws);
     const h = (await hold(listing, day(0), day(2))).hold!;
-    const mismatch = await connectErrorOf(c.calendar.confirmBooking({ holdId: h.holdId, listingId: listing, checkIn: day(0), checkOut: day(3), guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } }));
+    const mismatch = await connectErrorOf(
+      c.calendar.confirmBooking({
+        holdId: h.holdId,
+        listingId: listing,
+        checkIn: day(0),
+        checkOut: day(3),
+        guestId: 'g',
+        guestName: 'G',
+        partySize: 1,
+        amountPaid: { value: '1', currency: 'EUR' },
+      }),
+    );
     expect(violationsOf(mismatch)).toEqual([{ field: 'check_out', code: 'invalid' }]);
     const b = (await c.calendar.confirmBooking({ holdId: h.holdId, guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } })).booking!;
     expect(b).toMatchObject({ listingId: listing, checkIn: day(0), checkOut: day(2), holdId: h.holdId });
@@ -234,7 +236,15 @@ describe('bookings', () => {
   test('booking validation names every bad field', async () => {
     const listing = await newListing(c, ws);
     const err = await connectErrorOf(
-      c.calendar.confirmBooking({ listingId: listing, checkIn: day(0), checkOut: day(1), guestId: '', guestName: ' ', partySize: 0, amountPaid: { value: '12,5', currency: 'eur' } }),
+      c.calendar.confirmBooking({
+        listingId: listing,
+        checkIn: day(0),
+        checkOut: day(1),
+        guestId: '',
+        guestName: ' ',
+        partySize: 0,
+        amountPaid: { value: '12,5', currency: 'eur' },
+      }),
     );
     expect(err.code).toBe(Code.InvalidArgument);
     expect(violationsOf(err)).toEqual([
@@ -244,7 +254,9 @@ describe('bookings', () => {
       { field: 'amount_paid.value', code: 'pattern' },
       { field: 'amount_paid.currency', code: 'pattern' },
     ]);
-    const noHold = await connectErrorOf(c.calendar.confirmBooking({ holdId: '4b0f2a64-8f5e-4c8e-9a59-7d1f3b0c9e21', guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } }));
+    const noHold = await connectErrorOf(
+      c.calendar.confirmBooking({ holdId: '4b0f2a64-8f5e-4c8e-9a59-7d1f3b0c9e21', guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } }),
+    );
     expect(reasonOf(noHold)).toBe(ErrorReason.HOLD_NOT_FOUND);
     const noListing = await connectErrorOf(booking('lst_unknown0000000000000000', day(0), day(1)));
     expect(reasonOf(noListing)).toBe(ErrorReason.LISTING_NOT_FOUND);
@@ -297,7 +309,13 @@ describe('cancellation', () => {
       const second = await c.calendar.cancelBooking({ bookingReference: b.bookingReference, initiatedBy: CancellationInitiator.HOST });
       expect(second.cancelledAt).toEqual(res.cancelledAt);
       const ev = await w.until((m) => m.event.case === 'bookingCancelled');
-      expect(ev.event.value).toMatchObject({ bookingReference: b.bookingReference, listingId: listing, workspaceId: ws, initiatedBy: CancellationInitiator.GUEST, environment: Environment.SANDBOX });
+      expect(ev.event.value).toMatchObject({
+        bookingReference: b.bookingReference,
+        listingId: listing,
+        workspaceId: ws,
+        initiatedBy: CancellationInitiator.GUEST,
+        environment: Environment.SANDBOX,
+      });
       const cancelledAt = (ev.event.value as { cancelledAt?: import('@bufbuild/protobuf/wkt').Timestamp }).cancelledAt!;
       expect(timestampDate(cancelledAt).getTime()).toBe(timestampDate(res.cancelledAt!).getTime());
       const changed = await w.until((m) => m.event.case === 'calendarChanged' && m.event.value.kind === CalendarChangeKind.BOOKING_CANCELLED);

@@ -92,7 +92,10 @@ let applied: string[];
 beforeAll(async () => {
   fixtures = mkdtempSync(join(tmpdir(), 'psync-plain-events-'));
   db = await startTestDatabase();
-  await runMigrations(db.sql, { schema: 'calendar', sources: [upTo(KIT_MIGRATIONS, '0003_processed_events_age.sql'), upTo(calendarModule.migrations, '0007_idempotency_keys.sql')] });
+  await runMigrations(db.sql, {
+    schema: 'calendar',
+    sources: [upTo(KIT_MIGRATIONS, '0003_processed_events_age.sql'), upTo(calendarModule.migrations, '0007_idempotency_keys.sql')],
+  });
 
   // Before the upgrade: a block pushed through put_block (encoded in SQL) and a booking
   // confirmed by the TypeScript of the time (encoded there), neither relayed.

@@ -11,7 +11,14 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { PutBlockRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CalendarChangedSchema, CalendarChangeKind, CalendarChangeKindSchema, NightHolderKind, NightHolderKindSchema, type CalendarChanged } from '../../gen/psync/calendar/v1/events_pb';
+import {
+  CalendarChangedSchema,
+  CalendarChangeKind,
+  CalendarChangeKindSchema,
+  NightHolderKind,
+  NightHolderKindSchema,
+  type CalendarChanged,
+} from '../../gen/psync/calendar/v1/events_pb';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { calendarChanged } from '../../services/calendar/event-log';
 import { encodeEvent, encodeOutboxRow, eventMessage, streamEvent } from '../../services/calendar/event-codec';
@@ -82,7 +89,16 @@ async function hold(listing: string, checkIn: string, checkOut: string, expiresI
 async function eventsOf(...listings: string[]) {
   const sql = db.sql;
   const rows = await sql<
-    { id: string; xid: string; data: Buffer | null; body: unknown; subject: string | null; outbox_data: Buffer | null; outbox_body: unknown; headers: Record<string, string> | null }[]
+    {
+      id: string;
+      xid: string;
+      data: Buffer | null;
+      body: unknown;
+      subject: string | null;
+      outbox_data: Buffer | null;
+      outbox_body: unknown;
+      headers: Record<string, string> | null;
+    }[]
   >`
     select e.id::text, e.xid::text, e.data, e.body, o.subject, o.data as outbox_data, o.body as outbox_body, o.headers
     from calendar.events e left join calendar.outbox o on o.id = e.id
@@ -101,20 +117,69 @@ const summary = (e: Awaited<ReturnType<typeof eventsOf>>[number]) => ({
 
 describe('calendar_changed bodies', () => {
   const cases: Parameters<typeof calendarChanged>[0][] = [
-    { at: new Date('2031-05-06T07:08:09.123Z'), workspaceId: WS, listingId: 'lst_01', kind: 'block_created', holder: { kind: 'block', id: 'b-1' }, held: { checkIn: '2031-01-01', checkOut: '2031-01-05' } },
-    { at: new Date('2031-05-06T07:08:09.000Z'), workspaceId: WS, listingId: 'lst_01', kind: 'block_moved', holder: { kind: 'block', id: 'b-1' }, released: { checkIn: '2031-01-01', checkOut: '2031-01-05' }, held: { checkIn: '2031-02-01', checkOut: '2031-02-03' } },
-    { at: new Date('2031-05-06T07:08:09.999Z'), workspaceId: WS, listingId: 'lst_02', kind: 'block_moved', holder: { kind: 'block', id: 'b-1' }, released: { checkIn: '2031-01-01', checkOut: '2031-01-05' } },
-    { at: new Date('2029-12-31T23:59:59.001Z'), workspaceId: WS, listingId: 'lst_03', kind: 'hold_expired', holder: { kind: 'hold', id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' }, released: { checkIn: '2030-12-30', checkOut: '2031-12-30' } },
-    { at: new Date('2031-05-06T07:08:09.5Z'), workspaceId: WS, listingId: 'lst_04', kind: 'booking_cancelled', holder: { kind: 'withdrawn', id: 'BK0123456789' }, held: { checkIn: '2031-01-01', checkOut: '2031-01-02' } },
+    {
+      at: new Date('2031-05-06T07:08:09.123Z'),
+      workspaceId: WS,
+      listingId: 'lst_01',
+      kind: 'block_created',
+      holder: { kind: 'block', id: 'b-1' },
+      held: { checkIn: '2031-01-01', checkOut: '2031-01-05' },
+    },
+    {
+      at: new Date('2031-05-06T07:08:09.000Z'),
+      workspaceId: WS,
+      listingId: 'lst_01',
+      kind: 'block_moved',
+      holder: { kind: 'block', id: 'b-1' },
+      released: { checkIn: '2031-01-01', checkOut: '2031-01-05' },
+      held: { checkIn: '2031-02-01', checkOut: '2031-02-03' },
+    },
+    {
+      at: new Date('2031-05-06T07:08:09.999Z'),
+      workspaceId: WS,
+      listingId: 'lst_02',
+      kind: 'block_moved',
+      holder: { kind: 'block', id: 'b-1' },
+      released: { checkIn: '2031-01-01', checkOut: '2031-01-05' },
+    },
+    {
+      at: new Date('2029-12-31T23:59:59.001Z'),
+      workspaceId: WS,
+      listingId: 'lst_03',
+      kind: 'hold_expired',
+      holder: { kind: 'hold', id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' },
+      released: { checkIn: '2030-12-30', checkOut: '2031-12-30' },
+    },
+    {
+      at: new Date('2031-05-06T07:08:09.5Z'),
+      workspaceId: WS,
+      listingId: 'lst_04',
+      kind: 'booking_cancelled',
+      holder: { kind: 'withdrawn', id: 'BK0123456789' },
+      held: { checkIn: '2031-01-01', checkOut: '2031-01-02' },
+    },
     // Multi-byte UTF-8, long strings, a time before the epoch.
-    { at: new Date('1969-07-20T20:17:40.250Z'), workspaceId: '', listingId: 'l'.repeat(255), kind: 'block_created', holder: { kind: 'block', id: 'é✓😀'.repeat(40) }, held: { checkIn: '2031-01-01', checkOut: '2033-01-01' } },
+    {
+      at: new Date('1969-07-20T20:17:40.250Z'),
+      workspaceId: '',
+      listingId: 'l'.repeat(255),
+      kind: 'block_created',
+      holder: { kind: 'block', id: 'é✓😀'.repeat(40) },
+      held: { checkIn: '2031-01-01', checkOut: '2033-01-01' },
+    },
   ];
 
   test('every CalendarChangeKind and NightHolderKind of the proto has a word, and every word a value', () => {
-    const words = (schema: typeof CalendarChangeKindSchema | typeof NightHolderKindSchema) =>
-      schema.values.filter((v) => v.number !== 0).map((v) => v.localName.toLowerCase());
+    const words = (schema: typeof CalendarChangeKindSchema | typeof NightHolderKindSchema) => schema.values.filter((v) => v.number !== 0).map((v) => v.localName.toLowerCase());
     expect(words(CalendarChangeKindSchema)).toEqual([
-      'block_created', 'block_moved', 'block_deleted', 'hold_placed', 'hold_released', 'hold_expired', 'booking_confirmed', 'booking_cancelled',
+      'block_created',
+      'block_moved',
+      'block_deleted',
+      'hold_placed',
+      'hold_released',
+      'hold_expired',
+      'booking_confirmed',
+      'booking_cancelled',
     ]);
     // The holder kinds are calendar.claims' own words.
     expect(words(NightHolderKindSchema)).toEqual(['block', 'hold', 'booking', 'withdrawn']);
@@ -167,12 +232,23 @@ describe('put_block', () => {
     const uid = fresh('b');
     const at = new Date('2031-05-06T07:08:09.123Z');
     const r = await put(uid, listing, '2031-01-01', '2031-01-05', 'maintenance', at);
-    expect(r).toMatchObject({ outcome: 'created', conflicts: [], events: 1, listing_id: listing, check_in: '2031-01-01', check_out: '2031-01-05', reason: 'maintenance', nights: 4 });
+    expect(r).toMatchObject({
+      outcome: 'created',
+      conflicts: [],
+      events: 1,
+      listing_id: listing,
+      check_in: '2031-01-01',
+      check_out: '2031-01-05',
+      reason: 'maintenance',
+      nights: 4,
+    });
     expect(r.created_at).toEqual(at);
     const [claim] = await db.sql<{ nights: string }[]>`select nights::text from calendar.claims where listing_id = ${listing}`;
     expect(claim!.nights).toBe('[2031-01-01,2031-01-05)');
     const events = await eventsOf(listing);
-    expect(events.map(summary)).toEqual([{ listing, kind: CalendarChangeKind.BLOCK_CREATED, holder: [NightHolderKind.BLOCK, uid], released: null, held: ['2031-01-01', '2031-01-05'] }]);
+    expect(events.map(summary)).toEqual([
+      { listing, kind: CalendarChangeKind.BLOCK_CREATED, holder: [NightHolderKind.BLOCK, uid], released: null, held: ['2031-01-01', '2031-01-05'] },
+    ]);
     const e = events[0]!;
     expect(e.msg.eventId).toBe(e.id);
     expect(e.msg.workspaceId).toBe(WS);
@@ -271,7 +347,9 @@ describe('put_block', () => {
       [elsewhere]: ['expired', true],
       [live]: ['live', null],
     });
-    const claims = await db.sql<{ holder_kind: string; holder_id: string }[]>`select holder_kind, holder_id from calendar.claims where listing_id = ${listing} order by holder_kind`;
+    const claims = await db.sql<
+      { holder_kind: string; holder_id: string }[]
+    >`select holder_kind, holder_id from calendar.claims where listing_id = ${listing} order by holder_kind`;
     expect(claims.map((c) => c.holder_kind)).toEqual(['block', 'hold']);
     expect(claims[1]!.holder_id).toBe(live);
     const events = await eventsOf(listing);
@@ -284,7 +362,11 @@ describe('put_block', () => {
     );
     expect(events.map((e) => e.msg.kind)).toEqual([CalendarChangeKind.HOLD_EXPIRED, CalendarChangeKind.HOLD_EXPIRED, CalendarChangeKind.BLOCK_CREATED]);
     expect(new Set(events.map((e) => e.xid)).size).toBe(1);
-    expect(summary(events.find((e) => e.msg.holder?.id === overdue)!)).toMatchObject({ released: ['2031-03-01', '2031-03-04'], held: null, holder: [NightHolderKind.HOLD, overdue] });
+    expect(summary(events.find((e) => e.msg.holder?.id === overdue)!)).toMatchObject({
+      released: ['2031-03-01', '2031-03-04'],
+      held: null,
+      holder: [NightHolderKind.HOLD, overdue],
+    });
   });
 
   // Real PostgreSQL only: it needs three sessions at once (the embedded default has one).

@@ -69,11 +69,15 @@ jest.setTimeout(180_000);
     expect(streamed.map((m) => m.event.case)).toEqual(['calendarChanged', 'calendarChanged', 'bookingConfirmed']);
     expect((streamed[0]!.event.value as { kind: CalendarChangeKind }).kind).toBe(CalendarChangeKind.BLOCK_CREATED);
 
-    const published = await eventually(async () => {
-      const ids = new Set(streamed.map((m) => (m.event.value as { eventId: string }).eventId));
-      const got = onBus.filter((e) => ids.has(e.id));
-      return got.length === ids.size ? got : undefined;
-    }, 30_000, 'the three events on NATS');
+    const published = await eventually(
+      async () => {
+        const ids = new Set(streamed.map((m) => (m.event.value as { eventId: string }).eventId));
+        const got = onBus.filter((e) => ids.has(e.id));
+        return got.length === ids.size ? got : undefined;
+      },
+      30_000,
+      'the three events on NATS',
+    );
     for (const m of streamed) {
       const value = m.event.value as { eventId: string };
       const e = published.find((x) => x.id === value.eventId)!;

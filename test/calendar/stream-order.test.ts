@@ -147,10 +147,7 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
       }
     }
 
-    await Promise.all([
-      ...Array.from({ length: 8 }, (_, i) => grpcLoop(i % 2 === 0 ? cMain : cSecond, 12)),
-      ...Array.from({ length: 5 }, (_, i) => longOpenLoop(i, 5)),
-    ]);
+    await Promise.all([...Array.from({ length: 8 }, (_, i) => grpcLoop(i % 2 === 0 ? cMain : cSecond, 12)), ...Array.from({ length: 5 }, (_, i) => longOpenLoop(i, 5))]);
     stop = true;
     expect(unexpected).toEqual([]);
 

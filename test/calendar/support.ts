@@ -80,10 +80,14 @@ export function watch(calendar: CalendarClient, req: { cursor?: string; listingI
   return {
     received,
     async until(pred, timeoutMs = 15000) {
-      return eventually(async () => {
-        if (failure) throw failure;
-        return received.find(pred);
-      }, timeoutMs, 'a WatchEvents message');
+      return eventually(
+        async () => {
+          if (failure) throw failure;
+          return received.find(pred);
+        },
+        timeoutMs,
+        'a WatchEvents message',
+      );
     },
     async stop() {
       abort.abort();

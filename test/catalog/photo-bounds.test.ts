@@ -24,8 +24,7 @@ describe(`photo memory bounds (database: ${backends.database}, bus: ${backends.b
   let ws: string;
 
   const serve = (path: string, body: Buffer, type = 'image/jpeg') => host.route(path, { kind: 'bytes', body, contentType: type });
-  const push = (id: string, paths: string[]) =>
-    c.catalog.upsertProperty({ workspaceId: ws, providerId: id, property: completeProperty(paths.map((p) => `${host.base}${p}`)) });
+  const push = (id: string, paths: string[]) => c.catalog.upsertProperty({ workspaceId: ws, providerId: id, property: completeProperty(paths.map((p) => `${host.base}${p}`)) });
 
   beforeAll(async () => {
     host = await startPhotoServer();

@@ -12,16 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PhotoState } from '../../gen/psync/catalog/v1/catalog_pb';
-import {
-  backends,
-  createScratchDatabase,
-  deleteBusStream,
-  startSystem,
-  stopAllSystems,
-  uniqueBusPrefix,
-  type RunningSystem,
-  type ScratchDatabase,
-} from '../support/system';
+import { backends, createScratchDatabase, deleteBusStream, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { CATALOG_TEST_ENV, clientsFor, completeProperty, missingNames, newWorkspace, pid, rejections, waitForPhotos, type Clients } from './support/catalog';
 import { makeImage, startPhotoServer, type PhotoServer } from './support/photo-server';
 import { createCertificates } from '../support/tls';
@@ -165,7 +156,10 @@ describe(`photo pipeline (database: ${backends.database}, bus: ${backends.bus})`
     const paths = ['/h1.jpg', '/h2.jpg', '/h3.jpg', '/h4.jpg', '/h5.jpg'];
     for (const p of paths) http.route(p, { kind: 'hold', body });
     const id = pid('bounded');
-    await push(id, paths.map((p) => `${http.base}${p}`));
+    await push(
+      id,
+      paths.map((p) => `${http.base}${p}`),
+    );
     const held = () => paths.reduce((n, p) => n + http.hits(p), 0);
     const deadline = Date.now() + 15000;
     while (held() < CONCURRENCY && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

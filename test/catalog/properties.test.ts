@@ -188,7 +188,23 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
       expect(a.name).not.toBe('');
       expect(a.category).toMatch(/^[a-z_]+$/);
     }
-    for (const required of ['wifi', 'kitchen', 'heating', 'washer', 'dryer', 'tv', 'parking', 'air_conditioning', 'pool', 'hot_tub', 'elevator', 'crib', 'smoke_alarm', 'carbon_monoxide_alarm', 'workspace']) {
+    for (const required of [
+      'wifi',
+      'kitchen',
+      'heating',
+      'washer',
+      'dryer',
+      'tv',
+      'parking',
+      'air_conditioning',
+      'pool',
+      'hot_tub',
+      'elevator',
+      'crib',
+      'smoke_alarm',
+      'carbon_monoxide_alarm',
+      'workspace',
+    ]) {
       expect(slugs).toContain(required);
     }
     const docs = readFileSync(join(ROOT, 'docs/amenities.md'), 'utf8');
@@ -219,9 +235,17 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
       ['base_rate currency', (p) => (p.baseRate!.currency = 'euro'), { field: 'property.base_rate.currency', code: 'pattern' }],
       ['61 amenities', (p) => (p.amenities = Array.from({ length: 61 }, (_, i) => `a${i}`)), { field: 'property.amenities', code: 'max_items' }],
       ['amenity slug pattern', (p) => (p.amenities = ['wifi', 'Hot Tub']), { field: 'property.amenities[1]', code: 'pattern' }],
-      ['31 photos', (p) => (p.photos = Array.from({ length: 31 }, (_, i) => ({ $typeName: 'psync.catalog.v1.Photo' as const, url: `https://x.example/${i}.jpg`, position: i }))), { field: 'property.photos', code: 'max_items' }],
+      [
+        '31 photos',
+        (p) => (p.photos = Array.from({ length: 31 }, (_, i) => ({ $typeName: 'psync.catalog.v1.Photo' as const, url: `https://x.example/${i}.jpg`, position: i }))),
+        { field: 'property.photos', code: 'max_items' },
+      ],
       ['photo url not a URI', (p) => (p.photos = [{ $typeName: 'psync.catalog.v1.Photo', url: 'not a uri', position: 0 }]), { field: 'property.photos[0].url', code: 'format' }],
-      ['photo position negative', (p) => (p.photos = [{ $typeName: 'psync.catalog.v1.Photo', url: 'https://x.example/a.jpg', position: -1 }]), { field: 'property.photos[0].position', code: 'minimum' }],
+      [
+        'photo position negative',
+        (p) => (p.photos = [{ $typeName: 'psync.catalog.v1.Photo', url: 'https://x.example/a.jpg', position: -1 }]),
+        { field: 'property.photos[0].position', code: 'minimum' },
+      ],
       ['check_in_time 24:00', (p) => (p.checkInTime = '24:00'), { field: 'property.check_in_time', code: 'pattern' }],
       ['check_out_time 9:00', (p) => (p.checkOutTime = '9:00'), { field: 'property.check_out_time', code: 'pattern' }],
       ['status unspecified', (p) => (p.status = PropertyStatus.UNSPECIFIED), { field: 'property.status', code: 'required' }],
@@ -243,7 +267,10 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
     });
 
     test('provider_id length 1 to 128', async () => {
-      for (const [providerId, code] of [['', 'min_length'], ['p'.repeat(129), 'max_length']] as const) {
+      for (const [providerId, code] of [
+        ['', 'min_length'],
+        ['p'.repeat(129), 'max_length'],
+      ] as const) {
         const err = await connectErrorOf(c.catalog.upsertProperty({ workspaceId: ws, providerId, property: completeProperty([]) }));
         expect(violationsOf(err)).toEqual([{ field: 'provider_id', code }]);
       }

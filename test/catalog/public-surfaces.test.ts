@@ -67,15 +67,23 @@ describe(`public surfaces (database: ${backends.database}, bus: ${backends.bus})
 
   test('a listed, publishable production listing is shown; its sandbox twin never is', async () => {
     const city = `Prodville-${pid('')}`;
-    const shown = await publish(prod, pid('prod'), completeProperty([url('/p0.jpg'), url('/p1.jpg')], {
-      name: 'Shown',
-      amenities: ['wifi', 'pool', 'moat'],
-      address: { line1: '9 Secret Lane', city, country: 'PT', latitude: 38.7, longitude: -9.1 },
-    }));
-    const twin = await publish(sandbox, pid('sandbox'), completeProperty([url('/p2.jpg')], {
-      name: 'Shown',
-      address: { line1: '9 Secret Lane', city, country: 'PT', latitude: 38.7, longitude: -9.1 },
-    }));
+    const shown = await publish(
+      prod,
+      pid('prod'),
+      completeProperty([url('/p0.jpg'), url('/p1.jpg')], {
+        name: 'Shown',
+        amenities: ['wifi', 'pool', 'moat'],
+        address: { line1: '9 Secret Lane', city, country: 'PT', latitude: 38.7, longitude: -9.1 },
+      }),
+    );
+    const twin = await publish(
+      sandbox,
+      pid('sandbox'),
+      completeProperty([url('/p2.jpg')], {
+        name: 'Shown',
+        address: { line1: '9 Secret Lane', city, country: 'PT', latitude: 38.7, longitude: -9.1 },
+      }),
+    );
     expect(shown.publishable && twin.publishable).toBe(true);
     expect(shown.listingId && twin.listingId).toBeTruthy();
 
@@ -139,7 +147,12 @@ describe(`public surfaces (database: ${backends.database}, bus: ${backends.bus})
     const neverComplete = await c.catalog.upsertProperty({ workspaceId: prod, providerId: pid('incomplete'), property: completeProperty([], { address }) });
     expect(neverComplete.listingId).toBeUndefined();
 
-    photos.route('/held.jpg', { kind: 'hold', body: await sharp({ create: { width: 800, height: 800, channels: 3, background: 'green' } }).jpeg().toBuffer() });
+    photos.route('/held.jpg', {
+      kind: 'hold',
+      body: await sharp({ create: { width: 800, height: 800, channels: 3, background: 'green' } })
+        .jpeg()
+        .toBuffer(),
+    });
     const processing = await c.catalog.upsertProperty({ workspaceId: prod, providerId: pid('processing'), property: completeProperty([url('/held.jpg')], { address }) });
     expect(missingNames(processing.missing)).toEqual(['photos_processing']);
 
@@ -158,9 +171,11 @@ describe(`public surfaces (database: ${backends.database}, bus: ${backends.bus})
 
   test('filters: text, country, city, map bounds (across the antimeridian too), guests, amenities, guest feed, pages', async () => {
     const tag = pid('filt').replace(/-/g, '');
-    const mk = (name: string, over: Parameters<typeof completeProperty>[1]) =>
-      publish(prod, pid(name), completeProperty([url('/p6.jpg')], { name: `${tag} ${name}`, ...over }));
-    const fiji = await mk('fiji', { address: { line1: 'x', city: 'Suva', country: 'FJ', latitude: -18.1, longitude: 178.4 }, occupancy: { maxGuests: 8, bedrooms: 4, beds: 4, bathrooms: 2 } });
+    const mk = (name: string, over: Parameters<typeof completeProperty>[1]) => publish(prod, pid(name), completeProperty([url('/p6.jpg')], { name: `${tag} ${name}`, ...over }));
+    const fiji = await mk('fiji', {
+      address: { line1: 'x', city: 'Suva', country: 'FJ', latitude: -18.1, longitude: 178.4 },
+      occupancy: { maxGuests: 8, bedrooms: 4, beds: 4, bathrooms: 2 },
+    });
     const samoa = await mk('samoa', { address: { line1: 'x', city: 'Apia', country: 'WS', latitude: -13.8, longitude: -171.8 }, amenities: ['wifi', 'hot_tub'] });
     const t0 = new Date();
     await new Promise((r) => setTimeout(r, 20));
@@ -214,7 +229,11 @@ describe(`public surfaces (database: ${backends.database}, bus: ${backends.bus})
       const eventsFor = (listingId: string) =>
         received
           .map((e) => {
-            const decode = { 'catalog.listing.published': ListingPublishedSchema, 'catalog.listing.updated': ListingUpdatedSchema, 'catalog.listing.unpublished': ListingUnpublishedSchema }[e.subject];
+            const decode = {
+              'catalog.listing.published': ListingPublishedSchema,
+              'catalog.listing.updated': ListingUpdatedSchema,
+              'catalog.listing.unpublished': ListingUnpublishedSchema,
+            }[e.subject];
             const msg = decode ? fromBinary(decode as typeof ListingPublishedSchema, e.data) : undefined;
             // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it widens: an unpublished event also carries `missing`
             return { subject: e.subject, id: e.id, msg: msg as (typeof msg & { missing?: number[] }) | undefined };

@@ -71,10 +71,14 @@ describe(`${GUIDE}, every example against a running system`, () => {
     test(`${example.name} (${GUIDE}:${example.line})`, async () => {
       if (example.name === 'delivery-log') {
         // What the page's earlier examples queued has been delivered by now.
-        await eventually(async () => {
-          const res = await send(suite.system.gatewayUrl, { path: '/v1/webhooks/deliveries?state=pending', headers: auth });
-          return res.json.items.length === 0;
-        }, 20_000, 'every test event delivered');
+        await eventually(
+          async () => {
+            const res = await send(suite.system.gatewayUrl, { path: '/v1/webhooks/deliveries?state=pending', headers: auth });
+            return res.json.items.length === 0;
+          },
+          20_000,
+          'every test event delivered',
+        );
       }
       const documented: HttpMessage = parseDocumented(responseOf(example.name)!.code);
       expect(messageDifferences(documented, parseCurlOutput(await run(example.code)), vars)).toEqual([]);

@@ -26,10 +26,7 @@ beforeAll(async () => {
   const config = loadConfig({ DOCS_URL: DOCS, RATE_LIMIT_PER_HOUR: '600', TOKEN_RATE_LIMIT_PER_HOUR: '60' });
   const log = createLogger({ level: 'debug', name: 'gateway-test' }, { write: (s: string) => void logLines.push(JSON.parse(s)) });
   clients = new InternalClients([credentialInterceptor()], 2000);
-  const app = createGatewayApp(
-    { config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } },
-    () => false,
-  );
+  const app = createGatewayApp({ config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } }, () => false);
   // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
   server = http.createServer(app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

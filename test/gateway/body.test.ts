@@ -84,7 +84,10 @@ describe('size limit: 256 KiB', () => {
 
   test('a 20 MiB body still gets its answer (read up to 16 MiB, then the connection closes)', async () => {
     const mib = Buffer.alloc(1024 * 1024, 0x78);
-    const res = await put(Array.from({ length: 20 }, () => mib), { 'Content-Type': 'application/json', 'Content-Length': 20 * 1024 * 1024 });
+    const res = await put(
+      Array.from({ length: 20 }, () => mib),
+      { 'Content-Type': 'application/json', 'Content-Length': 20 * 1024 * 1024 },
+    );
     expectBodyViolation(res, 'max_length');
     expect(res.headers.connection).toBe('close');
   });

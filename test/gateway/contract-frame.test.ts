@@ -424,7 +424,7 @@ describe('sandbox calls reach the services', () => {
 });
 
 describe('request ids and logs', () => {
-  test('the instance of a problem is in that request\'s log line; tokens and keys are never logged', async () => {
+  test("the instance of a problem is in that request's log line; tokens and keys are never logged", async () => {
     const p = await partners.partner();
     const res = await gw(jsonRequest('PUT', '/v1/blocks/x', { nope: 1 }, p.auth));
     expectProblem(res, 400, 'validation_failed');

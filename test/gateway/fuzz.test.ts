@@ -74,8 +74,11 @@ describe(`public API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_SEE
   /** One hostile request, number `n`. */
   function hostileRequest(rng: Rng, n: number): SentRequest {
     const mark = canary(n);
-    const seg = () => (rng.chance(0.5) ? percentEncoded(hostileString(rng, mark).slice(0, 300)) : rng.pick(['%00', '%ff', '%', '%2F', '%ED%A0%80', 'a'.repeat(2000), '..', `${mark}%00`]));
-    const auth: Record<string, string> = rng.chance(0.93) ? sandbox.auth : rng.pick<Record<string, string>>([{}, { Authorization: 'Bearer' }, { Authorization: `Bearer ${mark}` }, { Authorization: `Basic ${mark}` }]);
+    const seg = () =>
+      rng.chance(0.5) ? percentEncoded(hostileString(rng, mark).slice(0, 300)) : rng.pick(['%00', '%ff', '%', '%2F', '%ED%A0%80', 'a'.repeat(2000), '..', `${mark}%00`]);
+    const auth: Record<string, string> = rng.chance(0.93)
+      ? sandbox.auth
+      : rng.pick<Record<string, string>>([{}, { Authorization: 'Bearer' }, { Authorization: `Bearer ${mark}` }, { Authorization: `Basic ${mark}` }]);
     const json = (body: Record<string, unknown>): Pick<SentRequest, 'headers' | 'body'> => {
       const valid = JSON.stringify(body);
       const choice = rng.int(10);
@@ -124,9 +127,18 @@ describe(`public API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_SEE
           headers: auth,
         };
       case 7:
-        return { method: 'POST', path: '/v1/token', headers: rng.chance(0.5) ? { Authorization: `Bearer ${headerSafe(hostileString(rng, mark).slice(0, 200))}` } : {}, body: rawBody(rng, '{}', mark) };
+        return {
+          method: 'POST',
+          path: '/v1/token',
+          headers: rng.chance(0.5) ? { Authorization: `Bearer ${headerSafe(hostileString(rng, mark).slice(0, 200))}` } : {},
+          body: rawBody(rng, '{}', mark),
+        };
       default:
-        return { method: rng.pick(['PATCH', 'POST', 'GET', 'OPTIONS', 'TRACE']), path: rng.pick(['/v1/properties/x', `/v1/${seg()}`, '/v1/blocks/x/y', '/v2/blocks', '/v1//blocks']), headers: auth };
+        return {
+          method: rng.pick(['PATCH', 'POST', 'GET', 'OPTIONS', 'TRACE']),
+          path: rng.pick(['/v1/properties/x', `/v1/${seg()}`, '/v1/blocks/x/y', '/v2/blocks', '/v1//blocks']),
+          headers: auth,
+        };
     }
   }
 
@@ -172,7 +184,12 @@ describe(`public API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_SEE
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
     // The system's own account of any fault, to fix it from the test output alone.
-    const faults = failures.length ? jsonLogs(system.logs()).filter((l) => Number(l.level) >= 50).slice(0, 5).map((l) => JSON.stringify(l).slice(0, 600)) : [];
+    const faults = failures.length
+      ? jsonLogs(system.logs())
+          .filter((l) => Number(l.level) >= 50)
+          .slice(0, 5)
+          .map((l) => JSON.stringify(l).slice(0, 600))
+      : [];
     expect({ seed, failures: failures.slice(0, 20), failed: failures.length, faults }).toEqual({ seed, failures: [], failed: 0, faults: [] });
     // The run exercised refusals and successes alike.
     expect(Object.keys(statuses).length).toBeGreaterThan(3);

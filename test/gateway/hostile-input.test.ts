@@ -99,13 +99,9 @@ describe('U+0000 in the public API', () => {
 
   test('U+0000 in listing_id → 400 listing_id (was 503); in provider_id → 400, not 501', async () => {
     const dates = { check_in: '2031-04-01', check_out: '2031-04-03' };
-    expectRefused(await gw(jsonRequest('PUT', '/v1/blocks/nul-listing', { listing_id: `${listingId}\u0000`, ...dates }, p.auth)), [
-      { field: 'listing_id', code: 'invalid' },
-    ]);
+    expectRefused(await gw(jsonRequest('PUT', '/v1/blocks/nul-listing', { listing_id: `${listingId}\u0000`, ...dates }, p.auth)), [{ field: 'listing_id', code: 'invalid' }]);
     expectRefused(await gw(jsonRequest('PUT', '/v1/blocks/nul-listing', { listing_id: '\u0000', ...dates }, p.auth)), [{ field: 'listing_id', code: 'invalid' }]);
-    expectRefused(await gw(jsonRequest('PUT', '/v1/blocks/nul-provider', { provider_id: 'p\u0000', ...dates }, p.auth)), [
-      { field: 'provider_id', code: 'invalid' },
-    ]);
+    expectRefused(await gw(jsonRequest('PUT', '/v1/blocks/nul-provider', { provider_id: 'p\u0000', ...dates }, p.auth)), [{ field: 'provider_id', code: 'invalid' }]);
     const list = await gw({ path: '/v1/blocks', headers: p.auth });
     expect(list.json.items).toEqual([]);
   });

@@ -25,25 +25,21 @@ export interface Received {
 export function send(baseUrl: string, req: SentRequest): Promise<Received> {
   const url = new URL(req.path, baseUrl);
   return new Promise((resolve, reject) => {
-    const r = http.request(
-      url,
-      { method: req.method ?? 'GET', headers: req.headers, agent: req.agent },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = text ? JSON.parse(text) : undefined;
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-        res.on('error', reject);
-      },
-    );
+    const r = http.request(url, { method: req.method ?? 'GET', headers: req.headers, agent: req.agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = text ? JSON.parse(text) : undefined;
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+      res.on('error', reject);
+    });
     r.on('error', reject);
     const parts = req.body === undefined ? [] : Array.isArray(req.body) ? req.body : [req.body];
     for (const p of parts) r.write(p);

@@ -26,16 +26,15 @@ import { send, type Received } from './http-client';
 import { type Partner, Partners } from './partners';
 import { documentAjv, exampleCall, type Operation, operations, responseExamples, type Doc } from './openapi-walk';
 
-
 const suite = webhookSuite('openapi-examples');
 
 /** Response examples not sent to the system, by `status name`, with the reason. */
 const NOT_SENT: Record<string, string> = {
   '403 scope_mismatch': 'needs a token whose environment disagrees with its workspace: not producible through the public API',
-  '429 quota_used_up': 'needs the key\'s whole hourly quota spent (test/gateway covers rate limiting with a small quota)',
+  '429 quota_used_up': "needs the key's whole hourly quota spent (test/gateway covers rate limiting with a small quota)",
   '429 too_many_exchanges': 'needs the token ceiling spent (covered by the token tests)',
   '429 too_many_failures': 'needs a run of failed exchanges (covered by gateway/token-failures.test.ts)',
-  '500 internal_error': 'a fault on the service\'s side',
+  '500 internal_error': "a fault on the service's side",
   '503 unavailable': 'needs a capability switched off',
   '503 not_configured': 'needs a deployment without a token-signing key',
   '200 published': 'a response-only example: the state after photo processing, which needs reachable image URLs',
@@ -203,17 +202,26 @@ test('the sandbox tools: test events, their deliveries in the log, a resend; a p
   const url = `${suite.receiver.baseUrl}${receiverPath}`;
   const events = ['booking.confirmed', 'booking.cancelled', 'user.erased'];
   // Active again: the test above ended by pausing delivery.
-  const active = await send(suite.system.gatewayUrl, { method: 'PUT', path: '/v1/webhooks/endpoint', headers: { ...sandbox.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ url, events }) });
+  const active = await send(suite.system.gatewayUrl, {
+    method: 'PUT',
+    path: '/v1/webhooks/endpoint',
+    headers: { ...sandbox.auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ url, events }),
+  });
   expect(active.json.status).toBe('active');
 
   const confirmed = await sendExample('POST /sandbox/events', 'confirmed');
   deliveryEventId = confirmed.json.event_id as string;
   for (const name of ['cancelled', 'erased', 'dated', 'unknown_listing']) await sendExample('POST /sandbox/events', name);
   await sendCommonErrors('POST /sandbox/events', 'confirmed');
-  await eventually(async () => {
-    const res = await send(suite.system.gatewayUrl, { path: `/v1/webhooks/deliveries/${deliveryEventId}`, headers: sandbox.auth });
-    return res.json?.state === 'delivered';
-  }, 20_000, 'the test event delivered');
+  await eventually(
+    async () => {
+      const res = await send(suite.system.gatewayUrl, { path: `/v1/webhooks/deliveries/${deliveryEventId}`, headers: sandbox.auth });
+      return res.json?.state === 'delivered';
+    },
+    20_000,
+    'the test event delivered',
+  );
 
   const one = await sendExample('GET /webhooks/deliveries/{event_id}', 'delivery');
   expect(one.json).toEqual(expect.objectContaining({ event_id: deliveryEventId, test: true, state: 'delivered', attempts_total: 1 }));
@@ -230,7 +238,12 @@ test('the sandbox tools: test events, their deliveries in the log, a resend; a p
   await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'not_resendable');
   await sendCommonErrors('POST /webhooks/deliveries/{event_id}/resend');
 
-  const paused = await send(suite.system.gatewayUrl, { method: 'PUT', path: '/v1/webhooks/endpoint', headers: { ...sandbox.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ url, events: [] }) });
+  const paused = await send(suite.system.gatewayUrl, {
+    method: 'PUT',
+    path: '/v1/webhooks/endpoint',
+    headers: { ...sandbox.auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ url, events: [] }),
+  });
   expect(paused.json.events).toEqual([]);
   await sendExample('POST /sandbox/events', 'endpoint_not_active');
   await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'endpoint_not_active');

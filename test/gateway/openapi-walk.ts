@@ -37,7 +37,10 @@ export interface Operation {
 /** Follows a local `$ref` (one level is all the document uses), returning the target and its pointer segments. */
 export function resolve(doc: Doc, obj: any, at: string[]): { value: any; at: string[] } {
   if (obj && typeof obj.$ref === 'string') {
-    const segs = obj.$ref.replace(/^#\//, '').split('/').map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const segs = obj.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
     return { value: segs.reduce((o: any, s: string) => o[s], doc), at: segs };
   }
   return { value: obj, at };
@@ -46,7 +49,10 @@ export function resolve(doc: Doc, obj: any, at: string[]): { value: any; at: str
 /** Every operation of the document: paths first, then webhooks. */
 export function operations(doc: Doc): Operation[] {
   const out: Operation[] = [];
-  for (const [root, label] of [['paths', ''], ['webhooks', 'WEBHOOK ']] as const) {
+  for (const [root, label] of [
+    ['paths', ''],
+    ['webhooks', 'WEBHOOK '],
+  ] as const) {
     for (const [path, item] of Object.entries<any>(doc[root] ?? {})) {
       for (const method of METHODS) {
         const op = item[method];

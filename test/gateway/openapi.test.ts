@@ -191,7 +191,7 @@ describe('docs/openapi.json', () => {
     expect(doc.components.schemas.Token.properties.expires_in.description).toContain(String(settings.tokenTtlSeconds.default));
   });
 
-  test('`npx redocly lint docs/openapi.json` (the repository\'s redocly.yaml: recommended) finds no error and no warning', async () => {
+  test("`npx redocly lint docs/openapi.json` (the repository's redocly.yaml: recommended) finds no error and no warning", async () => {
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       execFile(
         join(ROOT, 'node_modules/.bin/redocly'),
@@ -251,9 +251,7 @@ describe('built from the schemas the gateway validates with', () => {
   test('every path and query parameter is the parameters.json schema that validates it, and nothing else', () => {
     const defs = (read('parameters.json') as any).$defs;
     const paramsOf = (path: string, method: string) =>
-      [...(doc.paths[path].parameters ?? []), ...(doc.paths[path][method].parameters ?? [])].map((p: any) =>
-        p.$ref ? doc.components.parameters[p.$ref.split('/').pop()] : p,
-      );
+      [...(doc.paths[path].parameters ?? []), ...(doc.paths[path][method].parameters ?? [])].map((p: any) => (p.$ref ? doc.components.parameters[p.$ref.split('/').pop()] : p));
     const expectParams = (path: string, method: string, where: 'path' | 'query', def: any) => {
       const ps = paramsOf(path, method).filter((p: any) => p.in === where);
       expect(ps.map((p: any) => p.name).sort()).toEqual(Object.keys(def.properties ?? {}).sort());
@@ -271,8 +269,13 @@ describe('built from the schemas the gateway validates with', () => {
     expectParams('/webhooks/deliveries/{event_id}/resend', 'post', 'path', defs.delivery_path);
     expectParams('/webhooks/deliveries', 'get', 'query', defs.deliveries_query);
     for (const [path, method] of [
-      ['/properties/{provider_id}', 'put'], ['/blocks/{external_uid}', 'put'], ['/blocks/{external_uid}', 'delete'], ['/webhooks/endpoint', 'put'],
-      ['/deletion-requests/{event_id}/acknowledge', 'post'], ['/sandbox/events', 'post'], ['/webhooks/deliveries/{event_id}', 'get'],
+      ['/properties/{provider_id}', 'put'],
+      ['/blocks/{external_uid}', 'put'],
+      ['/blocks/{external_uid}', 'delete'],
+      ['/webhooks/endpoint', 'put'],
+      ['/deletion-requests/{event_id}/acknowledge', 'post'],
+      ['/sandbox/events', 'post'],
+      ['/webhooks/deliveries/{event_id}', 'get'],
       ['/webhooks/deliveries/{event_id}/resend', 'post'],
     ] as const) {
       expectParams(path, method, 'query', defs.no_parameters);
@@ -311,7 +314,7 @@ describe('covers the contract', () => {
   });
 
   test('every documented operation is answered by the gateway (never 404/405)', async () => {
-    for (const [path, item] of Object.entries(doc.paths) as [string, any][]) {
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const m of METHODS.filter((x) => item[x])) {
         const url = `/v1${path.replace(/\{[a-z_]+\}/g, (p) => (p === '{event_id}' ? '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f' : 'x'))}`;
         const res = await send(base, { method: m.toUpperCase(), path: url });
@@ -347,9 +350,9 @@ describe('covers the contract', () => {
     expect(statuses('/webhooks/deliveries/{event_id}', 'get')).toEqual(['200', '404', ...CONTRACT_ERRORS].sort());
     expect(statuses('/webhooks/deliveries/{event_id}/resend', 'post')).toEqual(['202', '404', '409', ...CONTRACT_ERRORS].sort());
 
-    for (const [path, item] of Object.entries(doc.paths) as [string, any][]) {
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const m of METHODS.filter((x) => item[x])) {
-        for (const [status, r] of Object.entries(item[m].responses) as [string, any][]) {
+        for (const [status, r] of Object.entries<any>(item[m].responses)) {
           const res = resolve(r);
           const where = `${m} ${path} ${status}`;
           // Every response carries the rate-limit headers; a 429 adds Retry-After, a 401 WWW-Authenticate.
@@ -381,7 +384,7 @@ describe('covers the contract', () => {
 
   test('the webhook deliveries are OpenAPI 3.1 webhooks, signed', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual(['booking.cancelled', 'booking.confirmed', 'endpoint.challenge', 'user.erased']);
-    for (const [kind, item] of Object.entries(doc.webhooks) as [string, any][]) {
+    for (const [kind, item] of Object.entries<any>(doc.webhooks)) {
       const op = item.post;
       expect(op.parameters.map((p: any) => [p.name, p.in, p.required])).toEqual([
         ['X-Signature', 'header', true],
@@ -392,7 +395,16 @@ describe('covers the contract', () => {
       expect([kind, schema.properties.event_type]).toEqual([kind, { type: 'string', const: kind }]);
     }
     expect(doc.components.schemas.BookingConfirmedEvent.properties.data.required).toEqual([
-      'booking_reference', 'listing_id', 'provider_id', 'check_in', 'check_out', 'check_in_time', 'check_out_time', 'party_size', 'guest_name', 'amount_paid',
+      'booking_reference',
+      'listing_id',
+      'provider_id',
+      'check_in',
+      'check_out',
+      'check_in_time',
+      'check_out_time',
+      'party_size',
+      'guest_name',
+      'amount_paid',
     ]);
     expect(doc.components.schemas.BookingCancelledEvent.properties.data.required).toEqual(['booking_reference', 'listing_id', 'cancelled_at', 'initiated_by']);
     expect(doc.components.schemas.UserErasedEvent.properties.data.required).toEqual(['booking_references', 'provider_ids']);
@@ -428,7 +440,9 @@ describe('what the gateway sends fits the document', () => {
   test('token', () => {
     expectFits(
       'Token',
-      presentToken(create(ExchangeTokenResponseSchema, { accessToken: 'pst_x.y', tokenType: 'Bearer', expiresIn: 900, workspaceId: '8a5e2c61-1f3b-4d7e-9c0a-6b2d4e8f1a37', sandbox: true })),
+      presentToken(
+        create(ExchangeTokenResponseSchema, { accessToken: 'pst_x.y', tokenType: 'Bearer', expiresIn: 900, workspaceId: '8a5e2c61-1f3b-4d7e-9c0a-6b2d4e8f1a37', sandbox: true }),
+      ),
     );
     expectFits('Message', { message: 'invalid API key' });
   });
@@ -489,8 +503,15 @@ describe('what the gateway sends fits the document', () => {
     const items = values<DeliveryState>(DeliveryState).flatMap((state) =>
       kinds.map((eventType, i) =>
         create(DeliverySchema, {
-          eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', eventType, state, occurredAt: at, createdAt: at, test: i % 2 === 0,
-          nextAttemptAt: state === DeliveryState.PENDING ? at : undefined, attemptLog: i === 0 ? attemptLog : [], attemptLogTotal: i === 0 ? 3 : 0,
+          eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+          eventType,
+          state,
+          occurredAt: at,
+          createdAt: at,
+          test: i % 2 === 0,
+          nextAttemptAt: state === DeliveryState.PENDING ? at : undefined,
+          attemptLog: i === 0 ? attemptLog : [],
+          attemptLogTotal: i === 0 ? 3 : 0,
         }),
       ),
     );
@@ -511,11 +532,18 @@ describe('what the gateway sends fits the document', () => {
     const codesOf = (schema: any): string[] => (schema.allOf[1].properties.code.const ? [schema.allOf[1].properties.code.const] : schema.allOf[1].properties.code.enum);
     // Every problem response: the shared ones and those of one operation (its 400, its 501).
     const problemResponses: [string, any, string][] = Object.entries(doc.components.responses).map(([name, r]) => [
-      name, r, `urn:psync:openapi#/components/responses/${name}/content/application~1problem+json/schema`,
+      name,
+      r,
+      `urn:psync:openapi#/components/responses/${name}/content/application~1problem+json/schema`,
     ]);
     for (const op of operations(doc)) {
-      for (const [status, r] of Object.entries(op.op.responses) as [string, any][]) {
-        if (!r.$ref) problemResponses.push([`${op.key} ${status}`, r, `urn:psync:openapi#/${[...op.at, 'responses', status].map((x) => x.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}/content/application~1problem+json/schema`]);
+      for (const [status, r] of Object.entries<any>(op.op.responses)) {
+        if (!r.$ref)
+          problemResponses.push([
+            `${op.key} ${status}`,
+            r,
+            `urn:psync:openapi#/${[...op.at, 'responses', status].map((x) => x.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}/content/application~1problem+json/schema`,
+          ]);
       }
     }
     for (const [name, r, schemaRef] of problemResponses) {
@@ -531,13 +559,15 @@ describe('what the gateway sends fits the document', () => {
         const document = problemDocument(err, 'https://docs.test.example/v1', '3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40');
         expect([name, code, fn(document) ? [] : fn.errors]).toEqual([name, code, []]);
       }
-      expect([name, fn(problemDocument(new ProblemError('internal_error'), 'https://d.example', '3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40'))]).toEqual([name, codesOf(media.schema).includes('internal_error')]);
+      expect([name, fn(problemDocument(new ProblemError('internal_error'), 'https://d.example', '3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40'))]).toEqual([
+        name,
+        codesOf(media.schema).includes('internal_error'),
+      ]);
     }
     // Every code a contract endpoint answers is documented (404 not_found / 405 belong to no operation).
-    expect([...byCode.keys()].sort()).toEqual(
-      (Object.keys(PROBLEM_CODES) as ProblemCode[]).filter((c) => c !== 'not_found' && c !== 'method_not_allowed').sort(),
-    );
-    for (const code of Object.keys(PROBLEM_CODES) as ProblemCode[]) expectFits('Problem', problemDocument(new ProblemError(code), 'https://d.example', '3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40'));
+    expect([...byCode.keys()].sort()).toEqual((Object.keys(PROBLEM_CODES) as ProblemCode[]).filter((c) => c !== 'not_found' && c !== 'method_not_allowed').sort());
+    for (const code of Object.keys(PROBLEM_CODES) as ProblemCode[])
+      expectFits('Problem', problemDocument(new ProblemError(code), 'https://d.example', '3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40'));
   });
 
   test('the delivery envelopes the notifications service builds fit the webhook schemas', () => {
@@ -545,8 +575,17 @@ describe('what the gateway sends fits the document', () => {
     const confirmed = JSON.parse(
       fromBookingConfirmed(
         create(BookingConfirmedSchema, {
-          eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', workspaceId: 'w', occurredAt: at, bookingReference: 'BK1', listingId: 'L1',
-          checkIn: '2030-05-01', checkOut: '2030-05-03', checkInTime: '15:00', checkOutTime: '11:00', partySize: 2, guestName: 'Ada',
+          eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+          workspaceId: 'w',
+          occurredAt: at,
+          bookingReference: 'BK1',
+          listingId: 'L1',
+          checkIn: '2030-05-01',
+          checkOut: '2030-05-03',
+          checkInTime: '15:00',
+          checkOutTime: '11:00',
+          partySize: 2,
+          guestName: 'Ada',
           amountPaid: { value: '10.00', currency: 'EUR' },
         }),
       ).body,
@@ -556,12 +595,28 @@ describe('what the gateway sends fits the document', () => {
     for (const initiatedBy of values<CancellationInitiator>(CancellationInitiator)) {
       expectFits(
         'BookingCancelledEvent',
-        JSON.parse(fromBookingCancelled(create(BookingCancelledSchema, { eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', workspaceId: 'w', occurredAt: at, cancelledAt: at, bookingReference: 'BK1', listingId: 'L1', initiatedBy })).body),
+        JSON.parse(
+          fromBookingCancelled(
+            create(BookingCancelledSchema, {
+              eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+              workspaceId: 'w',
+              occurredAt: at,
+              cancelledAt: at,
+              bookingReference: 'BK1',
+              listingId: 'L1',
+              initiatedBy,
+            }),
+          ).body,
+        ),
       );
     }
     expectFits(
       'UserErasedEvent',
-      JSON.parse(fromUserErased(create(UserErasedSchema, { eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', workspaceId: 'w', occurredAt: at, bookingReferences: ['BK1'], providerIds: ['p1'] })).body),
+      JSON.parse(
+        fromUserErased(
+          create(UserErasedSchema, { eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', workspaceId: 'w', occurredAt: at, bookingReferences: ['BK1'], providerIds: ['p1'] }),
+        ).body,
+      ),
     );
     // A test event (sandbox tools): the same data, plus `"test": true`.
     expectFits('BookingConfirmedEvent', JSON.parse(envelopeBody({ ...confirmed, test: true })));
@@ -573,9 +628,16 @@ describe('what the gateway sends fits the document', () => {
 
 describe('examples', () => {
   const CONTRACT_OPERATIONS = [
-    'PUT /properties/{provider_id}', 'GET /blocks', 'PUT /blocks/{external_uid}', 'DELETE /blocks/{external_uid}',
-    'PUT /webhooks/endpoint', 'POST /deletion-requests/{event_id}/acknowledge',
-    'POST /sandbox/events', 'GET /webhooks/deliveries', 'GET /webhooks/deliveries/{event_id}', 'POST /webhooks/deliveries/{event_id}/resend',
+    'PUT /properties/{provider_id}',
+    'GET /blocks',
+    'PUT /blocks/{external_uid}',
+    'DELETE /blocks/{external_uid}',
+    'PUT /webhooks/endpoint',
+    'POST /deletion-requests/{event_id}/acknowledge',
+    'POST /sandbox/events',
+    'GET /webhooks/deliveries',
+    'GET /webhooks/deliveries/{event_id}',
+    'POST /webhooks/deliveries/{event_id}/resend',
   ];
 
   test('every operation has a request example and response examples: success and the main errors', () => {
@@ -590,9 +652,9 @@ describe('examples', () => {
         for (const p of op.parameters) expect([where, p.name, p.example !== undefined]).toEqual([where, p.name, true]);
       }
       // Every response that has a body has at least one example of it.
-      for (const [status, r] of Object.entries(op.op.responses) as [string, any][]) {
+      for (const [status, r] of Object.entries<any>(op.op.responses)) {
         const { value } = resolve(doc, r, []);
-        for (const [mediaType, media] of Object.entries(value.content ?? {}) as [string, any][]) {
+        for (const [mediaType, media] of Object.entries<any>(value.content ?? {})) {
           expect([where, status, mediaType, Object.keys(media.examples ?? {}).length > 0]).toEqual([where, status, mediaType, true]);
         }
       }
@@ -605,7 +667,11 @@ describe('examples', () => {
       const success = Object.keys(ops.find((o) => o.key === key)!.op.responses).find((s) => s.startsWith('2'))!;
       expect([key, examplesOf(key, success).length > 0 || success === '204']).toEqual([key, true]);
       const invalid = examplesOf(key, '400');
-      expect([key, invalid.length > 0, invalid.every((e) => e.example.value.code === 'validation_failed' && e.example.value.errors.length > 0 && e.example['x-request'])]).toEqual([key, true, true]);
+      expect([key, invalid.length > 0, invalid.every((e) => e.example.value.code === 'validation_failed' && e.example.value.errors.length > 0 && e.example['x-request'])]).toEqual([
+        key,
+        true,
+        true,
+      ]);
       expect([key, examplesOf(key, '401').map((e) => e.example.value.code)]).toEqual([key, ['unauthorized']]);
       expect([key, examplesOf(key, '429').map((e) => e.example.value.code)]).toEqual([key, ['rate_limited']]);
       expect([key, examplesOf(key, '501').map((e) => e.example.value.code)]).toEqual([key, expect.arrayContaining(['not_enabled'])]);
@@ -615,14 +681,24 @@ describe('examples', () => {
     expect(doc.components.responses.RateLimited.headers['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After' });
     expect(doc.components.headers['Retry-After'].schema.examples).toEqual([expect.any(Number)]);
     // 409 with conflicts for blocks; 404s; 501 for a block addressed by provider_id.
-    expect(examplesOf('PUT /blocks/{external_uid}', '409').map((e) => [e.name, e.example.value.code, e.example.value.conflicts.length > 0])).toEqual([['colliding', 'conflict', true]]);
+    expect(examplesOf('PUT /blocks/{external_uid}', '409').map((e) => [e.name, e.example.value.code, e.example.value.conflicts.length > 0])).toEqual([
+      ['colliding', 'conflict', true],
+    ]);
     expect(examplesOf('PUT /blocks/{external_uid}', '404').map((e) => e.example.value.code)).toEqual(['property_not_found']);
     expect(examplesOf('POST /deletion-requests/{event_id}/acknowledge', '404').map((e) => e.example.value.code)).toEqual(['deletion_request_not_found']);
     expect(examplesOf('POST /sandbox/events', '404').map((e) => e.example.value.code)).toEqual(['property_not_found']);
     expect(examplesOf('POST /sandbox/events', '409').map((e) => e.example.value.code)).toEqual(['webhook_endpoint_not_active']);
     expect(examplesOf('GET /webhooks/deliveries/{event_id}', '404').map((e) => e.example.value.code)).toEqual(['delivery_not_found']);
-    expect(examplesOf('POST /webhooks/deliveries/{event_id}/resend', '409').map((e) => e.example.value.code).sort()).toEqual(['delivery_not_resendable', 'webhook_endpoint_not_active']);
-    expect(examplesOf('PUT /blocks/{external_uid}', '501').map((e) => e.name).sort()).toEqual(['by_provider_id', 'production']);
+    expect(
+      examplesOf('POST /webhooks/deliveries/{event_id}/resend', '409')
+        .map((e) => e.example.value.code)
+        .sort(),
+    ).toEqual(['delivery_not_resendable', 'webhook_endpoint_not_active']);
+    expect(
+      examplesOf('PUT /blocks/{external_uid}', '501')
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['by_provider_id', 'production']);
     // The token endpoint: its {message} refusals (not problem documents), and its 200.
     expect(examplesOf('POST /token', '200').map((e) => e.example.value.token_type)).toEqual(['Bearer']);
     for (const status of ['401', '429', '503']) {
@@ -668,21 +744,25 @@ describe('examples', () => {
         check(`${op.key} parameter ${p.name}`, fn, p.example, () => fn.errors);
       }
     }
-    for (const [name, h] of Object.entries(doc.components.headers) as [string, any][]) {
+    for (const [name, h] of Object.entries<any>(doc.components.headers)) {
       const fn = ajv.compile(h.schema);
       for (const v of h.schema.examples ?? []) check(`header ${name}`, fn, v, () => fn.errors);
     }
     expect(count).toBeGreaterThan(40);
   });
 
-  test('the request examples pass the gateway\'s own validators; the requests of the 400 examples get exactly their errors', () => {
+  test("the request examples pass the gateway's own validators; the requests of the 400 examples get exactly their errors", () => {
     const byOperation: Record<string, { params: any; query: any; integerQuery?: string[]; body?: any }> = {
       'PUT /properties/{provider_id}': { params: gatewayValidators.propertyPath, query: gatewayValidators.noParameters, body: gatewayValidators.property },
       'GET /blocks': { params: gatewayValidators.noParameters, query: gatewayValidators.blocksQuery, integerQuery: ['page', 'page_size'] },
       'PUT /blocks/{external_uid}': { params: gatewayValidators.blockPath, query: gatewayValidators.noParameters, body: gatewayValidators.block },
       'DELETE /blocks/{external_uid}': { params: gatewayValidators.blockPath, query: gatewayValidators.noParameters },
       'PUT /webhooks/endpoint': { params: gatewayValidators.noParameters, query: gatewayValidators.noParameters, body: gatewayValidators.webhookEndpoint },
-      'POST /deletion-requests/{event_id}/acknowledge': { params: gatewayValidators.deletionRequestPath, query: gatewayValidators.noParameters, body: gatewayValidators.acknowledge },
+      'POST /deletion-requests/{event_id}/acknowledge': {
+        params: gatewayValidators.deletionRequestPath,
+        query: gatewayValidators.noParameters,
+        body: gatewayValidators.acknowledge,
+      },
       'POST /sandbox/events': { params: gatewayValidators.noParameters, query: gatewayValidators.noParameters, body: gatewayValidators.testEvent },
       'GET /webhooks/deliveries': { params: gatewayValidators.noParameters, query: gatewayValidators.deliveriesQuery, integerQuery: ['page', 'page_size'] },
       'GET /webhooks/deliveries/{event_id}': { params: gatewayValidators.deliveryPath, query: gatewayValidators.noParameters },
@@ -699,11 +779,7 @@ describe('examples', () => {
       });
       const query: Record<string, string> = Object.fromEntries(url.searchParams);
       const queryValues = Object.fromEntries(Object.entries(query).map(([k, x]) => [k, (v.integerQuery ?? []).includes(k) && /^-?\d+$/.test(x) ? Number(x) : x]));
-      return [
-        ...v.params.violations(path),
-        ...v.query.violations(queryValues),
-        ...(v.body && call.body !== undefined ? v.body.violations(structuredClone(call.body)) : []),
-      ];
+      return [...v.params.violations(path), ...v.query.violations(queryValues), ...(v.body && call.body !== undefined ? v.body.violations(structuredClone(call.body)) : [])];
     };
     for (const op of operations(doc).filter((o) => o.key in byOperation)) {
       for (const e of requestExamples(op)) {

@@ -4,13 +4,7 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import {
-  ConflictDetailSchema,
-  ErrorDetailSchema,
-  ErrorReason,
-  RetryDetailSchema,
-  ValidationDetailSchema,
-} from '../../gen/psync/common/v1/errors_pb';
+import { ConflictDetailSchema, ErrorDetailSchema, ErrorReason, RetryDetailSchema, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { createLogger } from '../../services/kit/logger';
 import { problemFromConnectError } from '../../gateway/connect-errors';
 import { toProblem } from '../../gateway/error-mapper';
@@ -54,10 +48,21 @@ describe('problem documents', () => {
   test('statuses are the published ones', () => {
     const statuses = Object.fromEntries(Object.entries(PROBLEM_CODES).map(([c, v]) => [c, v.status]));
     expect(statuses).toEqual({
-      validation_failed: 400, unauthorized: 401, workspace_scope_mismatch: 403, property_not_found: 404,
-      deletion_request_not_found: 404, delivery_not_found: 404, not_found: 404, method_not_allowed: 405, conflict: 409,
-      webhook_endpoint_not_active: 409, delivery_not_resendable: 409, rate_limited: 429,
-      internal_error: 500, not_enabled: 501, service_unavailable: 503,
+      validation_failed: 400,
+      unauthorized: 401,
+      workspace_scope_mismatch: 403,
+      property_not_found: 404,
+      deletion_request_not_found: 404,
+      delivery_not_found: 404,
+      not_found: 404,
+      method_not_allowed: 405,
+      conflict: 409,
+      webhook_endpoint_not_active: 409,
+      delivery_not_resendable: 409,
+      rate_limited: 429,
+      internal_error: 500,
+      not_enabled: 501,
+      service_unavailable: 503,
     });
   });
 
@@ -103,11 +108,22 @@ describe('internal errors → public codes', () => {
 
   test('InvalidArgument with a ValidationDetail → 400 with its violations', () => {
     const err = connectError(Code.InvalidArgument, ErrorReason.VALIDATION_FAILED, [
-      { desc: ValidationDetailSchema, value: { violations: [{ field: 'url', code: 'invalid' }, { field: 'x', code: 'bogus' }] } },
+      {
+        desc: ValidationDetailSchema,
+        value: {
+          violations: [
+            { field: 'url', code: 'invalid' },
+            { field: 'x', code: 'bogus' },
+          ],
+        },
+      },
     ]);
     const p = problemFromConnectError(err)!;
     expect(p.code).toBe('validation_failed');
-    expect(p.errors).toEqual([{ field: 'url', code: 'invalid' }, { field: 'x', code: 'invalid' }]);
+    expect(p.errors).toEqual([
+      { field: 'url', code: 'invalid' },
+      { field: 'x', code: 'invalid' },
+    ]);
   });
 
   test('FailedPrecondition + CONFLICT → 409 with every date', () => {

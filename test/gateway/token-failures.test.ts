@@ -65,7 +65,7 @@ describe('per presented key id', () => {
   });
   afterAll(() => partners.close());
 
-  test("three wrong secrets for a key id answer 401, the next 429; the right key still gets its token", async () => {
+  test('three wrong secrets for a key id answer 401, the next 429; the right key still gets its token', async () => {
     const p = await partners.partner();
     const wrong = `psk_${p.keyId}_${'B'.repeat(43)}`;
     for (let i = 0; i < 3; i++) expect((await exchange(system, wrong)).status).toBe(401);

@@ -54,7 +54,12 @@ describe('property schema', () => {
   });
 
   test('region and postal_code are optional', () => {
-    expect(propertyErrors((p) => { delete p.address.region; delete p.address.postal_code; })).toEqual([]);
+    expect(
+      propertyErrors((p) => {
+        delete p.address.region;
+        delete p.address.postal_code;
+      }),
+    ).toEqual([]);
   });
 
   test.each(['max_guests', 'bedrooms', 'beds', 'bathrooms'])('missing occupancy.%s → required', (key) => {
@@ -115,12 +120,7 @@ describe('property schema', () => {
     ['bathrooms 101', (p) => (p.occupancy.bathrooms = 101), 'occupancy.bathrooms', 'maximum'],
     ['negative photo position', (p) => (p.photos[0].position = -1), 'photos[0].position', 'minimum'],
     ['61 amenities', (p) => (p.amenities = Array.from({ length: 61 }, (_, i) => `a${i}`)), 'amenities', 'max_items'],
-    [
-      '31 photos',
-      (p) => (p.photos = Array.from({ length: 31 }, (_, i) => ({ url: `https://img.example.com/${i}.jpg`, position: i }))),
-      'photos',
-      'max_items',
-    ],
+    ['31 photos', (p) => (p.photos = Array.from({ length: 31 }, (_, i) => ({ url: `https://img.example.com/${i}.jpg`, position: i }))), 'photos', 'max_items'],
   ])('%s', (_name, change, field, code) => {
     expect(propertyErrors(change)).toEqual([{ field, code }]);
   });
@@ -197,7 +197,12 @@ describe('block schema and range rule', () => {
   });
 
   test('provider_id instead of listing_id is valid (the 501 comes later)', () => {
-    expect(blockErrors((b) => { delete b.listing_id; b.provider_id = 'prop-1'; })).toEqual([]);
+    expect(
+      blockErrors((b) => {
+        delete b.listing_id;
+        b.provider_id = 'prop-1';
+      }),
+    ).toEqual([]);
   });
 
   test('both or neither of provider_id and listing_id → listing_id one_of', () => {
@@ -213,25 +218,64 @@ describe('block schema and range rule', () => {
     ['impossible date', (b) => (b.check_in = '2027-02-30'), 'check_in', 'format'],
     ['date with a time', (b) => (b.check_out = '2027-03-04T00:00:00Z'), 'check_out', 'format'],
     ['reason outside the closed set', (b) => (b.reason = 'vacation'), 'reason', 'enum'],
-    ['provider_id too long', (b) => { delete b.listing_id; b.provider_id = 'p'.repeat(129); }, 'provider_id', 'max_length'],
-    ['empty provider_id', (b) => { delete b.listing_id; b.provider_id = ''; }, 'provider_id', 'min_length'],
+    [
+      'provider_id too long',
+      (b) => {
+        delete b.listing_id;
+        b.provider_id = 'p'.repeat(129);
+      },
+      'provider_id',
+      'max_length',
+    ],
+    [
+      'empty provider_id',
+      (b) => {
+        delete b.listing_id;
+        b.provider_id = '';
+      },
+      'provider_id',
+      'min_length',
+    ],
     ['listing_id too long', (b) => (b.listing_id = 'l'.repeat(256)), 'listing_id', 'max_length'],
     ['check_out equal to check_in', (b) => (b.check_out = b.check_in), 'check_out', 'invalid'],
     ['check_out before check_in', (b) => (b.check_out = '2027-02-01'), 'check_out', 'invalid'],
-    ['731 nights', (b) => { b.check_in = '2027-01-01'; b.check_out = '2029-01-01'; }, 'check_out', 'maximum'],
+    [
+      '731 nights',
+      (b) => {
+        b.check_in = '2027-01-01';
+        b.check_out = '2029-01-01';
+      },
+      'check_out',
+      'maximum',
+    ],
   ])('%s', (_name, change, field, code) => {
     expect(blockErrors(change)).toEqual([{ field, code }]);
   });
 
   test('730 nights is the most, 1 the least; leap days count', () => {
     expect(nightsBetween('2027-01-01', '2028-12-31')).toBe(730);
-    expect(blockErrors((b) => { b.check_in = '2027-01-01'; b.check_out = '2028-12-31'; })).toEqual([]);
-    expect(blockErrors((b) => { b.check_in = '2028-02-28'; b.check_out = '2028-02-29'; })).toEqual([]);
+    expect(
+      blockErrors((b) => {
+        b.check_in = '2027-01-01';
+        b.check_out = '2028-12-31';
+      }),
+    ).toEqual([]);
+    expect(
+      blockErrors((b) => {
+        b.check_in = '2028-02-28';
+        b.check_out = '2028-02-29';
+      }),
+    ).toEqual([]);
     expect(nightsBetween('2028-02-28', '2028-03-01')).toBe(2);
   });
 
   test('the range rule runs beside other violations, not over bad dates', () => {
-    expect(blockErrors((b) => { b.reason = 'x'; b.check_out = '2027-01-01'; })).toEqual([
+    expect(
+      blockErrors((b) => {
+        b.reason = 'x';
+        b.check_out = '2027-01-01';
+      }),
+    ).toEqual([
       { field: 'reason', code: 'enum' },
       { field: 'check_out', code: 'invalid' },
     ]);
@@ -358,11 +402,49 @@ describe('mapping ajv errors', () => {
     ({ keyword, instancePath, schemaPath: `#/${keyword}`, params }) as ErrorObject;
 
   test('every keyword maps into the published vocabulary', () => {
-    const keywords = ['required', 'additionalProperties', 'type', 'format', 'pattern', 'enum', 'const', 'minLength', 'maxLength',
-      'minimum', 'exclusiveMinimum', 'maximum', 'exclusiveMaximum', 'minItems', 'maxItems', 'oneOf', 'uniqueItems', 'multipleOf', 'not'];
+    const keywords = [
+      'required',
+      'additionalProperties',
+      'type',
+      'format',
+      'pattern',
+      'enum',
+      'const',
+      'minLength',
+      'maxLength',
+      'minimum',
+      'exclusiveMinimum',
+      'maximum',
+      'exclusiveMaximum',
+      'minItems',
+      'maxItems',
+      'oneOf',
+      'uniqueItems',
+      'multipleOf',
+      'not',
+    ];
     const codes = keywords.map((k) => toViolations([err(k, '/x', { missingProperty: 'y', additionalProperty: 'z' })], { x: {} })[0]!.code);
-    expect(codes).toEqual(['required', 'unknown_field', 'type', 'format', 'pattern', 'enum', 'enum', 'min_length', 'max_length',
-      'minimum', 'minimum', 'maximum', 'maximum', 'min_items', 'max_items', 'one_of', 'invalid', 'invalid', 'invalid']);
+    expect(codes).toEqual([
+      'required',
+      'unknown_field',
+      'type',
+      'format',
+      'pattern',
+      'enum',
+      'enum',
+      'min_length',
+      'max_length',
+      'minimum',
+      'minimum',
+      'maximum',
+      'maximum',
+      'min_items',
+      'max_items',
+      'one_of',
+      'invalid',
+      'invalid',
+      'invalid',
+    ]);
     for (const c of codes) expect(VIOLATION_CODES).toContain(c);
   });
 

@@ -74,12 +74,7 @@ const MODELS: Record<string, ModelClass> = {
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'networking.k8s.io/v1/Ingress': Ingress,
 };
-const CRDS = new Set([
-  'monitoring.coreos.com/v1/ServiceMonitor',
-  'monitoring.coreos.com/v1/PrometheusRule',
-  'cert-manager.io/v1/Certificate',
-  'cert-manager.io/v1/Issuer',
-]);
+const CRDS = new Set(['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule', 'cert-manager.io/v1/Certificate', 'cert-manager.io/v1/Issuer']);
 
 interface Variant {
   label: string;
@@ -156,11 +151,24 @@ const BAD_COMBINATIONS: [string, string[], RegExp][] = [
   ['an existing token Secret without its hash', ['internalAuth.catalog.existingSecret=psync-catalog-token'], /internalAuth\.catalog\.tokenSha256 is required/],
   [
     'two roles sharing one token Secret',
-    [`internalAuth.gateway.existingSecret=shared`, `internalAuth.gateway.tokenSha256=${sha256(prodToken('gateway'))}`, `internalAuth.operator.existingSecret=shared`, `internalAuth.operator.tokenSha256=${sha256(prodToken('operator'))}`],
+    [
+      `internalAuth.gateway.existingSecret=shared`,
+      `internalAuth.gateway.tokenSha256=${sha256(prodToken('gateway'))}`,
+      `internalAuth.operator.existingSecret=shared`,
+      `internalAuth.operator.tokenSha256=${sha256(prodToken('operator'))}`,
+    ],
     /internalAuth\.gateway and internalAuth\.operator use the same Secret "shared"/,
   ],
-  ['two services sharing one database Secret', ['database.perServiceRoles.catalog.existingSecret=psync-identity-database'], /perServiceRoles\.catalog shares the Secret "psync-identity-database"/],
-  ['a service database URL in the owner Secret', ['database.perServiceRoles.calendar.existingSecret=psync-secrets'], /perServiceRoles\.calendar shares the Secret "psync-secrets" with database/],
+  [
+    'two services sharing one database Secret',
+    ['database.perServiceRoles.catalog.existingSecret=psync-identity-database'],
+    /perServiceRoles\.catalog shares the Secret "psync-identity-database"/,
+  ],
+  [
+    'a service database URL in the owner Secret',
+    ['database.perServiceRoles.calendar.existingSecret=psync-secrets'],
+    /perServiceRoles\.calendar shares the Secret "psync-secrets" with database/,
+  ],
   ['internal TLS without a certificate source', ['internalTls.certManager.enabled=false'], /internalTls\.enabled needs a certificate/],
   ['client certificates without TLS', ['internalTls.enabled=false', 'internalTls.requireClientCert=true'], /requireClientCert needs internalTls\.enabled/],
 ];
@@ -336,18 +344,28 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     one(o, 'Job', name('migrate'));
     one(o, 'NetworkPolicy', name('migrate'));
     // The only Secrets the chart creates are generated internal tokens: one per role, none with existingSecret.
-    expect(ofKind(o, 'Secret').map((x) => x.metadata.name).sort()).toEqual(
-      v.production ? [] : [...COMPONENTS.map((c) => `${name(c)}-internal-token`), `${v.fullname}-operator-token`].sort(),
-    );
+    expect(
+      ofKind(o, 'Secret')
+        .map((x) => x.metadata.name)
+        .sort(),
+    ).toEqual(v.production ? [] : [...COMPONENTS.map((c) => `${name(c)}-internal-token`), `${v.fullname}-operator-token`].sort());
     // Internal TLS on by default: the chart's own CA (selfSigned Issuer → CA Certificate → CA Issuer) or the platform's issuer.
-    expect(ofKind(o, 'Certificate').map((x) => x.metadata.name).sort()).toEqual(
-      v.production ? [`${v.fullname}-internal-tls`] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-tls`],
-    );
-    expect(ofKind(o, 'Issuer').map((x) => x.metadata.name).sort()).toEqual(v.production ? [] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-selfsigned`]);
+    expect(
+      ofKind(o, 'Certificate')
+        .map((x) => x.metadata.name)
+        .sort(),
+    ).toEqual(v.production ? [`${v.fullname}-internal-tls`] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-tls`]);
+    expect(
+      ofKind(o, 'Issuer')
+        .map((x) => x.metadata.name)
+        .sort(),
+    ).toEqual(v.production ? [] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-selfsigned`]);
     if (v.production) {
-      expect(ofKind(o, 'HorizontalPodAutoscaler').map((h) => h.metadata.name).sort()).toEqual(
-        ['gateway', 'identity', 'catalog', 'notifications'].map(name).sort(),
-      );
+      expect(
+        ofKind(o, 'HorizontalPodAutoscaler')
+          .map((h) => h.metadata.name)
+          .sort(),
+      ).toEqual(['gateway', 'identity', 'catalog', 'notifications'].map(name).sort());
       one(o, 'ServiceMonitor', v.fullname);
       one(o, 'PrometheusRule', v.fullname);
       one(o, 'Ingress', name('gateway'));
@@ -382,7 +400,13 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
   test('every object carries the app.kubernetes.io labels and the release namespace', () => {
     for (const o of objs()) {
       const l = o.metadata.labels ?? {};
-      expect({ obj: `${o.kind}/${o.metadata.name}`, name: l['app.kubernetes.io/name'], instance: l['app.kubernetes.io/instance'], managedBy: l['app.kubernetes.io/managed-by'], partOf: l['app.kubernetes.io/part-of'] }).toEqual({
+      expect({
+        obj: `${o.kind}/${o.metadata.name}`,
+        name: l['app.kubernetes.io/name'],
+        instance: l['app.kubernetes.io/instance'],
+        managedBy: l['app.kubernetes.io/managed-by'],
+        partOf: l['app.kubernetes.io/part-of'],
+      }).toEqual({
         obj: `${o.kind}/${o.metadata.name}`,
         name: 'psync',
         instance: v.render.release,
@@ -408,7 +432,8 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       images.add(container.image);
       expect(selects(d.spec.selector, d.spec.template.metadata.labels)).toBe(true);
       expect(selectedOwners(o, d.spec.selector)).toEqual([deploymentOwner(v.fullname, c)]);
-      if (v.production && c !== 'calendar') expect(d.spec.replicas).toBeUndefined(); // left to the HPA
+      if (v.production && c !== 'calendar')
+        expect(d.spec.replicas).toBeUndefined(); // left to the HPA
       else expect(d.spec.replicas).toBeGreaterThanOrEqual(1);
     }
     images.add(one(o, 'Job', name('migrate')).spec.template.spec.containers[0].image);
@@ -465,7 +490,8 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const pod = one(o, 'Deployment', name(c)).spec.template;
       expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, c)]);
       const containerPorts = new Map<string, number>(pod.spec.containers[0].ports.map((p: Any) => [p.name, p.containerPort]));
-      for (const p of svc.spec.ports) expect({ svc: svc.metadata.name, port: p.name, target: containerPorts.has(p.targetPort) }).toEqual({ svc: svc.metadata.name, port: p.name, target: true });
+      for (const p of svc.spec.ports)
+        expect({ svc: svc.metadata.name, port: p.name, target: containerPorts.has(p.targetPort) }).toEqual({ svc: svc.metadata.name, port: p.name, target: true });
       expect(containerPorts.get('metrics')).toBe(9464);
       expect(svc.spec.ports.map((p: Any) => p.name)).toContain('metrics');
     }
@@ -479,7 +505,14 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         const sc = c.securityContext ?? {};
         const who = `${p.owner}/${c.name}`;
         expect({ who, runAsNonRoot: sc.runAsNonRoot ?? pod.runAsNonRoot, uid: sc.runAsUser ?? pod.runAsUser }).toEqual({ who, runAsNonRoot: true, uid: 10001 });
-        expect({ who, ro: sc.readOnlyRootFilesystem, esc: sc.allowPrivilegeEscalation, priv: sc.privileged ?? false, drop: sc.capabilities?.drop, add: sc.capabilities?.add }).toEqual({
+        expect({
+          who,
+          ro: sc.readOnlyRootFilesystem,
+          esc: sc.allowPrivilegeEscalation,
+          priv: sc.privileged ?? false,
+          drop: sc.capabilities?.drop,
+          add: sc.capabilities?.add,
+        }).toEqual({
           who,
           ro: true,
           esc: false,
@@ -504,7 +537,8 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         const mounts = Object.fromEntries(writable.map((m: Any) => [m.mountPath, m.name]));
         expect(Object.keys(mounts).sort()).toEqual(['/tmp', dataDir].sort());
         for (const volName of Object.values(mounts)) expect(volumes.get(volName as string)?.emptyDir).toBeDefined();
-        for (const m of c.volumeMounts.filter((x: Any) => x.readOnly)) expect({ owner: p.owner, m: m.name, secret: !!volumes.get(m.name)?.secret }).toEqual({ owner: p.owner, m: 'internal-tls', secret: true });
+        for (const m of c.volumeMounts.filter((x: Any) => x.readOnly))
+          expect({ owner: p.owner, m: m.name, secret: !!volumes.get(m.name)?.secret }).toEqual({ owner: p.owner, m: 'internal-tls', secret: true });
       }
     }
     const job = one(o, 'Job', name('migrate')).spec.template.spec.containers[0];
@@ -515,7 +549,12 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     for (const p of podTemplates(objs())) {
       for (const c of p.spec.containers) {
         const r = c.resources ?? {};
-        expect({ who: `${p.owner}/${c.name}`, cpu: !!r.requests?.cpu, mem: !!r.requests?.memory, limit: !!r.limits?.memory }).toEqual({ who: `${p.owner}/${c.name}`, cpu: true, mem: true, limit: true });
+        expect({ who: `${p.owner}/${c.name}`, cpu: !!r.requests?.cpu, mem: !!r.requests?.memory, limit: !!r.limits?.memory }).toEqual({
+          who: `${p.owner}/${c.name}`,
+          cpu: true,
+          mem: true,
+          limit: true,
+        });
       }
     }
   });
@@ -546,15 +585,24 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       v.production ? { name: 'psync-notifications', key: 'secrets-encryption-key' } : { name: `${v.fullname}-secrets`, key: 'SECRETS_ENCRYPTION_KEY' },
     );
     // The previous keys of a rotation: optional references (an absent Secret key leaves the variable unset).
-    expect(env('identity').get('TOKEN_SIGNING_KEY_PREVIOUS')?.valueFrom?.secretKeyRef).toEqual({ name: `${v.fullname}-secrets`, key: 'TOKEN_SIGNING_KEY_PREVIOUS', optional: true });
-    expect(env('notifications').get('SECRETS_ENCRYPTION_KEY_PREVIOUS')?.valueFrom?.secretKeyRef).toEqual({ name: `${v.fullname}-secrets`, key: 'SECRETS_ENCRYPTION_KEY_PREVIOUS', optional: true });
+    expect(env('identity').get('TOKEN_SIGNING_KEY_PREVIOUS')?.valueFrom?.secretKeyRef).toEqual({
+      name: `${v.fullname}-secrets`,
+      key: 'TOKEN_SIGNING_KEY_PREVIOUS',
+      optional: true,
+    });
+    expect(env('notifications').get('SECRETS_ENCRYPTION_KEY_PREVIOUS')?.valueFrom?.secretKeyRef).toEqual({
+      name: `${v.fullname}-secrets`,
+      key: 'SECRETS_ENCRYPTION_KEY_PREVIOUS',
+      optional: true,
+    });
     for (const c of COMPONENTS) {
       if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY_PREVIOUS')).toBe(false);
       if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY_PREVIOUS')).toBe(false);
       if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY')).toBe(false);
       if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY')).toBe(false);
       // No secret value is ever inlined (the internal service URLs are not secret).
-      for (const [k, e] of env(c)) if (/URL$|KEY$|TOKEN$/.test(k) && k !== 'DOCS_URL' && !SERVICE_URL_VARS.includes(k)) expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
+      for (const [k, e] of env(c))
+        if (/URL$|KEY$|TOKEN$/.test(k) && k !== 'DOCS_URL' && !SERVICE_URL_VARS.includes(k)) expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
     }
     const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
     if (v.production) {
@@ -585,7 +633,15 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         expect(selectedOwners(o, { matchLabels: svc.spec.selector })).toEqual([deploymentOwner(v.fullname, s)]);
       }
     }
-    expect(cm).toMatchObject({ PORT: '8080', INTERNAL_PORT: '8081', METRICS_PORT: '9464', TOKEN_TTL_SECONDS: '900', RATE_LIMIT_PER_HOUR: '600', EGRESS_ALLOW_CIDRS: '', CALENDAR_EVENT_RETENTION_DAYS: '30' });
+    expect(cm).toMatchObject({
+      PORT: '8080',
+      INTERNAL_PORT: '8081',
+      METRICS_PORT: '9464',
+      TOKEN_TTL_SECONDS: '900',
+      RATE_LIMIT_PER_HOUR: '600',
+      EGRESS_ALLOW_CIDRS: '',
+      CALENDAR_EVENT_RETENTION_DAYS: '30',
+    });
     expect(Number(cm.TOKEN_TTL_SECONDS)).toBeLessThanOrEqual(3600);
     // Each Deployment rolls when the ConfigMap changes.
     for (const c of COMPONENTS) expect(one(o, 'Deployment', name(c)).spec.template.metadata.annotations['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
@@ -608,7 +664,10 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(sa.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
     expect(Number(sa.metadata.annotations?.['helm.sh/hook-weight'])).toBeLessThan(Number(job.metadata.annotations?.['helm.sh/hook-weight'] ?? 0));
     // Only the Job and its ServiceAccount are hooks.
-    const hooks = o.filter((x) => x.metadata.annotations?.['helm.sh/hook']).map((x) => `${x.kind}/${x.metadata.name}`).sort();
+    const hooks = o
+      .filter((x) => x.metadata.annotations?.['helm.sh/hook'])
+      .map((x) => `${x.kind}/${x.metadata.name}`)
+      .sort();
     expect(hooks).toEqual([`Job/${name('migrate')}`, `ServiceAccount/${name('migrate')}`]);
   });
 
@@ -653,7 +712,11 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     expect(portsOf(rule)).toEqual([8081]);
     const podPeers = rule.from.filter((p: Any) => p.podSelector && !p.namespaceSelector && !p.ipBlock);
     expect(podPeers).toHaveLength(1);
-    expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(callersOf(s).map((c) => deploymentOwner(v.fullname, c)).sort());
+    expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(
+      callersOf(s)
+        .map((c) => deploymentOwner(v.fullname, c))
+        .sort(),
+    );
     const expected = { identity: ['gateway', 'catalog', 'calendar', 'notifications'], catalog: ['gateway', 'calendar'], calendar: ['gateway'], notifications: ['gateway'] }[s];
     expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(expected.map((c) => deploymentOwner(v.fullname, c)).sort());
     const extra = rule.from.filter((p: Any) => p !== podPeers[0]);
@@ -669,9 +732,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const np = one(objs(), 'NetworkPolicy', name(c));
       const rule = np.spec.ingress.find((r: Any) => portsOf(r).includes(9464));
       expect(portsOf(rule)).toEqual([9464]);
-      expect(rule.from).toEqual(
-        v.production ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] : [{ namespaceSelector: {} }],
-      );
+      expect(rule.from).toEqual(v.production ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] : [{ namespaceSelector: {} }]);
     }
   });
 
@@ -681,10 +742,14 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const egress: Any[] = one(o, 'NetworkPolicy', name(c)).spec.egress;
       const byPort = (port: number) => egress.filter((r) => portsOf(r).includes(port));
       expect(byPort(53)).toHaveLength(1);
-      expect(byPort(53)[0].ports).toEqual([{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }]);
+      expect(byPort(53)[0].ports).toEqual([
+        { protocol: 'UDP', port: 53 },
+        { protocol: 'TCP', port: 53 },
+      ]);
 
       const grpc = byPort(8081);
-      if (c === 'migrate' || c === 'identity') expect({ c, grpc }).toEqual({ c, grpc: [] }); // identity calls no other service
+      if (c === 'migrate' || c === 'identity')
+        expect({ c, grpc }).toEqual({ c, grpc: [] }); // identity calls no other service
       else {
         expect(grpc).toHaveLength(1);
         expect(grpc[0].to).toHaveLength(1);
@@ -783,9 +848,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         return g.rules;
       });
       const names = rules.map((r) => r.alert);
-      expect(names).toEqual(
-        expect.arrayContaining(['PsyncWebhookDeliveriesAbandoned', 'PsyncOutboxLagHigh', 'PsyncOutboxLagCritical', 'PsyncGatewayHighErrorRate']),
-      );
+      expect(names).toEqual(expect.arrayContaining(['PsyncWebhookDeliveriesAbandoned', 'PsyncOutboxLagHigh', 'PsyncOutboxLagCritical', 'PsyncGatewayHighErrorRate']));
       expect(new Set(names).size).toBe(names.length);
       const byName = new Map(rules.map((r) => [r.alert, r]));
       expect(byName.get('PsyncWebhookDeliveriesAbandoned').expr).toContain('psync_webhook_deliveries_abandoned_total');
@@ -823,7 +886,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
 });
 
 describe.each(VARIANTS)('failed token exchange throttle with $label', (v) => {
-  test('the limits reach the gateway, and TRUST_PROXY_HOPS is 1 only behind the chart\'s ingress', () => {
+  test("the limits reach the gateway, and TRUST_PROXY_HOPS is 1 only behind the chart's ingress", () => {
     const o = rendered.get(v.label)!;
     const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
     expect(cm).toMatchObject({ TOKEN_FAILURES_PER_ADDRESS: '30', TOKEN_FAILURES_PER_KEY: '10', TOKEN_FAILURE_WINDOW_SECONDS: '600' });
@@ -848,9 +911,12 @@ describe('helm template with every optional part off', () => {
 describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
   const objs = () => objectsOf(v);
   const name = (c: string) => `${v.fullname}-${c}`;
-  const tokenSecret = (role: string) => (v.production ? { name: role === 'operator' ? 'psync-operator' : `psync-${role}-internal`, key: role === 'operator' ? 'psync-token' : 'token' } : { name: role === 'operator' ? name('operator-token') : `${name(role)}-internal-token`, key: 'token' });
+  const tokenSecret = (role: string) =>
+    v.production
+      ? { name: role === 'operator' ? 'psync-operator' : `psync-${role}-internal`, key: role === 'operator' ? 'psync-token' : 'token' }
+      : { name: role === 'operator' ? name('operator-token') : `${name(role)}-internal-token`, key: 'token' };
 
-  test('every Deployment reads INTERNAL_TOKEN from a Secret of its own and references no other role\'s token Secret', () => {
+  test("every Deployment reads INTERNAL_TOKEN from a Secret of its own and references no other role's token Secret", () => {
     const o = objs();
     const allTokenSecrets = new Set(CREDENTIAL_ROLES.map((r) => tokenSecret(r).name));
     expect(allTokenSecrets.size).toBe(CREDENTIAL_ROLES.length);
@@ -883,7 +949,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
     expect(Object.keys(cm).filter((k) => k.includes('TOKEN') && k.startsWith('OPERATOR'))).toEqual([]);
   });
 
-  test('each server\'s INTERNAL_CALLERS names exactly the roles the access policy lets call it (its own role in process, the operator always), and the gateway serves no internal API', () => {
+  test("each server's INTERNAL_CALLERS names exactly the roles the access policy lets call it (its own role in process, the operator always), and the gateway serves no internal API", () => {
     const o = objs();
     expect(internalCallers(o, name('gateway'))).toBeUndefined();
     for (const s of SERVICES) {
@@ -901,8 +967,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
 
   test('the hashes in INTERNAL_CALLERS are SHA-256 of the tokens the callers hold', () => {
     const o = objs();
-    const tokenOf = (role: string): string =>
-      v.production ? prodToken(role) : Buffer.from(one(o, 'Secret', tokenSecret(role).name).data.token, 'base64').toString('utf8');
+    const tokenOf = (role: string): string => (v.production ? prodToken(role) : Buffer.from(one(o, 'Secret', tokenSecret(role).name).data.token, 'base64').toString('utf8'));
     for (const role of CREDENTIAL_ROLES) {
       const token = tokenOf(role);
       expect(token).toMatch(/^[\x21-\x7e]{32,512}$/); // services/kit/config.ts `credential`
@@ -948,7 +1013,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
     expect(one(o, 'Job', name('migrate')).spec.template.spec.volumes.some((x: Any) => x.name === 'internal-tls')).toBe(false);
   });
 
-  test('the cert-manager Certificate covers every service\'s DNS names and localhost, for server and client auth, into the mounted Secret', () => {
+  test("the cert-manager Certificate covers every service's DNS names and localhost, for server and client auth, into the mounted Secret", () => {
     const o = objs();
     const cert = one(o, 'Certificate', `${v.fullname}-internal-tls`);
     expect(cert.spec.secretName).toBe(`${v.fullname}-internal-tls`);
@@ -1088,7 +1153,8 @@ describe('values', () => {
         // yaml attaches the comment above a map's first key to the map itself.
         const comment = [isScalar(pair.key) ? pair.key.commentBefore : undefined, i === 0 ? map.commentBefore : undefined].filter(Boolean).join('\n');
         if (/^ ?-- \S/m.test(comment)) return; // documented (the whole subtree, for free-form objects)
-        if (isMap(pair.value) && pair.value.items.length > 0) walk(pair.value, [...path, key]); // a section
+        if (isMap(pair.value) && pair.value.items.length > 0)
+          walk(pair.value, [...path, key]); // a section
         else undocumented.push([...path, key].join('.'));
       });
     };

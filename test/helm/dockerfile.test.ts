@@ -78,7 +78,11 @@ describe('deploy/Dockerfile', () => {
   });
 
   test('limits glibc malloc arenas (image decodes would otherwise keep freed memory)', () => {
-    expect(inRuntime('ENV').map((i) => i.args).join(' ')).toMatch(/MALLOC_ARENA_MAX=2\b/);
+    expect(
+      inRuntime('ENV')
+        .map((i) => i.args)
+        .join(' '),
+    ).toMatch(/MALLOC_ARENA_MAX=2\b/);
   });
 
   test('has a HEALTHCHECK, or says why not', () => {
@@ -88,7 +92,9 @@ describe('deploy/Dockerfile', () => {
   });
 
   test('keeps writes to /tmp and DATA_DIR (a directory the non-root user owns)', () => {
-    const env = inRuntime('ENV').map((i) => i.args).join(' ');
+    const env = inRuntime('ENV')
+      .map((i) => i.args)
+      .join(' ');
     expect(env).toMatch(/DATA_DIR=\/var\/lib\/psync\b/);
     expect(dockerfile).toMatch(/chown 10001:10001 \/var\/lib\/psync/);
     // Application files stay root-owned: no --chown on the runtime COPYs.

@@ -30,19 +30,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, posix, relative } from 'node:path';
 import { applyEnv, Copy, dockerignoreMatcher, execForm, parseCopy, readDockerfile, splitFlags } from '../support/dockerfile';
 import { ROOT, waitForLine } from '../support/process';
-import {
-  backends,
-  createScratchDatabase,
-  deleteBusStream,
-  exitOf,
-  freePort,
-  jsonLogs,
-  linesOf,
-  randomKey,
-  runCommand,
-  RunResult,
-  uniqueBusPrefix,
-} from '../support/system';
+import { backends, createScratchDatabase, deleteBusStream, exitOf, freePort, jsonLogs, linesOf, randomKey, runCommand, RunResult, uniqueBusPrefix } from '../support/system';
 
 const dockerfile = readDockerfile();
 const ignore = dockerignoreMatcher();
@@ -403,11 +391,17 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(copied).toContain('bin/psync');
     });
 
-    test('puts every module\'s .sql migrations next to its compiled code', () => {
-      const modules = readdirSync(join(ROOT, 'services'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    test("puts every module's .sql migrations next to its compiled code", () => {
+      const modules = readdirSync(join(ROOT, 'services'), { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name);
       for (const m of modules) {
         const source = join(ROOT, 'services', m, 'migrations');
-        const want = existsSync(source) ? readdirSync(source).filter((f) => f.endsWith('.sql')).sort() : [];
+        const want = existsSync(source)
+          ? readdirSync(source)
+              .filter((f) => f.endsWith('.sql'))
+              .sort()
+          : [];
         expect({ m, sql: readdirSync(join(distDir, 'services', m, 'migrations')).sort() }).toEqual({ m, sql: want });
       }
     });
@@ -484,7 +478,10 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       const deadline = Date.now() + 60000;
       let status = 0;
       while (Date.now() < deadline && child.exitCode === null) {
-        status = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`).then((r) => r.status, () => 0);
+        status = await fetch(`http://127.0.0.1:${ports.PORT}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        );
         if (status === 200) break;
         await new Promise((r) => setTimeout(r, 250));
       }

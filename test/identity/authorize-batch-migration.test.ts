@@ -21,7 +21,7 @@ import { mintApiKey } from '../../services/identity/api-keys';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { awayFromWindowEdge } from './helpers';
 
-const IDENTITY = identityModule.migrations!;
+const IDENTITY = identityModule.migrations;
 const EDITED_0002 = join(__dirname, 'fixtures', '0002_authorize_batch.edited.sql');
 const FIRST_LANDED_SUM = '2460892e2ad6460cbccd94fa8eaf9cf9f5d40cb3f9f38c45aa39224cb8fab331';
 const EDITED_SUM = '52f1515654f5a67fe64e1903530e46c92fdeab3eebccafeaec2fe84b7fe60611';
@@ -53,7 +53,10 @@ beforeAll(async () => {
   dbs.firstLanded = await startTestDatabase();
   dbs.edited = await startTestDatabase();
   dbs.fresh = await startTestDatabase();
-  await runMigrations(dbs.firstLanded.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, identityUpTo0002('first-landed', readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql')))] });
+  await runMigrations(dbs.firstLanded.sql, {
+    schema: 'identity',
+    sources: [KIT_MIGRATIONS, identityUpTo0002('first-landed', readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql')))],
+  });
   await runMigrations(dbs.edited.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, identityUpTo0002('edited', readFileSync(EDITED_0002))] });
 }, 180_000);
 

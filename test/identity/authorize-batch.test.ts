@@ -89,9 +89,17 @@ test('the limit is reached inside a batch: the first ones counted, the rest refu
   const ws = await workspace(sql);
   const k = await key(sql, ws);
   const item: AuthorizeInput = { keyId: k, tokenWorkspaceId: ws, addressedWorkspaceId: ws, count: true };
-  expect((await authorizeBatch(sql, [item, item], 3)).map((r) => [r.counted, r.previous])).toEqual([[1, 0], [2, 1]]);
+  expect((await authorizeBatch(sql, [item, item], 3)).map((r) => [r.counted, r.previous])).toEqual([
+    [1, 0],
+    [2, 1],
+  ]);
   const rows = await authorizeBatch(sql, [item, item, { ...item, count: false }, item], 3);
-  expect(rows.map((r) => [r.counted, r.previous])).toEqual([[3, 2], [null, 3], [null, 3], [null, 3]]);
+  expect(rows.map((r) => [r.counted, r.previous])).toEqual([
+    [3, 2],
+    [null, 3],
+    [null, 3],
+    [null, 3],
+  ]);
   expect((await authorizeBatch(sql, [item], 3)).map((r) => [r.counted, r.previous])).toEqual([[null, 3]]);
   expect(await countOf(sql, k)).toBe(3);
 });
@@ -127,7 +135,13 @@ test('concurrent batches from several pools on overlapping keys, locked in key o
     for (let i = 0; i < 24; i++) {
       // Each batch names the keys in its own order, several times each.
       const order = [...keys, ...keys].sort(() => Math.random() - 0.5);
-      calls.push(authorizeBatch(pools[i % pools.length]!, order.map((k) => ({ keyId: k, tokenWorkspaceId: ws, addressedWorkspaceId: ws, count: true })), limit));
+      calls.push(
+        authorizeBatch(
+          pools[i % pools.length]!,
+          order.map((k) => ({ keyId: k, tokenWorkspaceId: ws, addressedWorkspaceId: ws, count: true })),
+          limit,
+        ),
+      );
     }
     const rows = (await Promise.all(calls)).flat();
     // 24 batches × 2 requests per key = 48 per key, under the limit: each counted once, 1..48.
@@ -157,7 +171,10 @@ test('AuthorizeBatcher: 100 concurrent requests of one key over the limit of 60:
   });
   const batcher = new AuthorizeBatcher(counting, 60);
   const rows = await Promise.all(Array.from({ length: 100 }, () => batcher.authorize({ keyId: k, tokenWorkspaceId: ws, addressedWorkspaceId: ws, count: true })));
-  const counted = rows.map((r) => r.counted).filter((c): c is number => c !== null).sort((x, y) => x - y);
+  const counted = rows
+    .map((r) => r.counted)
+    .filter((c): c is number => c !== null)
+    .sort((x, y) => x - y);
   expect(counted).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
   expect(rows.filter((r) => r.counted === null)).toHaveLength(40);
   expect(await countOf(db.sql, k)).toBe(60);

@@ -49,7 +49,7 @@ export function claimsOf(token: string): Record<string, unknown> {
 
 /** Seconds left in the current epoch-aligned hour by this machine's clock. */
 export function localSecondsLeftInHour(): number {
-  return 3600 - Math.floor(Date.now() / 1000) % 3600;
+  return 3600 - (Math.floor(Date.now() / 1000) % 3600);
 }
 
 /**

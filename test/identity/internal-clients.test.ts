@@ -77,7 +77,12 @@ describe(`IdentityService marketplace clients (database: ${backends.database})`,
   });
 
   test('IssueClient: the name is 1 to 200 characters (INVALID_ARGUMENT naming the field otherwise)', async () => {
-    for (const [name, code] of [['', 'required'], ['   ', 'required'], ['x'.repeat(201), 'max_length'], ['€'.repeat(201), 'max_length']] as const) {
+    for (const [name, code] of [
+      ['', 'required'],
+      ['   ', 'required'],
+      ['x'.repeat(201), 'max_length'],
+      ['€'.repeat(201), 'max_length'],
+    ] as const) {
       const err = await connectErrorOf(c.issueClient({ name }));
       expect(err.code).toBe(Code.InvalidArgument);
       expect(reasonOf(err)).toBe(ErrorReason.VALIDATION_FAILED);

@@ -56,9 +56,7 @@ describe(`rate limit under concurrency (database: ${backends.database}; ${shared
     const key = await admin.issueKey({ workspaceId: ws.workspaceId });
     const { accessToken } = await admin.exchangeToken({ apiKey: key.apiKey });
 
-    const results = await Promise.all(
-      Array.from({ length: BURST }, (_, i) => conns[i % conns.length]!.client.authorize({ accessToken, countRequest: true })),
-    );
+    const results = await Promise.all(Array.from({ length: BURST }, (_, i) => conns[i % conns.length]!.client.authorize({ accessToken, countRequest: true })));
     for (const r of results) expect(r.decision).toBe(AuthorizeDecision.ALLOWED);
     const counted = results.filter((r) => !r.rateLimit!.limited);
     const limited = results.filter((r) => r.rateLimit!.limited);

@@ -54,11 +54,17 @@ test('docs/security/internal-access.md publishes exactly this table', () => {
   const table = doc.slice(doc.indexOf('<!-- access-policy:begin'), doc.indexOf('<!-- access-policy:end'));
   const lines = table.split('\n').filter((l) => l.startsWith('| `'));
   const header = table.split('\n').find((l) => l.startsWith('| RPC |'))!;
-  const roles = header.split('|').slice(2, -1).map((c) => c.trim());
+  const roles = header
+    .split('|')
+    .slice(2, -1)
+    .map((c) => c.trim());
   expect(roles).toEqual([...ROLES]);
   const published: Record<string, string[]> = {};
   for (const l of lines) {
-    const cells = l.split('|').slice(1, -1).map((c) => c.trim());
+    const cells = l
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
     const name = cells[0]!.replace(/`/g, '');
     // Our own services are written without their `psync.` prefix; gRPC's standard ones in full.
     const rpc = name.startsWith('grpc.') ? name : `psync.${name}`;

@@ -44,7 +44,10 @@ function withUser(url: string, user: string, pass?: string): string {
 }
 
 /** The per-service URL settings for `dbUrl`, with the given passwords. */
-function serviceUrls(dbUrl: string, passwords: Record<ServiceName, string>): Pick<DatabaseSettings, 'identityDatabaseUrl' | 'catalogDatabaseUrl' | 'calendarDatabaseUrl' | 'notificationsDatabaseUrl'> {
+function serviceUrls(
+  dbUrl: string,
+  passwords: Record<ServiceName, string>,
+): Pick<DatabaseSettings, 'identityDatabaseUrl' | 'catalogDatabaseUrl' | 'calendarDatabaseUrl' | 'notificationsDatabaseUrl'> {
   return {
     identityDatabaseUrl: withUser(dbUrl, ROLE.identity, passwords.identity),
     catalogDatabaseUrl: withUser(dbUrl, ROLE.catalog, passwords.catalog),
@@ -144,10 +147,12 @@ function expectedMatrix(): Record<string, string> {
 
 /** Owners and ACLs of the service schemas and their relations (to compare runs). */
 async function privilegesSnapshot(admin: Sql): Promise<unknown[]> {
-  return [...await admin`
+  return [
+    ...(await admin`
     select n.nspname, n.nspowner::regrole::text as nspowner, n.nspacl::text, c.relname, c.relowner::regrole::text as relowner, c.relacl::text
     from pg_namespace n left join pg_class c on c.relnamespace = n.oid
-    where n.nspname in ${admin(SERVICE_NAMES)} order by 1, 4`];
+    where n.nspname in ${admin(SERVICE_NAMES)} order by 1, 4`),
+  ];
 }
 
 describe('per-service database URLs (no server needed: postgres.js connects lazily)', () => {
@@ -270,7 +275,10 @@ onServer('least-privilege database roles (needs DATABASE_URL: roles exist on a P
     await freshAdmin`grant ${freshAdmin(ROLE.calendar)} to ${freshAdmin(ROLE.catalog)}`;
     expect(await asRole(fresh.url, ROLE.catalog, (sql) => sqlstate(sql`select count(*) from identity.schema_migrations`))).toBe('ok');
 
-    await provisionServiceRoles(freshAdmin, SERVICE_NAMES.map((s) => ({ service: s, url: serviceUrl(fresh.url, s, passwords) })));
+    await provisionServiceRoles(
+      freshAdmin,
+      SERVICE_NAMES.map((s) => ({ service: s, url: serviceUrl(fresh.url, s, passwords) })),
+    );
     expect(await accessMatrix(fresh.url)).toEqual(expectedMatrix());
   });
 
@@ -281,8 +289,7 @@ onServer('least-privilege database roles (needs DATABASE_URL: roles exist on a P
       SERVICE_NAMES.map((s) => ({ service: s, url: serviceUrl(fresh.url, s, rotated) })),
     );
     expect(results.map((r) => [r.service, r.passwordChanged])).toEqual(SERVICE_NAMES.map((s) => [s, s === 'catalog']));
-    const verifier = async (s: ServiceName) =>
-      (await freshAdmin<{ v: string }[]>`select rolpassword as v from pg_authid where rolname = ${ROLE[s]}`)[0]!.v;
+    const verifier = async (s: ServiceName) => (await freshAdmin<{ v: string }[]>`select rolpassword as v from pg_authid where rolname = ${ROLE[s]}`)[0]!.v;
     // The server here trusts local connections, so the stored SCRAM verifier is what proves it.
     expect(verifierMatches(await verifier('catalog'), rotated.catalog)).toBe(true);
     expect(verifierMatches(await verifier('catalog'), passwords.catalog)).toBe(false);
@@ -290,7 +297,7 @@ onServer('least-privilege database roles (needs DATABASE_URL: roles exist on a P
     passwords.catalog = rotated.catalog;
   });
 
-  test("the SCRAM verifier computed here is the one PostgreSQL computes from the plain password", async () => {
+  test('the SCRAM verifier computed here is the one PostgreSQL computes from the plain password', async () => {
     const plain = `${password()}-x'y`;
     await freshAdmin`create role ${freshAdmin(SCRAM_PROBE)}`;
     await freshAdmin.begin(async (tx) => {

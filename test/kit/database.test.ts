@@ -36,8 +36,10 @@ onServer('database pools on a PostgreSQL server', () => {
   test('each instance is named in pg_stat_activity', async () => {
     await db.asyncCommitSqlFor('identity')`select 1`;
     await db.sqlFor('identity')`select 1`;
-    const names = (await scratch.sql<{ application_name: string }[]>`
-      select application_name from pg_stat_activity where datname = current_database()`).map((r) => r.application_name);
+    const names = (
+      await scratch.sql<{ application_name: string }[]>`
+      select application_name from pg_stat_activity where datname = current_database()`
+    ).map((r) => r.application_name);
     expect(names).toEqual(expect.arrayContaining(['psync-identity', 'psync-identity-async-commit']));
   });
 });

@@ -95,10 +95,11 @@ async function outcome(p: Promise<unknown>): Promise<unknown> {
   }
 }
 
-const both = () => [
-  ['h2c', network.client(AdminService, server.url)],
-  ['in-process', local.client(AdminService, server.url)],
-] as const;
+const both = () =>
+  [
+    ['h2c', network.client(AdminService, server.url)],
+    ['in-process', local.client(AdminService, server.url)],
+  ] as const;
 
 test('answers exactly as the network call does, and the handler sees the request headers', async () => {
   const results = [];

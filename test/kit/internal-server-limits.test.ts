@@ -104,7 +104,10 @@ test('the health-only listener answers health without a credential and nothing e
     const err = await clients
       .client(AdminService, healthOnly.url)
       .migrate({})
-      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
     expect(err?.code).toBe(Code.Unimplemented);
   } finally {
     clients.close();

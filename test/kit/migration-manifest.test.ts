@@ -33,9 +33,7 @@ describe('the checked-in manifest', () => {
   test('no listed migration changed: a landed migration is never edited', () => {
     expect(
       check.changed.map(
-        (c) =>
-          `${relative(ROOT, c.file)} changed after it landed (sha256 ${c.listed} in ${where}, ${c.current} on disk): ` +
-          'restore it and put the change in a new migration',
+        (c) => `${relative(ROOT, c.file)} changed after it landed (sha256 ${c.listed} in ${where}, ${c.current} on disk): ` + 'restore it and put the change in a new migration',
       ),
     ).toEqual([]);
   });
@@ -107,9 +105,7 @@ describe('checkManifest and withNewEntries', () => {
     };
     const onDisk = currentMigrations(dir);
     const result = checkManifest(listed, onDisk);
-    expect(result.changed.map((c) => [c.id, c.listed, c.current])).toEqual([
-      ['alpha/0001_a', sum('create table a (id integer);'), sum('create table a (id int);')],
-    ]);
+    expect(result.changed.map((c) => [c.id, c.listed, c.current])).toEqual([['alpha/0001_a', sum('create table a (id integer);'), sum('create table a (id int);')]]);
     expect(result.missing).toEqual(['alpha/0000_gone']);
     expect(result.unlisted.map((f) => f.id)).toEqual(['alpha/0002_b']);
 

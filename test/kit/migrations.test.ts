@@ -113,7 +113,14 @@ describe('runMigrations', () => {
       '0002_seed.sql': "insert into things (name) values ('a'), ('b');",
     });
     const first = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(first.applied).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_things', 'service/0002_seed']);
+    expect(first.applied).toEqual([
+      'kit/0001_outbox',
+      'kit/0002_processed_events',
+      'kit/0003_processed_events_age',
+      'kit/0004_outbox_writer',
+      'service/0001_things',
+      'service/0002_seed',
+    ]);
     const thingsBefore = await sql`select * from svc_twice.things order by id`;
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
@@ -133,16 +140,21 @@ describe('runMigrations', () => {
     });
     const clients = db.embedded ? [sql] : Array.from({ length: 5 }, () => createSql(db.url, { max: 2 }));
     try {
-      const runs = await Promise.all(
-        Array.from({ length: 5 }, (_, i) => runMigrations(clients[i % clients.length]!, { schema: 'svc_race', sources: [KIT_MIGRATIONS, src] })),
-      );
+      const runs = await Promise.all(Array.from({ length: 5 }, (_, i) => runMigrations(clients[i % clients.length]!, { schema: 'svc_race', sources: [KIT_MIGRATIONS, src] })));
       const all = runs.flatMap((r) => r.applied).sort();
       expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_counter', 'service/0002_bump']);
       expect(runs.filter((r) => r.applied.length > 0)).toHaveLength(1);
     } finally {
       if (!db.embedded) await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
     }
-    expect(await appliedIds('svc_race')).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_counter', 'service/0002_bump']);
+    expect(await appliedIds('svc_race')).toEqual([
+      'kit/0001_outbox',
+      'kit/0002_processed_events',
+      'kit/0003_processed_events_age',
+      'kit/0004_outbox_writer',
+      'service/0001_counter',
+      'service/0002_bump',
+    ]);
     expect(await sql`select n from svc_race.counter`).toEqual([{ n: 1 }]);
   });
 
@@ -233,12 +245,10 @@ describe('runMigrations', () => {
     for (const schema of ['Svc', '1svc', 'svc-a', 'svc;drop schema public', '', 'svc.a']) {
       await expect(runMigrations(sql, { schema, sources: [KIT_MIGRATIONS] })).rejects.toThrow(/invalid schema name/);
     }
-    await expect(runMigrations(sql, { schema: 'svc_bad', sources: [source('service', { '1_x.sql': 'select 1;' })] })).rejects.toThrow(
-      /is not named NNNN_name\.sql/,
+    await expect(runMigrations(sql, { schema: 'svc_bad', sources: [source('service', { '1_x.sql': 'select 1;' })] })).rejects.toThrow(/is not named NNNN_name\.sql/);
+    await expect(runMigrations(sql, { schema: 'svc_bad', sources: [source('service', { '0001_a.sql': 'select 1;', '0001_b.sql': 'select 1;' })] })).rejects.toThrow(
+      /share the number 0001/,
     );
-    await expect(
-      runMigrations(sql, { schema: 'svc_bad', sources: [source('service', { '0001_a.sql': 'select 1;', '0001_b.sql': 'select 1;' })] }),
-    ).rejects.toThrow(/share the number 0001/);
     await expect(runMigrations(sql, { schema: 'svc_bad', sources: [KIT_MIGRATIONS, { ...KIT_MIGRATIONS }] })).rejects.toThrow(/used by two sources/);
     const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_namespace where nspname = 'svc_bad'`;
     expect(row!.n).toBe(0);

@@ -76,83 +76,79 @@ maybe('outbox relay crash (needs NATS_URL and DATABASE_URL: a bus and a database
     return row!.n;
   };
 
-  test(
-    'every event reaches a durable consumer after the relay is SIGKILLed and restarted',
-    async () => {
-      // 300 events in 30 committed transactions.
-      const ids: string[] = [];
-      for (let b = 0; b < EVENTS / 10; b++) {
-        const batch = await db.sql.begin(async (tx) => {
-          const out: string[] = [];
-          for (let i = 0; i < 10; i++) {
-            out.push(await appendToOutbox(tx, SCHEMA, { subject: `crash.event.${i % 3}`, data: new TextEncoder().encode(`${b}/${i}`) }));
-          }
-          return out;
-        });
-        ids.push(...batch);
-      }
-
-      const deliveries = new Map<string, number>();
-      const order: string[] = [];
-      sub = await t.bus.subscribe({
-        durable: 'crash-reader',
-        subjects: ['crash.>'],
-        handler: async (e) => {
-          if (!deliveries.has(e.id)) order.push(e.id);
-          deliveries.set(e.id, (deliveries.get(e.id) ?? 0) + 1);
-        },
-      });
-
-      // First run: SIGKILL it in the middle of a batch (the 3rd publish of the batch
-      // after KILL_AFTER_PUBLISHED rows), so rows are published but not yet marked.
-      const firstAttempts: string[] = [];
-      let killed = false;
-      const first = await startRelay(firstAttempts, (child) => {
-        if (!killed && new Set(firstAttempts).size >= KILL_AFTER_PUBLISHED + 3) {
-          killed = true;
-          child.kill('SIGKILL');
+  test('every event reaches a durable consumer after the relay is SIGKILLed and restarted', async () => {
+    // 300 events in 30 committed transactions.
+    const ids: string[] = [];
+    for (let b = 0; b < EVENTS / 10; b++) {
+      const batch = await db.sql.begin(async (tx) => {
+        const out: string[] = [];
+        for (let i = 0; i < 10; i++) {
+          out.push(await appendToOutbox(tx, SCHEMA, { subject: `crash.event.${i % 3}`, data: new TextEncoder().encode(`${b}/${i}`) }));
         }
+        return out;
       });
-      const exitCode = await new Promise<string | number | null>((r) => first.once('exit', (code, signal) => r(signal ?? code)));
-      expect(exitCode).toBe('SIGKILL');
-      const publishedBeforeKill = await count('published');
-      const attemptedBeforeKill = new Set(firstAttempts).size;
-      const receivedBeforeKill = deliveries.size;
-      expect(publishedBeforeKill).toBeGreaterThan(0);
-      expect(publishedBeforeKill).toBeLessThan(EVENTS);
+      ids.push(...batch);
+    }
 
-      // Second run: finishes the rest, re-publishing the batch that was in flight.
-      const secondAttempts: string[] = [];
-      const second = await startRelay(secondAttempts);
-      const deadline = Date.now() + 60000;
-      while ((await count('unpublished')) > 0 || deliveries.size < EVENTS) {
-        if (Date.now() > deadline) {
-          throw new Error(`incomplete: ${await count('unpublished')} unpublished, ${deliveries.size}/${EVENTS} received`);
-        }
-        await sleep(50);
+    const deliveries = new Map<string, number>();
+    const order: string[] = [];
+    sub = await t.bus.subscribe({
+      durable: 'crash-reader',
+      subjects: ['crash.>'],
+      handler: async (e) => {
+        if (!deliveries.has(e.id)) order.push(e.id);
+        deliveries.set(e.id, (deliveries.get(e.id) ?? 0) + 1);
+      },
+    });
+
+    // First run: SIGKILL it in the middle of a batch (the 3rd publish of the batch
+    // after KILL_AFTER_PUBLISHED rows), so rows are published but not yet marked.
+    const firstAttempts: string[] = [];
+    let killed = false;
+    const first = await startRelay(firstAttempts, (child) => {
+      if (!killed && new Set(firstAttempts).size >= KILL_AFTER_PUBLISHED + 3) {
+        killed = true;
+        child.kill('SIGKILL');
       }
-      await sleep(500); // let late duplicates (if any) arrive before counting them
-      const stopped = new Promise((r) => second.once('exit', r));
-      second.kill('SIGTERM');
-      await stopped;
+    });
+    const exitCode = await new Promise<string | number | null>((r) => first.once('exit', (code, signal) => r(signal ?? code)));
+    expect(exitCode).toBe('SIGKILL');
+    const publishedBeforeKill = await count('published');
+    const attemptedBeforeKill = new Set(firstAttempts).size;
+    const receivedBeforeKill = deliveries.size;
+    expect(publishedBeforeKill).toBeGreaterThan(0);
+    expect(publishedBeforeKill).toBeLessThan(EVENTS);
 
-      const firstSet = new Set(firstAttempts);
-      const republished = secondAttempts.filter((id) => firstSet.has(id)).length;
-      // Published by the first run but not yet marked: exactly what the restart sends again.
-      expect(republished).toBe(attemptedBeforeKill - publishedBeforeKill);
-      const duplicates = [...deliveries.values()].reduce((sum, n) => sum + (n - 1), 0);
-      console.info(
-        `outbox crash: ${EVENTS} events; before SIGKILL ${publishedBeforeKill} marked published, ` +
-          `${attemptedBeforeKill} publish attempts, ${receivedBeforeKill} received; after restart ` +
-          `${republished} re-published (attempted, not marked at the kill), ${deliveries.size} distinct received, ` +
-          `${duplicates} duplicate deliveries`,
-      );
+    // Second run: finishes the rest, re-publishing the batch that was in flight.
+    const secondAttempts: string[] = [];
+    const second = await startRelay(secondAttempts);
+    const deadline = Date.now() + 60000;
+    while ((await count('unpublished')) > 0 || deliveries.size < EVENTS) {
+      if (Date.now() > deadline) {
+        throw new Error(`incomplete: ${await count('unpublished')} unpublished, ${deliveries.size}/${EVENTS} received`);
+      }
+      await sleep(50);
+    }
+    await sleep(500); // let late duplicates (if any) arrive before counting them
+    const stopped = new Promise((r) => second.once('exit', r));
+    second.kill('SIGTERM');
+    await stopped;
 
-      expect(ids.every((id) => deliveries.has(id))).toBe(true);
-      expect(deliveries.size).toBe(EVENTS);
-      expect(order).toEqual(ids); // first arrivals in outbox order
-      expect(await count('unpublished')).toBe(0);
-    },
-    120000,
-  );
+    const firstSet = new Set(firstAttempts);
+    const republished = secondAttempts.filter((id) => firstSet.has(id)).length;
+    // Published by the first run but not yet marked: exactly what the restart sends again.
+    expect(republished).toBe(attemptedBeforeKill - publishedBeforeKill);
+    const duplicates = [...deliveries.values()].reduce((sum, n) => sum + (n - 1), 0);
+    console.info(
+      `outbox crash: ${EVENTS} events; before SIGKILL ${publishedBeforeKill} marked published, ` +
+        `${attemptedBeforeKill} publish attempts, ${receivedBeforeKill} received; after restart ` +
+        `${republished} re-published (attempted, not marked at the kill), ${deliveries.size} distinct received, ` +
+        `${duplicates} duplicate deliveries`,
+    );
+
+    expect(ids.every((id) => deliveries.has(id))).toBe(true);
+    expect(deliveries.size).toBe(EVENTS);
+    expect(order).toEqual(ids); // first arrivals in outbox order
+    expect(await count('unpublished')).toBe(0);
+  }, 120000);
 });

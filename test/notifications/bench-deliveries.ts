@@ -221,7 +221,12 @@ async function main(): Promise<void> {
         // roles), this process (publisher + HTTPS receiver), and the whole machine
         // (which includes PostgreSQL, NATS and whatever else runs on it).
         tls_connections: receiver.tlsConnections - connections0,
-        tls_resumed: new Set(receiver.received.slice(start).filter((r) => r.resumed).map((r) => r.connection)).size,
+        tls_resumed: new Set(
+          receiver.received
+            .slice(start)
+            .filter((r) => r.resumed)
+            .map((r) => r.connection),
+        ).size,
         system_cpu_s: +systemCpu.toFixed(2),
         system_cpu_ms_per_delivery: +((systemCpu * 1000) / events).toFixed(3),
         postgres_cpu_s: +pgCpu.toFixed(2),

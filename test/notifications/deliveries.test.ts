@@ -13,15 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { DeliveryState, EndpointStatus, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { backends, jsonLogs, type RunningSystem } from '../support/system';
-import {
-  SystemClients,
-  errorShape,
-  eventually,
-  psync,
-  rpcError,
-  sleep,
-  type EventDriver,
-} from './support/harness';
+import { SystemClients, errorShape, eventually, psync, rpcError, sleep, type EventDriver } from './support/harness';
 import { dedupe, echoAndAccept, echoThen, Receiver, verifyDelivery, type Received } from './support/receiver';
 import { webhookSuite } from './support/suite';
 
@@ -99,10 +91,14 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     expect(verifyDelivery(req!, p.secret, req!.at + 6 * 60_000)).toMatchObject({ ok: false, reason: 'stale timestamp' });
     expect(verifyDelivery({ ...req!, raw: req!.raw.replace('Ada', 'Bob') }, p.secret).ok).toBe(false);
 
-    const items = await eventually(async () => {
-      const l = await listDeliveries(p.ws);
-      return l.length === 1 && l[0]!.state === DeliveryState.DELIVERED && l;
-    }, 10_000, 'delivered state');
+    const items = await eventually(
+      async () => {
+        const l = await listDeliveries(p.ws);
+        return l.length === 1 && l[0]!.state === DeliveryState.DELIVERED && l;
+      },
+      10_000,
+      'delivered state',
+    );
     expect(items[0]).toMatchObject({ eventId: req!.json.event_id, eventType: WebhookEventType.BOOKING_CONFIRMED, attempts: 1, lastStatus: 200 });
     expect(items[0]!.nextAttemptAt).toBeUndefined();
 
@@ -189,14 +185,22 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     const p = await partner(d);
     receiver.on(p.path, echoThen(500));
     const booking = await d.confirmBooking(p.ws, guest());
-    const attempts = await receiver.waitFor(() => {
-      const a = deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference);
-      return a.length >= 4 && a;
-    }, 20_000, 'four attempts');
-    const abandoned = await eventually(async () => {
-      const l = await listDeliveries(p.ws, DeliveryState.ABANDONED);
-      return l.length === 1 && l;
-    }, 10_000, 'abandoned');
+    const attempts = await receiver.waitFor(
+      () => {
+        const a = deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference);
+        return a.length >= 4 && a;
+      },
+      20_000,
+      'four attempts',
+    );
+    const abandoned = await eventually(
+      async () => {
+        const l = await listDeliveries(p.ws, DeliveryState.ABANDONED);
+        return l.length === 1 && l;
+      },
+      10_000,
+      'abandoned',
+    );
     await sleep(1500);
     expect(deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference)).toHaveLength(4);
     // Same event_id and byte-identical body on every attempt; each freshly signed.
@@ -212,7 +216,9 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     expect(abandoned[0]).toMatchObject({ eventId: attempts[0]!.json.event_id, attempts: 4, lastStatus: 500, lastError: 'http_status' });
     expect(abandoned[0]!.nextAttemptAt).toBeUndefined();
     const cli = await psync(system, ['deliveries', 'list', '--workspace', p.ws, '--state', 'abandoned']);
-    expect(cli.items).toEqual([{ event_id: attempts[0]!.json.event_id, event_type: 'booking.confirmed', state: 'abandoned', attempts: 4, last_status: 500, next_attempt_at: null }]);
+    expect(cli.items).toEqual([
+      { event_id: attempts[0]!.json.event_id, event_type: 'booking.confirmed', state: 'abandoned', attempts: 4, last_status: 500, next_attempt_at: null },
+    ]);
     const line = jsonLogs(system.logs()).find((l) => l.msg === 'webhook delivery abandoned after its last attempt' && l.event_id === attempts[0]!.json.event_id);
     expect(line).toMatchObject({ level: 'warn', workspace_id: p.ws, attempts: 4, status: 500 });
   });
@@ -222,18 +228,26 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     let n = 0;
     receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : ++n <= 2 ? { status: 503 } : { status: 202 }));
     await d.confirmBooking(p.ws, guest());
-    const pending = await eventually(async () => {
-      const l = await listDeliveries(p.ws, DeliveryState.PENDING);
-      return l.length === 1 && l[0]!.attempts >= 1 && l;
-    }, 10_000, 'pending with an attempt');
+    const pending = await eventually(
+      async () => {
+        const l = await listDeliveries(p.ws, DeliveryState.PENDING);
+        return l.length === 1 && l[0]!.attempts >= 1 && l;
+      },
+      10_000,
+      'pending with an attempt',
+    );
     expect(pending[0]!.lastStatus).toBe(503);
     expect(pending[0]!.nextAttemptAt).toBeDefined();
     const cli = await psync(system, ['deliveries', 'list', '--workspace', p.ws]);
     expect(cli.items[0]).toMatchObject({ state: expect.stringMatching(/^(pending|delivered)$/), event_type: 'booking.confirmed' });
-    const delivered = await eventually(async () => {
-      const l = await listDeliveries(p.ws, DeliveryState.DELIVERED);
-      return l.length === 1 && l;
-    }, 15_000, 'delivered');
+    const delivered = await eventually(
+      async () => {
+        const l = await listDeliveries(p.ws, DeliveryState.DELIVERED);
+        return l.length === 1 && l;
+      },
+      15_000,
+      'delivered',
+    );
     expect(delivered[0]).toMatchObject({ attempts: 3, lastStatus: 202 });
     expect(delivered[0]!.lastError).toBeUndefined();
   });
@@ -243,78 +257,106 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     const elsewhere = `${p.path}/elsewhere`;
     receiver.on(p.path, echoThen(302, { headers: { location: `https://localhost:8443${elsewhere}` } }));
     await d.confirmBooking(p.ws, guest());
-    const abandoned = await eventually(async () => {
-      const l = await listDeliveries(p.ws, DeliveryState.ABANDONED);
-      return l.length === 1 && l;
-    }, 15_000, 'abandoned');
+    const abandoned = await eventually(
+      async () => {
+        const l = await listDeliveries(p.ws, DeliveryState.ABANDONED);
+        return l.length === 1 && l;
+      },
+      15_000,
+      'abandoned',
+    );
     expect(abandoned[0]).toMatchObject({ attempts: 4, lastStatus: 302, lastError: 'redirect' });
     expect(receiver.at(elsewhere)).toHaveLength(0);
   });
 
-  withEvents('a time-out is a failed attempt with no status; the retry delivers', async (d) => {
-    const p = await partner(d);
-    let calls = 0;
-    receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : ++calls === 1 ? { status: 200, hang: true } : { status: 200 }));
-    await d.confirmBooking(p.ws, guest());
-    const pending = await eventually(async () => {
-      const l = await listDeliveries(p.ws);
-      return l[0] && l[0].attempts >= 1 && l;
-    }, 20_000, 'the timed-out attempt recorded');
-    expect(pending[0]).toMatchObject({ lastError: 'timeout' });
-    expect(pending[0]!.lastStatus).toBeUndefined();
-    const delivered = await eventually(async () => {
-      const l = await listDeliveries(p.ws, DeliveryState.DELIVERED);
-      return l.length === 1 && l;
-    }, 10_000, 'delivered');
-    expect(delivered[0]).toMatchObject({ attempts: 2, lastStatus: 200 });
-    const sent = deliveriesFor(p.path, 'booking.confirmed');
-    expect(sent[1]!.at - sent[0]!.at).toBeGreaterThanOrEqual(10_000); // ATTEMPT_TIMEOUT_MS, then the 1 s delay
-  }, 60_000);
+  withEvents(
+    'a time-out is a failed attempt with no status; the retry delivers',
+    async (d) => {
+      const p = await partner(d);
+      let calls = 0;
+      receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : ++calls === 1 ? { status: 200, hang: true } : { status: 200 }));
+      await d.confirmBooking(p.ws, guest());
+      const pending = await eventually(
+        async () => {
+          const l = await listDeliveries(p.ws);
+          return l[0] && l[0].attempts >= 1 && l;
+        },
+        20_000,
+        'the timed-out attempt recorded',
+      );
+      expect(pending[0]).toMatchObject({ lastError: 'timeout' });
+      expect(pending[0]!.lastStatus).toBeUndefined();
+      const delivered = await eventually(
+        async () => {
+          const l = await listDeliveries(p.ws, DeliveryState.DELIVERED);
+          return l.length === 1 && l;
+        },
+        10_000,
+        'delivered',
+      );
+      expect(delivered[0]).toMatchObject({ attempts: 2, lastStatus: 200 });
+      const sent = deliveriesFor(p.path, 'booking.confirmed');
+      expect(sent[1]!.at - sent[0]!.at).toBeGreaterThanOrEqual(10_000); // ATTEMPT_TIMEOUT_MS, then the 1 s delay
+    },
+    60_000,
+  );
 
-  withEvents('one slow partner does not hold up another', async (d) => {
-    const slow = await partner(d);
-    const fast = await partner(d);
-    receiver.on(slow.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: 200, delayMs: 4000 }));
-    for (let i = 0; i < 12; i++) await d.confirmBooking(slow.ws, guest());
-    await receiver.waitFor(() => deliveriesFor(slow.path, 'booking.confirmed').length >= 8, 20_000, 'the slow partner saturated');
-    const started = Date.now();
-    const booking = await d.confirmBooking(fast.ws, guest());
-    const [req] = await receiver.waitFor(() => deliveriesFor(fast.path, 'booking.confirmed', booking.bookingReference).length > 0 && deliveriesFor(fast.path, 'booking.confirmed', booking.bookingReference));
-    expect(req!.at - started).toBeLessThan(2000);
-    // The slow partner never had more than PER_ENDPOINT_CONCURRENCY (8) attempts open at once.
-    const slowSent = deliveriesFor(slow.path, 'booking.confirmed');
-    expect(slowSent.filter((r) => r.at < started).length).toBeLessThanOrEqual(8);
-    await eventually(async () => (await listDeliveries(slow.ws, DeliveryState.DELIVERED)).length === 12, 30_000, 'the slow partner served');
-  }, 60_000);
+  withEvents(
+    'one slow partner does not hold up another',
+    async (d) => {
+      const slow = await partner(d);
+      const fast = await partner(d);
+      receiver.on(slow.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: 200, delayMs: 4000 }));
+      for (let i = 0; i < 12; i++) await d.confirmBooking(slow.ws, guest());
+      await receiver.waitFor(() => deliveriesFor(slow.path, 'booking.confirmed').length >= 8, 20_000, 'the slow partner saturated');
+      const started = Date.now();
+      const booking = await d.confirmBooking(fast.ws, guest());
+      const [req] = await receiver.waitFor(
+        () => deliveriesFor(fast.path, 'booking.confirmed', booking.bookingReference).length > 0 && deliveriesFor(fast.path, 'booking.confirmed', booking.bookingReference),
+      );
+      expect(req!.at - started).toBeLessThan(2000);
+      // The slow partner never had more than PER_ENDPOINT_CONCURRENCY (8) attempts open at once.
+      const slowSent = deliveriesFor(slow.path, 'booking.confirmed');
+      expect(slowSent.filter((r) => r.at < started).length).toBeLessThanOrEqual(8);
+      await eventually(async () => (await listDeliveries(slow.ws, DeliveryState.DELIVERED)).length === 12, 30_000, 'the slow partner served');
+    },
+    60_000,
+  );
 
   withEvents('after rotate-secret, deliveries carry X-Signature (new) and X-Signature-Previous (old)', async (d) => {
     const p = await partner(d);
     const rotated = await psync(system, ['webhook', 'rotate-secret', '--workspace', p.ws]);
     const booking = await d.confirmBooking(p.ws, guest());
-    const [req] = await receiver.waitFor(() => deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference).length > 0 && deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference));
+    const [req] = await receiver.waitFor(
+      () => deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference).length > 0 && deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference),
+    );
     expect(verifyDelivery(req!, rotated.signing_secret)).toEqual({ ok: true, matched: 'signature' });
     expect(verifyDelivery(req!, p.secret)).toEqual({ ok: true, matched: 'previous' });
   });
 
-  withEvents('suspended: five abandoned deliveries in a row suspend; nothing flows; an echoed registration reactivates', async (d) => {
-    const p = await partner(d);
-    receiver.on(p.path, echoThen(500));
-    for (let i = 0; i < 5; i++) await d.confirmBooking(p.ws, guest());
-    await eventually(async () => (await c.notifications.getEndpoint({ workspaceId: p.ws })).endpoint!.status === EndpointStatus.SUSPENDED, 30_000, 'suspended');
-    expect(await listDeliveries(p.ws, DeliveryState.ABANDONED)).toHaveLength(5);
-    expect(jsonLogs(system.logs()).some((l) => l.workspace_id === p.ws && String(l.msg).startsWith('webhook endpoint suspended'))).toBe(true);
+  withEvents(
+    'suspended: five abandoned deliveries in a row suspend; nothing flows; an echoed registration reactivates',
+    async (d) => {
+      const p = await partner(d);
+      receiver.on(p.path, echoThen(500));
+      for (let i = 0; i < 5; i++) await d.confirmBooking(p.ws, guest());
+      await eventually(async () => (await c.notifications.getEndpoint({ workspaceId: p.ws })).endpoint!.status === EndpointStatus.SUSPENDED, 30_000, 'suspended');
+      expect(await listDeliveries(p.ws, DeliveryState.ABANDONED)).toHaveLength(5);
+      expect(jsonLogs(system.logs()).some((l) => l.workspace_id === p.ws && String(l.msg).startsWith('webhook endpoint suspended'))).toBe(true);
 
-    receiver.on(p.path, echoAndAccept);
-    const whileSuspended = await d.confirmBooking(p.ws, guest());
-    await sleep(QUIET_MS);
-    expect(deliveriesFor(p.path, 'booking.confirmed', whileSuspended.bookingReference)).toHaveLength(0);
+      receiver.on(p.path, echoAndAccept);
+      const whileSuspended = await d.confirmBooking(p.ws, guest());
+      await sleep(QUIET_MS);
+      expect(deliveriesFor(p.path, 'booking.confirmed', whileSuspended.bookingReference)).toHaveLength(0);
 
-    const back = await c.notifications.putEndpoint({ workspaceId: p.ws, url: p.url, events: ALL });
-    expect(back.status).toBe(EndpointStatus.ACTIVE);
-    const after = await d.confirmBooking(p.ws, guest());
-    await receiver.waitFor(() => deliveriesFor(p.path, 'booking.confirmed', after.bookingReference).length > 0);
-    expect(deliveriesFor(p.path, 'booking.confirmed', whileSuspended.bookingReference)).toHaveLength(0);
-  }, 90_000);
+      const back = await c.notifications.putEndpoint({ workspaceId: p.ws, url: p.url, events: ALL });
+      expect(back.status).toBe(EndpointStatus.ACTIVE);
+      const after = await d.confirmBooking(p.ws, guest());
+      await receiver.waitFor(() => deliveriesFor(p.path, 'booking.confirmed', after.bookingReference).length > 0);
+      expect(deliveriesFor(p.path, 'booking.confirmed', whileSuspended.bookingReference)).toHaveLength(0);
+    },
+    90_000,
+  );
 
   withEvents('user.erased: delivered with references and provider ids; acknowledgement rules', async (d) => {
     const p = await partner(d);
@@ -384,10 +426,14 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     const eventId = erased!.json.event_id as string;
     const open = await psync(system, ['deletion-requests', 'list', '--workspace', p.ws]);
     expect(open.items[0]).toMatchObject({ event_id: eventId, state: expect.stringMatching(/^(open|escalated)$/) });
-    const escalated = await eventually(async () => {
-      const l = await psync(system, ['deletion-requests', 'list', '--workspace', p.ws, '--state', 'escalated']);
-      return l.items.length === 1 && l.items[0];
-    }, 15_000, 'escalation');
+    const escalated = await eventually(
+      async () => {
+        const l = await psync(system, ['deletion-requests', 'list', '--workspace', p.ws, '--state', 'escalated']);
+        return l.items.length === 1 && l.items[0];
+      },
+      15_000,
+      'escalation',
+    );
     expect(escalated).toMatchObject({ event_id: eventId, escalated_at: expect.any(String), acknowledged_at: null });
     expect(jsonLogs(system.logs()).some((l) => l.level === 'error' && l.event_id === eventId && String(l.msg).includes('escalated'))).toBe(true);
     // Acknowledging later is still accepted.
@@ -408,10 +454,14 @@ describe(`deliveries (${backends.database} + ${backends.bus})`, () => {
     const booking = await d.confirmBooking(p.ws, g);
     await receiver.waitFor(() => deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference).length > 0);
     await d.eraseGuest(g.guestId);
-    const delivered = await eventually(async () => {
-      const l = await listDeliveries(p.ws, DeliveryState.DELIVERED);
-      return l.find((i) => i.eventType === WebhookEventType.BOOKING_CONFIRMED);
-    }, 15_000, 'the scrubbed confirmation delivered');
+    const delivered = await eventually(
+      async () => {
+        const l = await listDeliveries(p.ws, DeliveryState.DELIVERED);
+        return l.find((i) => i.eventType === WebhookEventType.BOOKING_CONFIRMED);
+      },
+      15_000,
+      'the scrubbed confirmation delivered',
+    );
     const attempts = deliveriesFor(p.path, 'booking.confirmed', booking.bookingReference);
     expect(attempts[0]!.json.data.guest_name).toBe(g.guestName);
     expect(attempts.at(-1)!.json.data.guest_name).toBeNull();

@@ -80,8 +80,10 @@ async function failure(p: Promise<unknown>): Promise<{ code: string; reason: str
 }
 
 const row = async (id: string) =>
-  (await sql<{ state: string; attempts: number; next_attempt_at: Date | null; lease_owner: string | null; finished_at: Date | null }[]>`
-    select state, attempts, next_attempt_at, lease_owner, finished_at from notifications.deliveries where id = ${id}`)[0]!;
+  (
+    await sql<{ state: string; attempts: number; next_attempt_at: Date | null; lease_owner: string | null; finished_at: Date | null }[]>`
+    select state, attempts, next_attempt_at, lease_owner, finished_at from notifications.deliveries where id = ${id}`
+  )[0]!;
 
 describe('delivery log', () => {
   test('newest first, paged without a total, filtered; the newest 20 attempts of each, with the count of all', async () => {
@@ -122,10 +124,13 @@ describe('delivery log', () => {
   });
 });
 
-test('a test user.erased\'s deletion request never escalates; a real one beside it does', async () => {
+test("a test user.erased's deletion request never escalates; a real one beside it does", async () => {
   const ws = randomUUID();
   const [real, test] = [randomUUID(), randomUUID()];
-  for (const [id, isTest] of [[real, false], [test, true]] as const) {
+  for (const [id, isTest] of [
+    [real, false],
+    [test, true],
+  ] as const) {
     await sql`
       insert into notifications.deletion_requests (event_id, workspace_id, booking_references, provider_ids, occurred_at, created_at, test)
       values (${id}, ${ws}, '{}', '{}', now() - interval '1 hour', now() - interval '1 hour', ${isTest})`;
@@ -133,7 +138,10 @@ test('a test user.erased\'s deletion request never escalates; a real one beside 
   await new DeletionRequests({ sql, log, escalationSeconds: 60 }).escalateDue();
   const rows = await sql<{ event_id: string; escalated: boolean }[]>`
     select event_id, escalated_at is not null as escalated from notifications.deletion_requests where workspace_id = ${ws} order by test`;
-  expect(rows.map((r) => [r.event_id, r.escalated])).toEqual([[real, true], [test, false]]);
+  expect(rows.map((r) => [r.event_id, r.escalated])).toEqual([
+    [real, true],
+    [test, false],
+  ]);
 });
 
 describe('resend', () => {

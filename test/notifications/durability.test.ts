@@ -15,16 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeliveryState, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import {
-  backends,
-  createScratchDatabase,
-  deleteBusStream,
-  jsonLogs,
-  stopAllSystems,
-  uniqueBusPrefix,
-  type RunningSystem,
-  type ScratchDatabase,
-} from '../support/system';
+import { backends, createScratchDatabase, deleteBusStream, jsonLogs, stopAllSystems, uniqueBusPrefix, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { SystemClients, eventDriver, eventually, sleep, startWebhookSystem, type EventDriver } from './support/harness';
 import { echoAndAccept, Receiver, type Received } from './support/receiver';
 import { createCertificates, type Certificates } from '../support/tls';
@@ -88,40 +79,48 @@ async function register(c: SystemClients, d: EventDriver) {
 }
 
 describe(`durability (${backends.database} + ${backends.bus})`, () => {
-  test('kill -9 mid-attempt: after a restart the same event_id is sent again and delivered', async () => {
-    const home = await newHome();
-    try {
-      let system: RunningSystem = await startAt(home);
-      let c = new SystemClients(system.internalUrl);
-      const d = await eventDriver(system, c);
-      const p = await register(c, d);
-      let hang = true;
-      receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : hang ? { status: 200, hang: true } : { status: 200 }));
-      await d.confirmBooking(p.ws, { guestId: `g-${randomUUID()}`, guestName: 'Grace Hopper' });
-      const [first] = await receiver.waitFor(() => confirmations(p.path).length > 0 && confirmations(p.path), 20_000, 'the first attempt');
-      await d.close();
-      c.close();
-      await system.stop('SIGKILL');
-      hang = false;
+  test(
+    'kill -9 mid-attempt: after a restart the same event_id is sent again and delivered',
+    async () => {
+      const home = await newHome();
+      try {
+        let system: RunningSystem = await startAt(home);
+        let c = new SystemClients(system.internalUrl);
+        const d = await eventDriver(system, c);
+        const p = await register(c, d);
+        let hang = true;
+        receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : hang ? { status: 200, hang: true } : { status: 200 }));
+        await d.confirmBooking(p.ws, { guestId: `g-${randomUUID()}`, guestName: 'Grace Hopper' });
+        const [first] = await receiver.waitFor(() => confirmations(p.path).length > 0 && confirmations(p.path), 20_000, 'the first attempt');
+        await d.close();
+        c.close();
+        await system.stop('SIGKILL');
+        hang = false;
 
-      system = await startAt(home);
-      c = new SystemClients(system.internalUrl);
-      const again = await receiver.waitFor(() => confirmations(p.path).length >= 2 && confirmations(p.path), LEASE_MS + 20_000, 'the attempt after the restart');
-      expect(again[1]!.json.event_id).toBe(first!.json.event_id);
-      expect(again[1]!.raw).toBe(first!.raw);
-      const delivered = await eventually(async () => {
-        const l = (await c.notifications.listDeliveries({ workspaceId: p.ws })).items;
-        return l.length === 1 && l[0]!.state === DeliveryState.DELIVERED && l;
-      }, 10_000, 'delivered');
-      // The killed attempt was never recorded: only the one that got its 2xx counts.
-      expect(delivered[0]).toMatchObject({ eventId: first!.json.event_id, attempts: 1, lastStatus: 200 });
-      c.close();
-      await system.stop();
-    } finally {
-      await stopAllSystems('SIGKILL');
-      await home.remove();
-    }
-  }, LEASE_MS + 120_000);
+        system = await startAt(home);
+        c = new SystemClients(system.internalUrl);
+        const again = await receiver.waitFor(() => confirmations(p.path).length >= 2 && confirmations(p.path), LEASE_MS + 20_000, 'the attempt after the restart');
+        expect(again[1]!.json.event_id).toBe(first!.json.event_id);
+        expect(again[1]!.raw).toBe(first!.raw);
+        const delivered = await eventually(
+          async () => {
+            const l = (await c.notifications.listDeliveries({ workspaceId: p.ws })).items;
+            return l.length === 1 && l[0]!.state === DeliveryState.DELIVERED && l;
+          },
+          10_000,
+          'delivered',
+        );
+        // The killed attempt was never recorded: only the one that got its 2xx counts.
+        expect(delivered[0]).toMatchObject({ eventId: first!.json.event_id, attempts: 1, lastStatus: 200 });
+        c.close();
+        await system.stop();
+      } finally {
+        await stopAllSystems('SIGKILL');
+        await home.remove();
+      }
+    },
+    LEASE_MS + 120_000,
+  );
 
   test('SIGTERM drains: an attempt in flight completes and is recorded; one outliving the grace period stays pending', async () => {
     const home = await newHome();
@@ -154,10 +153,14 @@ describe(`durability (${backends.database} + ${backends.bus})`, () => {
       expect(slowItems[0]).toMatchObject({ state: DeliveryState.DELIVERED, attempts: 1, lastStatus: 200 });
       expect(confirmations(slow.path)).toHaveLength(1);
       // The aborted attempt was released, not counted: re-sent at once after the restart (no lease wait).
-      const stuckItems = await eventually(async () => {
-        const l = (await c.notifications.listDeliveries({ workspaceId: stuck.ws })).items;
-        return l[0]?.state === DeliveryState.DELIVERED && l;
-      }, 15_000, 'the aborted delivery re-sent');
+      const stuckItems = await eventually(
+        async () => {
+          const l = (await c.notifications.listDeliveries({ workspaceId: stuck.ws })).items;
+          return l[0]?.state === DeliveryState.DELIVERED && l;
+        },
+        15_000,
+        'the aborted delivery re-sent',
+      );
       expect(stuckItems[0]).toMatchObject({ attempts: 1, lastStatus: 200 });
       const sent = confirmations(stuck.path);
       expect(sent).toHaveLength(2);
@@ -170,42 +173,46 @@ describe(`durability (${backends.database} + ${backends.bus})`, () => {
     }
   }, 120_000);
 
-  (real ? test : test.skip)('two notification processes share the work and never send the same delivery twice (real PostgreSQL + NATS)', async () => {
-    const home = await newHome();
-    try {
-      const secretsKey = randomBytes(32).toString('base64');
-      const env = { SECRETS_ENCRYPTION_KEY: secretsKey, LOG_LEVEL: 'debug' };
-      const all = await startAt(home, { env });
-      const second = await startAt(home, { role: 'notifications', env });
-      const c = new SystemClients(all.internalUrl);
-      const d = await eventDriver(all, c);
-      const p = await register(c, d);
-      receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: 200, delayMs: 30 }));
-      const n = 120;
-      const refs: string[] = [];
-      for (let i = 0; i < n; i += 10) {
-        const batch = await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => d.confirmBooking(p.ws, { guestId: `g-${randomUUID()}`, guestName: 'Many' })));
-        refs.push(...batch.map((b) => b.bookingReference));
+  (real ? test : test.skip)(
+    'two notification processes share the work and never send the same delivery twice (real PostgreSQL + NATS)',
+    async () => {
+      const home = await newHome();
+      try {
+        const secretsKey = randomBytes(32).toString('base64');
+        const env = { SECRETS_ENCRYPTION_KEY: secretsKey, LOG_LEVEL: 'debug' };
+        const all = await startAt(home, { env });
+        const second = await startAt(home, { role: 'notifications', env });
+        const c = new SystemClients(all.internalUrl);
+        const d = await eventDriver(all, c);
+        const p = await register(c, d);
+        receiver.on(p.path, (r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: 200, delayMs: 30 }));
+        const n = 120;
+        const refs: string[] = [];
+        for (let i = 0; i < n; i += 10) {
+          const batch = await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => d.confirmBooking(p.ws, { guestId: `g-${randomUUID()}`, guestName: 'Many' })));
+          refs.push(...batch.map((b) => b.bookingReference));
+        }
+        await receiver.waitFor(() => new Set(confirmations(p.path).map((r) => r.json.event_id)).size >= n, 60_000, `${n} deliveries`);
+        await sleep(2000);
+        const got = confirmations(p.path);
+        expect(got).toHaveLength(n); // no attempt sent twice
+        expect(new Set(got.map((r) => r.json.data.booking_reference))).toEqual(new Set(refs));
+        const items = (await c.notifications.listDeliveries({ workspaceId: p.ws, state: DeliveryState.DELIVERED })).items;
+        expect(items).toHaveLength(n);
+        expect(items.every((i) => i.attempts === 1)).toBe(true);
+        // Both processes delivered some of them.
+        const byAll = jsonLogs(all.logs()).filter((l) => l.msg === 'webhook delivered' && l.workspace_id === p.ws).length;
+        const bySecond = jsonLogs(second.logs()).filter((l) => l.msg === 'webhook delivered' && l.workspace_id === p.ws).length;
+        expect(byAll + bySecond).toBe(n);
+        expect(byAll).toBeGreaterThan(0);
+        expect(bySecond).toBeGreaterThan(0);
+        await d.close();
+        c.close();
+      } finally {
+        await stopAllSystems();
+        await home.remove();
       }
-      await receiver.waitFor(() => new Set(confirmations(p.path).map((r) => r.json.event_id)).size >= n, 60_000, `${n} deliveries`);
-      await sleep(2000);
-      const got = confirmations(p.path);
-      expect(got).toHaveLength(n); // no attempt sent twice
-      expect(new Set(got.map((r) => r.json.data.booking_reference))).toEqual(new Set(refs));
-      const items = (await c.notifications.listDeliveries({ workspaceId: p.ws, state: DeliveryState.DELIVERED })).items;
-      expect(items).toHaveLength(n);
-      expect(items.every((i) => i.attempts === 1)).toBe(true);
-      // Both processes delivered some of them.
-      const byAll = jsonLogs(all.logs()).filter((l) => l.msg === 'webhook delivered' && l.workspace_id === p.ws).length;
-      const bySecond = jsonLogs(second.logs()).filter((l) => l.msg === 'webhook delivered' && l.workspace_id === p.ws).length;
-      expect(byAll + bySecond).toBe(n);
-      expect(byAll).toBeGreaterThan(0);
-      expect(bySecond).toBeGreaterThan(0);
-      await d.close();
-      c.close();
-    } finally {
-      await stopAllSystems();
-      await home.remove();
-    }
-  }, 180_000);
+    },
+    180_000,
+  );
 });

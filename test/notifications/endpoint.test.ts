@@ -11,15 +11,7 @@ import { join } from 'node:path';
 import { createSql } from '../../services/kit/database';
 import { WebhookEventType, EndpointStatus } from '../../gen/psync/notifications/v1/notifications_pb';
 import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
-import {
-  SystemClients,
-  errorShape,
-  psync,
-  psyncFails,
-  rpcError,
-  startWebhookSystem,
-  webhookEnv,
-} from './support/harness';
+import { SystemClients, errorShape, psync, psyncFails, rpcError, startWebhookSystem, webhookEnv } from './support/harness';
 import { echoAndAccept, Receiver, verifyDelivery, type Handler } from './support/receiver';
 import { createCertificates, type Certificates } from '../support/tls';
 
@@ -102,7 +94,7 @@ describe(`webhook endpoint registration (${backends.database})`, () => {
   });
 
   test.each([
-    ['a wrong echo', (() => ({ status: 200, body: JSON.stringify({ challenge: 'not-it' }) }))],
+    ['a wrong echo', () => ({ status: 200, body: JSON.stringify({ challenge: 'not-it' }) })],
     ['an empty 204', () => ({ status: 204 })],
     ['a body that is not JSON', (r) => ({ status: 200, body: r.json.data.challenge })],
     ['a 500 that echoes', (r) => ({ status: 500, body: JSON.stringify({ challenge: r.json.data.challenge }) })],
@@ -177,7 +169,9 @@ describe(`webhook endpoint registration (${backends.database})`, () => {
     const sixteen = await c.notifications.putEndpoint({ workspaceId: ws, url, events: new Array(16).fill(WebhookEventType.BOOKING_CANCELLED) });
     expect(sixteen.events).toEqual([WebhookEventType.BOOKING_CANCELLED]);
 
-    const challenge = errorShape(await rpcError(c.notifications.putEndpoint({ workspaceId: ws, url, events: [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.ENDPOINT_CHALLENGE] })));
+    const challenge = errorShape(
+      await rpcError(c.notifications.putEndpoint({ workspaceId: ws, url, events: [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.ENDPOINT_CHALLENGE] })),
+    );
     expect(challenge).toMatchObject({ code: 'InvalidArgument', violations: [{ field: 'events[1]', code: 'enum' }] });
   });
 

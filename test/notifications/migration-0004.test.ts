@@ -50,7 +50,9 @@ test('0004 moves the kept bodies back into their abandoned deliveries, then drop
   const source: MigrationSource = { prefix: MIGRATIONS.prefix, dir: before0004 };
   const first = await runMigrations(sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, source] });
   expect(first.applied.filter((id) => id.startsWith('notifications/'))).toEqual([
-    'notifications/0001_webhooks', 'notifications/0002_delivery_trace', 'notifications/0003_replay_bodies',
+    'notifications/0001_webhooks',
+    'notifications/0002_delivery_trace',
+    'notifications/0003_replay_bodies',
   ]);
 
   const bodies = {
@@ -59,7 +61,8 @@ test('0004 moves the kept bodies back into their abandoned deliveries, then drop
     pending: confirmation('BK-PENDING', 'Grace Hopper'),
     legacy: confirmation('BK-LEGACY', 'Legacy'),
   };
-  const insert = (ref: string, body: string | null, state: string) => sql<{ id: string }[]>`
+  const insert = (ref: string, body: string | null, state: string) =>
+    sql<{ id: string }[]>`
     insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, finished_at)
     values (${WS}, ${randomUUID()}, 'booking.confirmed', now(), ${ref}, ${body}, ${state},
             ${state === 'pending' ? new Date() : null}, ${state === 'pending' ? null : new Date()})

@@ -42,8 +42,7 @@ async function partnerAnswering(d: EventDriver, handler: Handler) {
 }
 
 /** Deliveries received on `path` with this event_id (every attempt, replays included). */
-const sentFor = (path: string, eventId: string): Received[] =>
-  suite.receiver.at(path, 'delivery').filter((r) => r.json?.event_id === eventId);
+const sentFor = (path: string, eventId: string): Received[] => suite.receiver.at(path, 'delivery').filter((r) => r.json?.event_id === eventId);
 
 /** The booking.confirmed requests received on `path` for `guestName`. */
 const confirmationsOf = (path: string, guestName: string | null): Received[] =>
@@ -55,10 +54,14 @@ async function list(ws: string, state?: DeliveryState) {
 
 /** Waits until `ws` has `n` abandoned deliveries; returns them (newest first). */
 const abandonedCount = (ws: string, n: number) =>
-  eventually(async () => {
-    const l = await list(ws, DeliveryState.ABANDONED);
-    return l.length === n && l;
-  }, 20_000, `${n} abandoned deliveries`);
+  eventually(
+    async () => {
+      const l = await list(ws, DeliveryState.ABANDONED);
+      return l.length === n && l;
+    },
+    20_000,
+    `${n} abandoned deliveries`,
+  );
 
 const replayLines = (eventId: string) =>
   jsonLogs(suite.system.logs()).filter((l) => l.msg === 'webhook delivery replayed: pending again with a fresh retry schedule' && l.event_id === eventId);
@@ -91,10 +94,14 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     expect(verifyDelivery(replayed, p.secret)).toEqual({ ok: true, matched: 'signature' });
     expect(Number(replayed.headers['x-signature-timestamp'])).toBeGreaterThanOrEqual(Math.floor(before / 1000));
 
-    const [delivered] = await eventually(async () => {
-      const l = await list(p.ws, DeliveryState.DELIVERED);
-      return l.length === 1 && l;
-    }, 10_000, 'delivered');
+    const [delivered] = await eventually(
+      async () => {
+        const l = await list(p.ws, DeliveryState.DELIVERED);
+        return l.length === 1 && l;
+      },
+      10_000,
+      'delivered',
+    );
     expect(delivered).toMatchObject({ eventId, attempts: 1, lastStatus: 200, occurredAt: abandoned!.occurredAt });
     expect(delivered!.lastError).toBeUndefined();
     // Queued again at the replay: the backlog-age gauge measures from there.
@@ -106,59 +113,66 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
 
     // Delivered now: a second replay leaves it alone and counts nothing.
     expect(await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--event', eventId])).toEqual({
-      replayed: 0, items: [], not_replayable: 0, endpoint_status: 'active',
+      replayed: 0,
+      items: [],
+      not_replayable: 0,
+      endpoint_status: 'active',
     });
     await sleep(1500);
     expect(sentFor(p.path, eventId)).toHaveLength(5);
   });
 
-  withEvents('--all-abandoned re-queues only the abandoned ones, oldest first; a delivered and an in-flight pending one are left alone', async (d) => {
-    let healed = false;
-    let hung = false;
-    const p = await partnerAnswering(d, (r) => {
-      if (r.json?.event_type === 'endpoint.challenge') return echoAndAccept(r);
-      if (r.json?.data?.guest_name === 'Fails') return { status: healed ? 200 : 503 };
-      if (r.json?.data?.guest_name === 'Hangs' && !hung) {
-        hung = true;
-        return { status: 200, hang: true }; // the attempt stays in flight (leased) for ATTEMPT_TIMEOUT_MS
+  withEvents(
+    '--all-abandoned re-queues only the abandoned ones, oldest first; a delivered and an in-flight pending one are left alone',
+    async (d) => {
+      let healed = false;
+      let hung = false;
+      const p = await partnerAnswering(d, (r) => {
+        if (r.json?.event_type === 'endpoint.challenge') return echoAndAccept(r);
+        if (r.json?.data?.guest_name === 'Fails') return { status: healed ? 200 : 503 };
+        if (r.json?.data?.guest_name === 'Hangs' && !hung) {
+          hung = true;
+          return { status: 200, hang: true }; // the attempt stays in flight (leased) for ATTEMPT_TIMEOUT_MS
+        }
+        return { status: 200 };
+      });
+      await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Fails' });
+      await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Fails' });
+      const abandoned = await abandonedCount(p.ws, 2);
+      await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Accepted' });
+      await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).length === 1, 10_000, 'one delivered');
+      await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Hangs' });
+      await suite.receiver.waitFor(() => confirmationsOf(p.path, 'Hangs').length === 1, 10_000, 'the hanging attempt');
+      const [pendingBefore] = await list(p.ws, DeliveryState.PENDING);
+      const [deliveredBefore] = await list(p.ws, DeliveryState.DELIVERED);
+
+      healed = true;
+      const out = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
+      const oldestFirst = [...abandoned].reverse().map((a) => a.eventId);
+      expect(out.replayed).toBe(2);
+      expect(out.items.map((i: { event_id: string }) => i.event_id)).toEqual(oldestFirst);
+      for (const i of out.items) expect(i).toMatchObject({ state: 'pending', attempts: 0, last_status: null });
+      expect(out).toMatchObject({ not_replayable: 0, endpoint_status: 'active' });
+
+      // Untouched by the replay: the delivered one, and the pending one with its attempt in flight.
+      expect(out.items.map((i: { event_id: string }) => i.event_id)).not.toContain(pendingBefore!.eventId);
+      expect(await list(p.ws, DeliveryState.DELIVERED)).toContainEqual(deliveredBefore);
+
+      await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).length === 4, 30_000, 'everything delivered');
+      for (const id of oldestFirst) {
+        const sent = sentFor(p.path, id);
+        expect(sent).toHaveLength(5); // four failed attempts, then the replay
+        expect(new Set(sent.map((s) => s.raw)).size).toBe(1);
+        expect(verifyDelivery(sent[4]!, p.secret).ok).toBe(true);
+        expect(replayLines(id)).toHaveLength(1);
       }
-      return { status: 200 };
-    });
-    await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Fails' });
-    await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Fails' });
-    const abandoned = await abandonedCount(p.ws, 2);
-    await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Accepted' });
-    await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).length === 1, 10_000, 'one delivered');
-    await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Hangs' });
-    await suite.receiver.waitFor(() => confirmationsOf(p.path, 'Hangs').length === 1, 10_000, 'the hanging attempt');
-    const [pendingBefore] = await list(p.ws, DeliveryState.PENDING);
-    const [deliveredBefore] = await list(p.ws, DeliveryState.DELIVERED);
-
-    healed = true;
-    const out = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
-    const oldestFirst = [...abandoned].reverse().map((a) => a.eventId);
-    expect(out.replayed).toBe(2);
-    expect(out.items.map((i: { event_id: string }) => i.event_id)).toEqual(oldestFirst);
-    for (const i of out.items) expect(i).toMatchObject({ state: 'pending', attempts: 0, last_status: null });
-    expect(out).toMatchObject({ not_replayable: 0, endpoint_status: 'active' });
-
-    // Untouched by the replay: the delivered one, and the pending one with its attempt in flight.
-    expect(out.items.map((i: { event_id: string }) => i.event_id)).not.toContain(pendingBefore!.eventId);
-    expect(await list(p.ws, DeliveryState.DELIVERED)).toContainEqual(deliveredBefore);
-
-    await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).length === 4, 30_000, 'everything delivered');
-    for (const id of oldestFirst) {
-      const sent = sentFor(p.path, id);
-      expect(sent).toHaveLength(5); // four failed attempts, then the replay
-      expect(new Set(sent.map((s) => s.raw)).size).toBe(1);
-      expect(verifyDelivery(sent[4]!, p.secret).ok).toBe(true);
-      expect(replayLines(id)).toHaveLength(1);
-    }
-    expect(confirmationsOf(p.path, 'Accepted')).toHaveLength(1);
-    // The in-flight one was never replayed: its own retry delivered it (attempt 2).
-    expect((await list(p.ws)).find((i) => i.eventId === pendingBefore!.eventId)).toMatchObject({ state: DeliveryState.DELIVERED, attempts: 2 });
-    expect(replayLines(pendingBefore!.eventId)).toHaveLength(0);
-  }, 120_000);
+      expect(confirmationsOf(p.path, 'Accepted')).toHaveLength(1);
+      // The in-flight one was never replayed: its own retry delivered it (attempt 2).
+      expect((await list(p.ws)).find((i) => i.eventId === pendingBefore!.eventId)).toMatchObject({ state: DeliveryState.DELIVERED, attempts: 2 });
+      expect(replayLines(pendingBefore!.eventId)).toHaveLength(0);
+    },
+    120_000,
+  );
 
   withEvents("tenant isolation: another workspace's deliveries are invisible and untouched", async (d) => {
     const mine = await partnerAnswering(d, echoThen(500));
@@ -189,35 +203,39 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     expect(replayLines(theirAbandoned!.eventId)).toHaveLength(0);
   });
 
-  withEvents('a suspended endpoint stays suspended: replayed deliveries send nothing, and are sent after an echoed registration and a replay', async (d) => {
-    const p = await partnerAnswering(d, echoThen(500));
-    for (let i = 0; i < 5; i++) await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: `Suspender ${i}` });
-    await eventually(async () => (await suite.clients.notifications.getEndpoint({ workspaceId: p.ws })).endpoint!.status === EndpointStatus.SUSPENDED, 30_000, 'suspended');
-    const abandoned = await abandonedCount(p.ws, 5);
-    const ids = abandoned.map((a) => a.eventId);
-    suite.receiver.on(p.path, echoAndAccept); // the partner is fixed, but has not registered again
+  withEvents(
+    'a suspended endpoint stays suspended: replayed deliveries send nothing, and are sent after an echoed registration and a replay',
+    async (d) => {
+      const p = await partnerAnswering(d, echoThen(500));
+      for (let i = 0; i < 5; i++) await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: `Suspender ${i}` });
+      await eventually(async () => (await suite.clients.notifications.getEndpoint({ workspaceId: p.ws })).endpoint!.status === EndpointStatus.SUSPENDED, 30_000, 'suspended');
+      const abandoned = await abandonedCount(p.ws, 5);
+      const ids = abandoned.map((a) => a.eventId);
+      suite.receiver.on(p.path, echoAndAccept); // the partner is fixed, but has not registered again
 
-    const first = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
-    expect(first).toMatchObject({ replayed: 5, not_replayable: 0, endpoint_status: 'suspended' });
-    await sleep(QUIET_MS);
-    for (const id of ids) expect(sentFor(p.path, id)).toHaveLength(4);
-    // The attempts ran down the schedule without sending, and the deliveries are abandoned again.
-    const again = await abandonedCount(p.ws, 5);
-    for (const a of again) expect(a).toMatchObject({ attempts: 4, lastError: 'endpoint_not_active' });
-    expect((await suite.clients.notifications.getEndpoint({ workspaceId: p.ws })).endpoint!.status).toBe(EndpointStatus.SUSPENDED);
+      const first = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
+      expect(first).toMatchObject({ replayed: 5, not_replayable: 0, endpoint_status: 'suspended' });
+      await sleep(QUIET_MS);
+      for (const id of ids) expect(sentFor(p.path, id)).toHaveLength(4);
+      // The attempts ran down the schedule without sending, and the deliveries are abandoned again.
+      const again = await abandonedCount(p.ws, 5);
+      for (const a of again) expect(a).toMatchObject({ attempts: 4, lastError: 'endpoint_not_active' });
+      expect((await suite.clients.notifications.getEndpoint({ workspaceId: p.ws })).endpoint!.status).toBe(EndpointStatus.SUSPENDED);
 
-    // The documented procedure: the partner registers again (challenge echoed), then replay.
-    expect((await suite.clients.notifications.putEndpoint({ workspaceId: p.ws, url: p.url, events: ALL })).status).toBe(EndpointStatus.ACTIVE);
-    const second = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
-    expect(second).toMatchObject({ replayed: 5, endpoint_status: 'active' });
-    await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).length === 5, 20_000, 'all five delivered');
-    for (const id of ids) {
-      const sent = sentFor(p.path, id);
-      expect(sent).toHaveLength(5);
-      expect(sent[4]!.raw).toBe(sent[0]!.raw);
-      expect(verifyDelivery(sent[4]!, p.secret).ok).toBe(true);
-    }
-  }, 120_000);
+      // The documented procedure: the partner registers again (challenge echoed), then replay.
+      expect((await suite.clients.notifications.putEndpoint({ workspaceId: p.ws, url: p.url, events: ALL })).status).toBe(EndpointStatus.ACTIVE);
+      const second = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
+      expect(second).toMatchObject({ replayed: 5, endpoint_status: 'active' });
+      await eventually(async () => (await list(p.ws, DeliveryState.DELIVERED)).length === 5, 20_000, 'all five delivered');
+      for (const id of ids) {
+        const sent = sentFor(p.path, id);
+        expect(sent).toHaveLength(5);
+        expect(sent[4]!.raw).toBe(sent[0]!.raw);
+        expect(verifyDelivery(sent[4]!, p.secret).ok).toBe(true);
+      }
+    },
+    120_000,
+  );
 
   withEvents('a guest erased after the abandonment is not in the replayed body (the abandoned body was scrubbed)', async (d) => {
     const name = 'Zoë "guest_name":"x" \\ Ada ✓';

@@ -67,10 +67,14 @@ const sentFor = (path: string, eventId: string): Received[] => suite.receiver.at
 
 /** The delivery as the log shows it, once `ok` holds. */
 function logEntry(p: Partner, eventId: string, ok: (d: any) => boolean, what: string): Promise<any> {
-  return eventually(async () => {
-    const res = await api(p, 'GET', `/v1/webhooks/deliveries/${eventId}`);
-    return res.status === 200 && ok(res.json) && res.json;
-  }, 20_000, what);
+  return eventually(
+    async () => {
+      const res = await api(p, 'GET', `/v1/webhooks/deliveries/${eventId}`);
+      return res.status === 200 && ok(res.json) && res.json;
+    },
+    20_000,
+    what,
+  );
 }
 
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -144,7 +148,10 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
   test('the same test booking cancelled and erased; the test erasure is acknowledged like a real one; dates and initiator as given', async () => {
     const { partner, listingId, path, secret } = await partnerWithEndpoint();
     const confirmed = await api(partner, 'POST', '/v1/sandbox/events', {
-      event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-02-10', check_out: '2031-02-15',
+      event_type: 'booking.confirmed',
+      listing_id: listingId,
+      check_in: '2031-02-10',
+      check_out: '2031-02-15',
     });
     expect(confirmed.status).toBe(202);
     const first = await suite.receiver.waitFor(() => sentFor(path, confirmed.json.event_id)[0], 15_000, 'the confirmation');
@@ -180,10 +187,14 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     expect(requests.items.map((r) => [r.eventId, r.acknowledgedAt !== undefined, r.escalatedAt, r.test])).toEqual([[erased.json.event_id, true, undefined, true]]);
 
     // Newest first, filtered by kind and state, paged.
-    const all = await eventually(async () => {
-      const l = await api(partner, 'GET', '/v1/webhooks/deliveries?state=delivered');
-      return l.json.items.length === 3 && l.json;
-    }, 15_000, 'three delivered');
+    const all = await eventually(
+      async () => {
+        const l = await api(partner, 'GET', '/v1/webhooks/deliveries?state=delivered');
+        return l.json.items.length === 3 && l.json;
+      },
+      15_000,
+      'three delivered',
+    );
     expect(all.items.map((d: any) => d.event_type)).toEqual(['user.erased', 'booking.cancelled', 'booking.confirmed']);
     const page1 = await api(partner, 'GET', '/v1/webhooks/deliveries?page_size=2');
     const page2 = await api(partner, 'GET', '/v1/webhooks/deliveries?page_size=2&page=2');
@@ -197,7 +208,9 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
 
   test('failed attempts are logged with status, latency and next attempt; abandoned; a resend sends the same event_id and body, freshly signed', async () => {
     let healed = false;
-    const { partner, listingId, path, secret } = await partnerWithEndpoint((r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: healed ? 200 : 503 }));
+    const { partner, listingId, path, secret } = await partnerWithEndpoint((r) =>
+      r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: healed ? 200 : 503 },
+    );
     const res = await api(partner, 'POST', '/v1/sandbox/events', { event_type: 'booking.confirmed', listing_id: listingId });
     const eventId = res.json.event_id as string;
     const abandoned = await logEntry(partner, eventId, (d) => d.state === 'abandoned', 'abandoned after four attempts');
@@ -242,10 +255,14 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
   test('a real delivered event cannot be resent (its body is gone): 409, nothing sent', async () => {
     const { partner, path } = await partnerWithEndpoint();
     await suite.driver.confirmBooking(partner.workspaceId, { guestId: `guest-${randomUUID()}`, guestName: 'Ada Lovelace' });
-    const real = await eventually(async () => {
-      const l = await api(partner, 'GET', '/v1/webhooks/deliveries?state=delivered');
-      return l.json.items[0];
-    }, 15_000, 'the real delivery delivered');
+    const real = await eventually(
+      async () => {
+        const l = await api(partner, 'GET', '/v1/webhooks/deliveries?state=delivered');
+        return l.json.items[0];
+      },
+      15_000,
+      'the real delivery delivered',
+    );
     expect([real.event_type, real.test]).toEqual(['booking.confirmed', false]);
     const refused = await api(partner, 'POST', `/v1/webhooks/deliveries/${real.event_id}/resend`);
     expectProblem(refused, 409, 'delivery_not_resendable');
@@ -275,7 +292,10 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
   test('bad input: a problem document naming every violation, never a value; unknown listing and delivery: 404', async () => {
     const { partner, listingId } = await partnerWithEndpoint();
     const trigger = (body: unknown) => api(partner, 'POST', '/v1/sandbox/events', body);
-    expectProblem(await trigger({}), 400, 'validation_failed', [{ field: 'event_type', code: 'required' }, { field: 'listing_id', code: 'required' }]);
+    expectProblem(await trigger({}), 400, 'validation_failed', [
+      { field: 'event_type', code: 'required' },
+      { field: 'listing_id', code: 'required' },
+    ]);
     expectProblem(await trigger({ event_type: 'booking.modified', listing_id: '', guest_name: 'Ada', booking_reference: 'BK7Q2M4X9C' }), 400, 'validation_failed', [
       { field: 'guest_name', code: 'unknown_field' },
       { field: 'event_type', code: 'enum' },
@@ -286,14 +306,26 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
       { field: 'initiated_by', code: 'enum' },
       { field: 'check_in', code: 'invalid' },
     ]);
-    expectProblem(await trigger({ event_type: 'user.erased', listing_id: listingId, initiated_by: 'guest' }), 400, 'validation_failed', [{ field: 'initiated_by', code: 'invalid' }]);
-    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-02-30' }), 400, 'validation_failed', [{ field: 'check_in', code: 'format' }]);
-    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-02-10', check_out: '2031-02-10' }), 400, 'validation_failed', [{ field: 'check_out', code: 'invalid' }]);
-    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-01-01', check_out: '2033-01-02' }), 400, 'validation_failed', [{ field: 'check_out', code: 'maximum' }]);
-    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_out: isoDay(today()) }), 400, 'validation_failed', [{ field: 'check_out', code: 'invalid' }]);
+    expectProblem(await trigger({ event_type: 'user.erased', listing_id: listingId, initiated_by: 'guest' }), 400, 'validation_failed', [
+      { field: 'initiated_by', code: 'invalid' },
+    ]);
+    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-02-30' }), 400, 'validation_failed', [
+      { field: 'check_in', code: 'format' },
+    ]);
+    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-02-10', check_out: '2031-02-10' }), 400, 'validation_failed', [
+      { field: 'check_out', code: 'invalid' },
+    ]);
+    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_in: '2031-01-01', check_out: '2033-01-02' }), 400, 'validation_failed', [
+      { field: 'check_out', code: 'maximum' },
+    ]);
+    expectProblem(await trigger({ event_type: 'booking.confirmed', listing_id: listingId, check_out: isoDay(today()) }), 400, 'validation_failed', [
+      { field: 'check_out', code: 'invalid' },
+    ]);
     expectProblem(await trigger('{"event_type":'), 400, 'validation_failed', [{ field: 'body', code: 'invalid' }]);
     expectProblem(await trigger([]), 400, 'validation_failed', [{ field: 'body', code: 'type' }]);
-    expectProblem(await api(partner, 'POST', '/v1/sandbox/events?listing_id=x', { event_type: 'user.erased', listing_id: listingId }), 400, 'validation_failed', [{ field: 'listing_id', code: 'unknown_field' }]);
+    expectProblem(await api(partner, 'POST', '/v1/sandbox/events?listing_id=x', { event_type: 'user.erased', listing_id: listingId }), 400, 'validation_failed', [
+      { field: 'listing_id', code: 'unknown_field' },
+    ]);
     expectProblem(await trigger({ event_type: 'user.erased', listing_id: 'lst_zzzzzzzzzzzzzzzzzzzzzzzz' }), 404, 'property_not_found');
 
     expectProblem(await api(partner, 'GET', '/v1/webhooks/deliveries?page=0&page_size=201&state=lost&event_type=endpoint.challenge&since=1'), 400, 'validation_failed', [
@@ -317,7 +349,12 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     const prod = await partners.partner('production');
     const listing = (await suite.clients.catalog.createListing({ workspaceId: prod.workspaceId })).listing!.listingId;
     expectProblem(await api(prod, 'POST', '/v1/sandbox/events', { event_type: 'booking.confirmed' }), 400, 'validation_failed', [{ field: 'listing_id', code: 'required' }]);
-    expectProblem(await api(prod, 'POST', '/v1/sandbox/events', { event_type: 'booking.confirmed', listing_id: listing, check_in: '2031-02-10', check_out: '2031-02-09' }), 400, 'validation_failed', [{ field: 'check_out', code: 'invalid' }]);
+    expectProblem(
+      await api(prod, 'POST', '/v1/sandbox/events', { event_type: 'booking.confirmed', listing_id: listing, check_in: '2031-02-10', check_out: '2031-02-09' }),
+      400,
+      'validation_failed',
+      [{ field: 'check_out', code: 'invalid' }],
+    );
     expectProblem(await api(prod, 'POST', '/v1/sandbox/events', { event_type: 'booking.confirmed', listing_id: listing }), 501, 'not_enabled');
     expectProblem(await api(prod, 'POST', '/v1/sandbox/events', { event_type: 'user.erased', listing_id: 'lst_zzzzzzzzzzzzzzzzzzzzzzzz' }), 501, 'not_enabled');
     expectProblem(await api(prod, 'GET', '/v1/webhooks/deliveries?page_size=0'), 400, 'validation_failed', [{ field: 'page_size', code: 'minimum' }]);
@@ -329,7 +366,7 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     expect((await suite.clients.notifications.listDeliveries({ workspaceId: prod.workspaceId })).items).toEqual([]);
   }, 60_000);
 
-  test('every call is counted toward the key\'s rate limit, refusals included', async () => {
+  test("every call is counted toward the key's rate limit, refusals included", async () => {
     const { partner, listingId } = await partnerWithEndpoint();
     const triggered = await api(partner, 'POST', '/v1/sandbox/events', { event_type: 'booking.cancelled', listing_id: listingId });
     const calls: [string, string, unknown?][] = [
@@ -352,13 +389,13 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     }
   }, 60_000);
 
-  test('tenant isolation: another workspace\'s listing and deliveries are 404s like unknown ones; nothing is sent or changed for them', async () => {
+  test("tenant isolation: another workspace's listing and deliveries are 404s like unknown ones; nothing is sent or changed for them", async () => {
     let failing = true;
     const a = await partnerWithEndpoint((r) => (r.json?.event_type === 'endpoint.challenge' ? echoAndAccept(r) : { status: failing ? 500 : 200 }));
     const b = await partnerWithEndpoint();
     const mine = await api(a.partner, 'POST', '/v1/sandbox/events', { event_type: 'booking.confirmed', listing_id: a.listingId });
     const id = mine.json.event_id as string;
-    await logEntry(a.partner, id, (d) => d.state === 'abandoned', 'A\'s delivery abandoned');
+    await logEntry(a.partner, id, (d) => d.state === 'abandoned', "A's delivery abandoned");
     const aReceived = suite.receiver.at(a.path, 'delivery').length;
     failing = false;
 
@@ -410,7 +447,11 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     const got = await suite.receiver.waitFor(() => sentFor(path, res.json.event_id)[0], 15_000, 'the test delivery');
     expect(verifyDelivery(got, reg.json.signing_secret)).toEqual({ ok: true, matched: 'signature' });
     expect(got.json.test).toBe(true);
-    await eventually(async () => (await call(split.gateway.gatewayUrl, partner, 'GET', `/v1/webhooks/deliveries/${res.json.event_id}`)).json.state === 'delivered', 15_000, 'delivered');
+    await eventually(
+      async () => (await call(split.gateway.gatewayUrl, partner, 'GET', `/v1/webhooks/deliveries/${res.json.event_id}`)).json.state === 'delivered',
+      15_000,
+      'delivered',
+    );
     const resent = await call(split.gateway.gatewayUrl, partner, 'POST', `/v1/webhooks/deliveries/${res.json.event_id}/resend`);
     expect(resent.status).toBe(202);
     await suite.receiver.waitFor(() => sentFor(path, res.json.event_id)[1], 15_000, 'the resent delivery');

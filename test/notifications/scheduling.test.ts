@@ -51,7 +51,9 @@ interface Call {
 type Behaviour = (call: Call, signal: AbortSignal | undefined) => Promise<PostResult>;
 
 const ok: Behaviour = async () => ({ status: 200, body: Buffer.alloc(0) });
-const status = (s: number, retryAfter?: string): Behaviour => async () => ({ status: s, body: Buffer.alloc(0), ...(retryAfter ? { retryAfter } : {}) });
+const status =
+  (s: number, retryAfter?: string): Behaviour =>
+  async () => ({ status: s, body: Buffer.alloc(0), ...(retryAfter ? { retryAfter } : {}) });
 /** Never answers; released (as a time-out) only when the test says so, or on abort. */
 function silent(): { behaviour: Behaviour; release: () => void } {
   const waiting = new Set<() => void>();
@@ -157,10 +159,14 @@ test('endpoints that never answer (12 × 8 attempts, each with an older backlog)
     await eventually(async () => silentEps.every((ws) => net.to(ws).length === PER_ENDPOINT_CONCURRENCY), 30_000, 'silent endpoints saturated');
     // …then fresh events of healthy endpoints still go out, while not one silent attempt has ended.
     for (const ws of healthy) await queue(ws, 10);
-    await eventually(async () => {
-      for (const ws of healthy) if ((await states(ws)).delivered !== 10) return false;
-      return true;
-    }, 30_000, 'every healthy delivery delivered');
+    await eventually(
+      async () => {
+        for (const ws of healthy) if ((await states(ws)).delivered !== 10) return false;
+        return true;
+      },
+      30_000,
+      'every healthy delivery delivered',
+    );
     expect(net.calls.filter((c) => silentEps.includes(c.ws) && c.endedAt !== undefined)).toHaveLength(0);
     for (const ws of silentEps) expect(net.maxInFlight.get(ws)).toBeLessThanOrEqual(PER_ENDPOINT_CONCURRENCY);
 
@@ -195,10 +201,14 @@ test('a failing endpoint: the breaker bounds its attempts; its deliveries wait u
   const d = dispatcher(net, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 181]);
   await d.start();
   try {
-    const [opened] = await eventually(async () => {
-      const r = await db.sql<{ breaker: string }[]>`select breaker from notifications.endpoint_health where workspace_id = ${ws} and breaker <> 'closed'`;
-      return r.length > 0 && r;
-    }, 30_000, 'breaker open');
+    const [opened] = await eventually(
+      async () => {
+        const r = await db.sql<{ breaker: string }[]>`select breaker from notifications.endpoint_health where workspace_id = ${ws} and breaker <> 'closed'`;
+        return r.length > 0 && r;
+      },
+      30_000,
+      'breaker open',
+    );
     expect(opened).toBeDefined();
     // Without the breaker each of the 40 deliveries would be attempted every second.
     const t0 = Date.now();
@@ -273,10 +283,14 @@ test('410 Gone suspends the endpoint at once', async () => {
   const d = dispatcher(net, [1, 1, 1]);
   await d.start();
   try {
-    await eventually(async () => {
-      const [e] = await db.sql<{ status: string }[]>`select status from notifications.endpoints where workspace_id = ${ws}`;
-      return e!.status === 'suspended';
-    }, 30_000, 'suspended');
+    await eventually(
+      async () => {
+        const [e] = await db.sql<{ status: string }[]>`select status from notifications.endpoints where workspace_id = ${ws}`;
+        return e!.status === 'suspended';
+      },
+      30_000,
+      'suspended',
+    );
     expect(net.to(ws)).toHaveLength(1);
   } finally {
     await d.stop(1000);

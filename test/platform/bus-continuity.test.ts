@@ -49,28 +49,32 @@ describe(`in-process bus continuity (database: ${backends.database})`, () => {
 
   const replayLines = (lines: string[]) => jsonLogs(lines).filter((l) => REPLAY_MESSAGE.test(String(l.msg)));
 
-  test('killed after events reached the bus: the next start publishes them again; a drained stop leaves the marker', async () => {
-    const first = await startSystem({ dataDir, env });
-    const ws = await psync(first.internalUrl, ['workspace', 'create', '--name', 'continuity', '--env', 'sandbox']);
-    // A marketplace listing: one catalog event through the outbox to the bus.
-    await psync(first.internalUrl, ['listing', 'create', '--workspace', ws.workspace_id!]);
-    // The relay is nudged at commit; give it a moment to hand the event over.
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await first.stop('SIGKILL')).toBeNull();
-    expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(false);
+  test(
+    'killed after events reached the bus: the next start publishes them again; a drained stop leaves the marker',
+    async () => {
+      const first = await startSystem({ dataDir, env });
+      const ws = await psync(first.internalUrl, ['workspace', 'create', '--name', 'continuity', '--env', 'sandbox']);
+      // A marketplace listing: one catalog event through the outbox to the bus.
+      await psync(first.internalUrl, ['listing', 'create', '--workspace', ws.workspace_id!]);
+      // The relay is nudged at commit; give it a moment to hand the event over.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await first.stop('SIGKILL')).toBeNull();
+      expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(false);
 
-    const second = await startSystem({ dataDir, env });
-    const replayed = replayLines(second.logs());
-    expect(replayed).toEqual([expect.objectContaining({ level: 'warn', schema: 'catalog', events: expect.any(Number) })]);
-    expect(replayed[0]!.events as number).toBeGreaterThanOrEqual(1);
-    // Ended on SIGTERM with nothing left unhandled: the marker is written.
-    expect(await second.stop()).toBe(0);
-    expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(true);
+      const second = await startSystem({ dataDir, env });
+      const replayed = replayLines(second.logs());
+      expect(replayed).toEqual([expect.objectContaining({ level: 'warn', schema: 'catalog', events: expect.any(Number) })]);
+      expect(replayed[0]!.events as number).toBeGreaterThanOrEqual(1);
+      // Ended on SIGTERM with nothing left unhandled: the marker is written.
+      expect(await second.stop()).toBe(0);
+      expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(true);
 
-    const third = await startSystem({ dataDir, env });
-    expect(replayLines(third.logs())).toEqual([]);
-    // Taken at start, so a crash of this run would be detected.
-    expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(false);
-    expect(await third.stop()).toBe(0);
-  }, TEST_TIMEOUT_MS);
+      const third = await startSystem({ dataDir, env });
+      expect(replayLines(third.logs())).toEqual([]);
+      // Taken at start, so a crash of this run would be detected.
+      expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(false);
+      expect(await third.stop()).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

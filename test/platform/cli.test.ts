@@ -112,7 +112,12 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
       const r = await psync(['migrate']);
       expect(r.code).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ migrated: true });
-      expect(system.logs().slice(before).filter((l) => l.includes('"migration applied"'))).toEqual([]);
+      expect(
+        system
+          .logs()
+          .slice(before)
+          .filter((l) => l.includes('"migration applied"')),
+      ).toEqual([]);
     });
 
     test('no arguments: usage on stderr, exit 2', async () => {
@@ -469,7 +474,10 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
         expect(['pending_verification', 'active', 'suspended']).toContain(endpoint.status);
 
         const other = (await g.identity.createWorkspace({ name: 'cli reads empty', environment: Environment.SANDBOX })).workspace!.workspaceId;
-        for (const args of [['property', 'show', '--workspace', ws, '--provider-id', 'nope'], ['webhook', 'show', '--workspace', other]]) {
+        for (const args of [
+          ['property', 'show', '--workspace', ws, '--provider-id', 'nope'],
+          ['webhook', 'show', '--workspace', other],
+        ]) {
           expect(expectOneLineFailure(await psync(args), 1)).toMatch(/not ?found/i);
         }
       } finally {

@@ -31,9 +31,7 @@ export function healthClient(baseUrl: string): HealthClient {
   return {
     check(service, deadlineMs = 5000) {
       return new Promise((resolve, reject) => {
-        client.Check({ service }, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: { status: string }) =>
-          err ? reject(err) : resolve(res.status),
-        );
+        client.Check({ service }, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: { status: string }) => (err ? reject(err) : resolve(res.status)));
       });
     },
     watch(service, count = 1, timeoutMs = 10000) {

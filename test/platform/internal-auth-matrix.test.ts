@@ -118,7 +118,15 @@ function writeRequests(ws: string, listing: string): Record<string, unknown> {
     IssueClient: { name: 'matrix intruder' },
     CreateListing: { workspaceId: ws },
     PlaceHold: { listingId: listing, checkIn: day(0), checkOut: day(2) },
-    ConfirmBooking: { listingId: listing, checkIn: day(3), checkOut: day(5), guestId: 'g-matrix', guestName: 'Ann Intruder', partySize: 2, amountPaid: { value: '120.00', currency: 'EUR' } },
+    ConfirmBooking: {
+      listingId: listing,
+      checkIn: day(3),
+      checkOut: day(5),
+      guestId: 'g-matrix',
+      guestName: 'Ann Intruder',
+      partySize: 2,
+      amountPaid: { value: '120.00', currency: 'EUR' },
+    },
     PutBlock: { workspaceId: ws, externalUid: 'matrix-block', target: { case: 'listingId', value: listing }, checkIn: day(6), checkOut: day(8) },
     EraseGuest: { guestId: 'g-matrix' },
     RotateSecret: { workspaceId: ws },
@@ -177,7 +185,10 @@ async function runMatrix(urlOf: (service: DescService) => string, databaseUrl: s
       for (const method of service.methods) {
         if (!(method.name in writes)) continue;
         const role = testRoleFor(service.typeName, method.name)!;
-        const client = createClient(service, createGrpcTransport({ baseUrl: urlOf(service), sessionManager: sessionFor(urlOf(service)), interceptors: [credentialInterceptor(role)] }));
+        const client = createClient(
+          service,
+          createGrpcTransport({ baseUrl: urlOf(service), sessionManager: sessionFor(urlOf(service)), interceptors: [credentialInterceptor(role)] }),
+        );
         try {
           await (client as unknown as Record<string, (r: unknown) => Promise<unknown>>)[method.localName]!(create(method.input, writes[method.name] as never));
           accepted[method.name] = 'ok';

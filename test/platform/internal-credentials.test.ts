@@ -38,7 +38,14 @@ function listeningAddresses(port: number): string[] {
       if (cols.length < 4 || cols[3] !== '0A') continue; // 0A = LISTEN
       const [addr, p] = cols[1]!.split(':');
       if (parseInt(p!, 16) !== port) continue;
-      if (addr!.length === 8) out.push(addr!.match(/../g)!.reverse().map((h) => parseInt(h, 16)).join('.'));
+      if (addr!.length === 8)
+        out.push(
+          addr!
+            .match(/../g)!
+            .reverse()
+            .map((h) => parseInt(h, 16))
+            .join('.'),
+        );
       else out.push(addr === '00000000000000000000000000000000' ? '::' : `ipv6:${addr}`);
     }
   }

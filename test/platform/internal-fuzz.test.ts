@@ -43,10 +43,10 @@ describe(`internal API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_S
 
   async function call(service: DescService, method: DescMethod, input: Record<string, unknown>): Promise<ConnectError | undefined> {
     const role = testRoleFor(service.typeName, method.name)!;
-    const client = createClient(service, createGrpcTransport({ baseUrl: system.internalUrl, sessionManager: sessions, interceptors: [credentialInterceptor(role)], defaultTimeoutMs: 15000 })) as unknown as Record<
-      string,
-      (req: unknown, opts?: { signal?: AbortSignal }) => unknown
-    >;
+    const client = createClient(
+      service,
+      createGrpcTransport({ baseUrl: system.internalUrl, sessionManager: sessions, interceptors: [credentialInterceptor(role)], defaultTimeoutMs: 15000 }),
+    ) as unknown as Record<string, (req: unknown, opts?: { signal?: AbortSignal }) => unknown>;
     let request: unknown;
     try {
       request = create(method.input, input as never);
@@ -89,7 +89,12 @@ describe(`internal API fuzz (seed ${seed}${chosen ? ', random: rerun with FUZZ_S
         }
       }
     }
-    const faults = failures.length ? jsonLogs(system.logs()).filter((l) => Number(l.level) >= 50).slice(0, 5).map((l) => JSON.stringify(l).slice(0, 600)) : [];
+    const faults = failures.length
+      ? jsonLogs(system.logs())
+          .filter((l) => Number(l.level) >= 50)
+          .slice(0, 5)
+          .map((l) => JSON.stringify(l).slice(0, 600))
+      : [];
     expect({ seed, failures: failures.slice(0, 20), failed: failures.length, faults }).toEqual({ seed, failures: [], failed: 0, faults: [] });
     expect(calls).toBeGreaterThanOrEqual(SERVICES.reduce((k, s) => k + s.methods.length, 0) * PER_RPC);
   }, 300_000);

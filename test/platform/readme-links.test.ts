@@ -86,7 +86,8 @@ describe('documentation links resolve in a fresh clone', () => {
   });
 
   test('the checker sees links and anchors as GitHub does (and not inside code)', () => {
-    const sample = '# Start here\n## Failed token exchanges (`429`)\n## Start here\n<a id="custom"></a>\n[a](x.md#y) `[b](not-a-link.md)`\n```\n[c](in-a-fence.md)\n```\n[d]: ref.md\n';
+    const sample =
+      '# Start here\n## Failed token exchanges (`429`)\n## Start here\n<a id="custom"></a>\n[a](x.md#y) `[b](not-a-link.md)`\n```\n[c](in-a-fence.md)\n```\n[d]: ref.md\n';
     expect(linksOf(sample)).toEqual(['x.md#y', 'ref.md']);
     expect([...anchorsOf(sample)]).toEqual(['start-here', 'failed-token-exchanges-429', 'start-here-1', 'custom']);
   });

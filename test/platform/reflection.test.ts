@@ -14,19 +14,15 @@ import { create, fromBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import {
-  ServerReflection,
-  ServerReflectionRequestSchema,
-  type ServerReflectionResponse,
-} from '../../gen/grpc/reflection/v1/reflection_pb';
+import { ServerReflection, ServerReflectionRequestSchema, type ServerReflectionResponse } from '../../gen/grpc/reflection/v1/reflection_pb';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ConflictDetailSchema, ErrorDetailSchema, ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { ACCESS_POLICY } from '../../services/kit/access-policy';
 import { answer, ReflectionIndex } from '../../services/kit/reflection';
 import { TEST_TOKENS, credentialInterceptor } from '../support/credentials';
-import { internalClients, createWorkspace, type InternalClients } from '../support/internal-clients';
+import { createWorkspace, type InternalClients } from '../support/internal-clients';
 import { ROOT } from '../support/process';
-import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { backends, type RunningSystem, useSystem } from '../support/system';
 
 jest.setTimeout(120_000);
 
@@ -34,7 +30,11 @@ const BUF = join(ROOT, 'node_modules/.bin/buf');
 
 /** The RPCs the marketplace role may call, as `service/method`, from the allow-list. */
 const MARKETPLACE_RPCS = Object.entries(ACCESS_POLICY)
-  .flatMap(([svc, methods]) => Object.entries(methods).filter(([, roles]) => roles.includes('marketplace')).map(([m]) => `${svc}/${m}`))
+  .flatMap(([svc, methods]) =>
+    Object.entries(methods)
+      .filter(([, roles]) => roles.includes('marketplace'))
+      .map(([m]) => `${svc}/${m}`),
+  )
   .filter((rpc) => rpc.startsWith('psync.'))
   .sort();
 
@@ -50,7 +50,7 @@ function bufCurl(args: string[]): Promise<CurlResult> {
   return new Promise((resolve) => {
     execFile(BUF, ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', ...args], { cwd, timeout: 60_000 }, (err, stdout, stderr) => {
       rmSync(cwd, { recursive: true, force: true });
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
   });
@@ -63,16 +63,12 @@ describe(`server reflection against a running system (database: ${backends.datab
   let c: InternalClients;
   let listingId: string;
 
+  const inUse = useSystem();
+
   beforeAll(async () => {
-    system = await startSystem();
-    c = internalClients(system.internalUrl);
+    ({ system, clients: c } = inUse);
     const ws = await createWorkspace(c.identity, 'sandbox', 'reflection test');
     listingId = (await c.catalog.createListing({ workspaceId: ws })).listing!.listingId;
-  }, 120_000);
-
-  afterAll(async () => {
-    c?.close();
-    await stopAllSystems();
   });
 
   test('buf curl lists every marketplace RPC with no .proto files (reflection v1)', async () => {
@@ -183,7 +179,10 @@ describe(`server reflection against a running system (database: ${backends.datab
   test('one stream answers several questions in order, with transitive imports and NOT_FOUND', async () => {
     const sessions = new Http2SessionManager(system.internalUrl);
     try {
-      const client = createClient(ServerReflection, createGrpcTransport({ baseUrl: system.internalUrl, sessionManager: sessions, interceptors: [credentialInterceptor('marketplace')] }));
+      const client = createClient(
+        ServerReflection,
+        createGrpcTransport({ baseUrl: system.internalUrl, sessionManager: sessions, interceptors: [credentialInterceptor('marketplace')] }),
+      );
       const answers: ServerReflectionResponse[] = [];
       const questions: ReflectionInit[] = [
         { messageRequest: { case: 'fileContainingSymbol', value: 'psync.calendar.v1.CalendarService.PlaceHold' } },

@@ -10,17 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  backends,
-  createScratchDatabase,
-  deleteBusStream,
-  jsonLogs,
-  RunningSystem,
-  ScratchDatabase,
-  startSystem,
-  stopAllSystems,
-  uniqueBusPrefix,
-} from '../support/system';
+import { backends, createScratchDatabase, deleteBusStream, jsonLogs, RunningSystem, ScratchDatabase, startSystem, stopAllSystems, uniqueBusPrefix } from '../support/system';
 
 const SERVICES = ['identity', 'catalog', 'calendar', 'notifications'];
 

@@ -3,13 +3,7 @@
  * machine-readable details services attach (common/v1/errors.proto).
  */
 import { ConnectError } from '@connectrpc/connect';
-import {
-  ConflictDetailSchema,
-  ErrorDetailSchema,
-  type ErrorReason,
-  RetryDetailSchema,
-  ValidationDetailSchema,
-} from '../../gen/psync/common/v1/errors_pb';
+import { ConflictDetailSchema, ErrorDetailSchema, type ErrorReason, RetryDetailSchema, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 
 /** The error `p` rejects with (fails the test if it resolves or throws something else). */
 export async function connectErrorOf(p: Promise<unknown>): Promise<ConnectError> {

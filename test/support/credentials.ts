@@ -13,9 +13,10 @@ import { ACCESS_POLICY, ROLES, UNAUTHENTICATED_SERVICES, type Role } from '../..
 import { tokenSha256 } from '../../services/kit/internal-auth';
 
 /** One fixed credential per role (≥ 32 characters, as the configuration requires). */
-export const TEST_TOKENS: Readonly<Record<Role, string>> = Object.fromEntries(
-  ROLES.map((r) => [r, `psync-test-credential-${r}-0123456789abcdef0123456789abcdef`]),
-) as Record<Role, string>;
+export const TEST_TOKENS: Readonly<Record<Role, string>> = Object.fromEntries(ROLES.map((r) => [r, `psync-test-credential-${r}-0123456789abcdef0123456789abcdef`])) as Record<
+  Role,
+  string
+>;
 
 /** `role:sha256hex` of `token`, an INTERNAL_CALLERS entry. */
 export function callerEntry(role: Role, token: string): string {

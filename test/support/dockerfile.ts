@@ -226,7 +226,10 @@ function patternRegExp(pattern: string): RegExp {
     else if (c === '?') re += '[^/]';
     else if (c === '[' && pattern.indexOf(']', i + 2) > 0) {
       const end = pattern.indexOf(']', i + 2);
-      re += `[${pattern.slice(i + 1, end).replace(/^[!^]/, '^').replace(/\\/g, '\\\\')}]`;
+      re += `[${pattern
+        .slice(i + 1, end)
+        .replace(/^[!^]/, '^')
+        .replace(/\\/g, '\\\\')}]`;
       i = end;
     } else {
       if (c === '\\' && i + 1 < pattern.length) i++;
@@ -247,7 +250,11 @@ export interface DockerignoreMatcher {
 export function dockerignoreMatcher(patterns: string[] = readDockerignore()): DockerignoreMatcher {
   const rules = patterns.map((p) => {
     const exception = p.startsWith('!');
-    const clean = p.slice(exception ? 1 : 0).trim().replace(/^(\.?\/)+/, '').replace(/\/+$/, '');
+    const clean = p
+      .slice(exception ? 1 : 0)
+      .trim()
+      .replace(/^(\.?\/)+/, '')
+      .replace(/\/+$/, '');
     return { exception, re: patternRegExp(clean) };
   });
   return {

@@ -169,7 +169,8 @@ export function randomMessage(rng: Rng, desc: DescMessage, mark: string, depth =
       out[field.localName] = Array.from({ length: rng.int(4) }, () => listItem(rng, field, mark, depth));
     } else if (field.fieldKind === 'map') {
       const map: Record<string, unknown> = {};
-      for (let i = rng.int(3); i > 0; i--) map[field.mapKey === ScalarType.STRING ? hostileString(rng, mark).slice(0, 50) : String(rng.int(1000))] = mapValue(rng, field, mark, depth);
+      for (let i = rng.int(3); i > 0; i--)
+        map[field.mapKey === ScalarType.STRING ? hostileString(rng, mark).slice(0, 50) : String(rng.int(1000))] = mapValue(rng, field, mark, depth);
       out[field.localName] = map;
     } else {
       out[field.localName] = singleValue(rng, field, mark, depth);

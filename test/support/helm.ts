@@ -154,9 +154,7 @@ export function helmAsync(args: string[]): Promise<HelmResult> {
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.once('error', reject);
-    child.once('close', (code) =>
-      resolvePromise({ status: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
-    );
+    child.once('close', (code) => resolvePromise({ status: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
   });
 }
 

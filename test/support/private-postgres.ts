@@ -72,8 +72,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const bin = binDir()!;
   const owner = postgresUser()!;
   const asPostgres = process.getuid?.() === 0;
-  const command = (tool: string, args: string[]): [string, string[]] =>
-    asPostgres ? ['runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]] : [join(bin, tool), args];
+  const command = (tool: string, args: string[]): [string, string[]] => (asPostgres ? ['runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]] : [join(bin, tool), args]);
   const pg = async (tool: string, args: string[]) => {
     const [file, argv] = command(tool, args);
     return run(file, argv, { timeout: 60_000 });

@@ -7,15 +7,7 @@
  * here and removed by `stop()`.
  */
 import { SERVICE_ROLES } from '../../services/kit/access-policy';
-import {
-  createScratchDatabase,
-  deleteBusStream,
-  freePort,
-  randomKey,
-  startSystem,
-  uniqueBusPrefix,
-  type RunningSystem,
-} from './system';
+import { createScratchDatabase, deleteBusStream, freePort, randomKey, startSystem, uniqueBusPrefix, type RunningSystem } from './system';
 
 export type ServiceRole = (typeof SERVICE_ROLES)[number];
 

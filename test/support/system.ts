@@ -32,6 +32,7 @@ import { createSql } from '../../services/kit/database';
 import { ROOT, waitForLine } from './process';
 import { TEST_TOKENS, testCallerEnv } from './credentials';
 import { isRole } from '../../services/kit/access-policy';
+import { internalClients, type InternalClients } from './internal-clients';
 
 export interface StartOptions {
   /** Extra environment; wins over everything startSystem chooses. */
@@ -192,6 +193,31 @@ function collectLines(stream: NodeJS.ReadableStream | null | undefined, into: st
     if (buf) into.push(buf);
     buf = '';
   });
+}
+
+/** A system started for a block of tests, and internal clients at its URL (useSystem). */
+export interface SystemInUse {
+  system: RunningSystem;
+  clients: InternalClients;
+}
+
+/**
+ * Starts one system (startSystem(opts)) with internal clients at its URL before the
+ * tests of the enclosing file or describe block, and closes both after them. Call it at
+ * the top of the block, before the block's own hooks: Jest runs hooks in declaration
+ * order, so `system` and `clients` are set when those run.
+ */
+export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemInUse {
+  const inUse = {} as SystemInUse;
+  beforeAll(async () => {
+    inUse.system = await startSystem(opts);
+    inUse.clients = internalClients(inUse.system.internalUrl);
+  }, timeoutMs);
+  afterAll(async () => {
+    inUse.clients?.close();
+    await stopAllSystems();
+  });
+  return inUse;
 }
 
 /**

@@ -72,7 +72,13 @@ export async function createInternalCa(name = 'Partner Sync internal test CA'): 
           { name: 'basicConstraints', cA: false },
           { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
           { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
-          { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+          {
+            name: 'subjectAltName',
+            altNames: [
+              { type: 2, value: 'localhost' },
+              { type: 7, ip: '127.0.0.1' },
+            ],
+          },
         ],
       });
       return { cert: leaf.cert, key: leaf.private };

@@ -75,7 +75,10 @@ afterAll(async () => {
 
 function readSpans(): SpanLine[] {
   return existsSync(traceFile)
-    ? readFileSync(traceFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as SpanLine)
+    ? readFileSync(traceFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as SpanLine)
     : [];
 }
 
@@ -111,10 +114,14 @@ test('one booking → delivery: ConfirmBooking → intake consumer → egress at
   const d = driver!;
   const p = await partner(d);
   const booking = await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Ada Lovelace' });
-  const [delivery] = await receiver.waitFor(() => {
-    const got = receiver.at(p.path, 'delivery').filter((r) => r.json?.data?.booking_reference === booking.bookingReference);
-    return got.length > 0 && got;
-  }, 20_000, 'the booking.confirmed delivery');
+  const [delivery] = await receiver.waitFor(
+    () => {
+      const got = receiver.at(p.path, 'delivery').filter((r) => r.json?.data?.booking_reference === booking.bookingReference);
+      return got.length > 0 && got;
+    },
+    20_000,
+    'the booking.confirmed delivery',
+  );
   // No trace headers go to partners.
   expect(delivery!.headers.traceparent).toBeUndefined();
 
@@ -177,9 +184,13 @@ test('scrape: an erasure unacknowledged past DELETION_ESCALATION_SECONDS counts 
   await d.eraseGuest(guestId);
   await receiver.waitFor(() => receiver.at(p.path, 'delivery').some((r) => r.json?.event_type === 'user.erased'), 20_000, 'the user.erased delivery');
   // Escalated after 2 s (the sweep runs every second); nobody acknowledges it.
-  const n = await eventually(async () => {
-    const v = sample(await scrape(), 'psync_erasures_unacknowledged');
-    return v !== undefined && v >= 1 && v;
-  }, 15_000, 'psync_erasures_unacknowledged >= 1');
+  const n = await eventually(
+    async () => {
+      const v = sample(await scrape(), 'psync_erasures_unacknowledged');
+      return v !== undefined && v >= 1 && v;
+    },
+    15_000,
+    'psync_erasures_unacknowledged >= 1',
+  );
   expect(n).toBe(1);
 });

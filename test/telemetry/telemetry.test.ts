@@ -55,10 +55,7 @@ beforeAll(async () => {
   // Real traffic: a token exchange, a contract request, then requests until a 429.
   partner = await partners.partner();
   const listing = await clients.catalog.createListing({ workspaceId: partner.workspaceId });
-  const put = await send(
-    system.gatewayUrl,
-    jsonRequest('PUT', '/v1/blocks/telemetry-b1', { ...validBlock(), listing_id: listing.listing!.listingId }, partner.auth),
-  );
+  const put = await send(system.gatewayUrl, jsonRequest('PUT', '/v1/blocks/telemetry-b1', { ...validBlock(), listing_id: listing.listing!.listingId }, partner.auth));
   putStatus = put.status;
   putRequestId = put.headers['x-request-id'] as string;
   for (let i = 0; i < QUOTA + 5; i++) {
@@ -123,7 +120,9 @@ describe('metrics on METRICS_PORT /metrics', () => {
     // Present from start-up at 0 so the alert's increase() has a series.
     expect(samples(text, 'psync_webhook_deliveries_abandoned_total')).toHaveLength(1);
     for (const name of ['psync_outbox_lag_seconds', 'psync_outbox_pending']) {
-      const schemas = samples(text, name).map((s) => s.labels.schema).sort();
+      const schemas = samples(text, name)
+        .map((s) => s.labels.schema)
+        .sort();
       expect(schemas).toEqual(expect.arrayContaining(['calendar', 'catalog', 'identity', 'notifications']));
       for (const s of samples(text, name)) expect(s.value).toBeGreaterThanOrEqual(0);
     }
@@ -140,7 +139,10 @@ describe('traces (PSYNC_TRACE_EXPORT_FILE)', () => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const all = existsSync(traceFile)
-        ? readFileSync(traceFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as SpanLine)
+        ? readFileSync(traceFile, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as SpanLine)
         : [];
       if (until(all) || Date.now() > deadline) return all;
       await new Promise((r) => setTimeout(r, 100));

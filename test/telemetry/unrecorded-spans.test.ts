@@ -44,9 +44,7 @@ test('a new root gets fresh ids; a nested span and an in-process SERVER span con
 test('a SERVER span whose parent came from elsewhere (the network) gets its own span in that trace', async () => {
   const remote = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00';
   const parent = propagation.extract(ROOT_CONTEXT, { traceparent: remote });
-  const inner = await inSpan('GET', { kind: SpanKind.SERVER, parent: ROOT_CONTEXT }, () =>
-    inSpan('server', { kind: SpanKind.SERVER, parent }, async () => ids()),
-  );
+  const inner = await inSpan('GET', { kind: SpanKind.SERVER, parent: ROOT_CONTEXT }, () => inSpan('server', { kind: SpanKind.SERVER, parent }, async () => ids()));
   expect(inner!.traceId).toBe('0af7651916cd43dd8448eb211c80319c');
   expect(inner!.spanId).not.toBe('b7ad6b7169203331');
   expect(inner!.spanId).toMatch(/^[0-9a-f]{16}$/);

@@ -84,9 +84,7 @@ function operation(i: number): Promise<void> {
         holds.push(r.hold!.holdId);
       });
     }
-    return attempt('block', () =>
-      calendar.putBlock({ workspaceId, externalUid: `${label}-${i}`, target: { case: 'listingId', value: listingId }, checkIn: a, checkOut: b }),
-    );
+    return attempt('block', () => calendar.putBlock({ workspaceId, externalUid: `${label}-${i}`, target: { case: 'listingId', value: listingId }, checkIn: a, checkOut: b }));
   }
   const listingId = pick(listings);
   const [a, b] = randomRange();
@@ -104,13 +102,23 @@ function operation(i: number): Promise<void> {
   }
   if (r < 0.85) {
     return attempt('booking', async () => {
-      const res = await calendar.confirmBooking({ listingId, checkIn: a, checkOut: b, guestId: `g-${label}`, guestName: 'Race Guest', partySize: 1, amountPaid: { value: '1.00', currency: 'EUR' } });
+      const res = await calendar.confirmBooking({
+        listingId,
+        checkIn: a,
+        checkOut: b,
+        guestId: `g-${label}`,
+        guestName: 'Race Guest',
+        partySize: 1,
+        amountPaid: { value: '1.00', currency: 'EUR' },
+      });
       bookings.push(res.booking!.bookingReference);
     });
   }
   if (r < 0.9 && holds.length > 0) {
     const holdId = pick(holds);
-    return attempt('convert', () => calendar.confirmBooking({ holdId, guestId: `g-${label}`, guestName: 'Race Guest', partySize: 1, amountPaid: { value: '1.00', currency: 'EUR' } }));
+    return attempt('convert', () =>
+      calendar.confirmBooking({ holdId, guestId: `g-${label}`, guestName: 'Race Guest', partySize: 1, amountPaid: { value: '1.00', currency: 'EUR' } }),
+    );
   }
   if (r < 0.94 && holds.length > 0) return attempt('release', () => calendar.releaseHold({ holdId: pick(holds) }));
   if (r < 0.97 && bookings.length > 0) {

@@ -55,8 +55,7 @@ export function completeProperty(photoUrls: string[], overrides: Partial<Message
 export const missingNames = (m: MissingReason[]): string[] =>
   m.map((r) => ({ 1: 'price', 2: 'amenities', 3: 'cover_photo', 4: 'photos', 5: 'photos_processing', 6: 'unlisted' })[r as 1] ?? `?${r}`);
 
-export const rejectionName = (r: PhotoRejectionReason): string =>
-  ({ 1: 'unreachable', 2: 'forbidden_url', 3: 'not_an_image', 4: 'too_large', 5: 'too_small' })[r as 1] ?? `?${r}`;
+export const rejectionName = (r: PhotoRejectionReason): string => ({ 1: 'unreachable', 2: 'forbidden_url', 3: 'not_an_image', 4: 'too_large', 5: 'too_small' })[r as 1] ?? `?${r}`;
 
 export const rejections = (res: UpsertPropertyResponse | GetPropertyResponse): { url: string; reason: string }[] =>
   res.photosRejected.map((r) => ({ url: r.url, reason: rejectionName(r.reason) }));

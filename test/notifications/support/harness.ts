@@ -15,12 +15,7 @@ import { CALENDAR_SUBJECTS } from '../../../services/notifications/intake';
 import { NotificationsService } from '../../../gen/psync/notifications/v1/notifications_pb';
 import { Environment } from '../../../gen/psync/common/v1/environment_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';
-import {
-  BookingCancelledSchema,
-  BookingConfirmedSchema,
-  CancellationInitiator,
-  UserErasedSchema,
-} from '../../../gen/psync/calendar/v1/events_pb';
+import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../../gen/psync/calendar/v1/events_pb';
 import { CalendarService } from '../../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../../gen/psync/identity/v1/identity_pb';
@@ -98,7 +93,7 @@ export function errorShape(err: ConnectError): { code: string; reason: string; v
   const validation = err.findDetails(ValidationDetailSchema)[0];
   return {
     code: Code[err.code] ?? String(err.code),
-    reason: ErrorReason[detail?.reason ?? 0] ?? "UNKNOWN",
+    reason: ErrorReason[detail?.reason ?? 0] ?? 'UNKNOWN',
     violations: (validation?.violations ?? []).map((v) => ({ field: v.field, code: v.code })),
     message: err.rawMessage,
   };

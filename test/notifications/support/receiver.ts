@@ -89,9 +89,7 @@ export class Receiver {
 
   /** Requests received on `path` (optionally only deliveries or only challenges). */
   at(path: string, kind?: 'challenge' | 'delivery'): Received[] {
-    return this.received.filter(
-      (r) => r.path === path && (kind === undefined || (kind === 'challenge') === (r.json?.event_type === 'endpoint.challenge')),
-    );
+    return this.received.filter((r) => r.path === path && (kind === undefined || (kind === 'challenge') === (r.json?.event_type === 'endpoint.challenge')));
   }
 
   /** Resolves once `predicate` holds (checked on every request), or rejects after `timeoutMs`. */
