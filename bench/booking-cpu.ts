@@ -216,7 +216,7 @@ async function main(): Promise<void> {
     if (PROFILE === 'v8') {
       await system.stop();
       const end = system.exitedAt ?? performance.now();
-      const file = profileIn(profileDir);
+      const file = profileIn(profileDir!);
       if (file) {
         const window = { startBeforeEndMs: end - t0, endBeforeEndMs: end - t1 };
         const origins = summariseProfile(file, ROOT, window);
