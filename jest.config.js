@@ -7,7 +7,7 @@
  */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/test', '<rootDir>/bin', '<rootDir>/packages'],
+  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/test', '<rootDir>/bin', '<rootDir>/packages', '<rootDir>/bench'],
   testMatch: ['**/*.test.ts'],
   // Tests use the partner SDK's source, not its build (dist/, made by `npm ci`).
   moduleNameMapper: { '^@partner-sync/partner-sdk$': '<rootDir>/packages/partner-sdk/src/index.ts' },

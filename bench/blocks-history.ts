@@ -28,6 +28,7 @@ import type { PendingQuery, Row } from 'postgres';
 import { type Sql } from '../services/kit/database';
 import { blockPageQuery } from '../services/calendar/blocks-list';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
+import { benchName } from './support/results';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 declare namespace autocannon {
@@ -137,6 +138,7 @@ async function seed(sql: Sql, ws: string, listings: string[], count: number): Pr
 }
 
 async function main(): Promise<void> {
+  benchName('blocks');
   const loadStart = loadavg();
   const db = await createBenchDatabase();
   const system = await startBenchSystem(db.url, { RATE_LIMIT_PER_HOUR: '1000000' });

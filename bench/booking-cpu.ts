@@ -21,13 +21,14 @@
  *
  * Reported: CPU of the system process over the load window divided by the bookings (the
  * target: ≤ 2 ms), its idle share, the same for its PostgreSQL backends, and
- * ConfirmBooking → delivery latency (p50, p99). CPU time comes from /proc, so it is the
+ * ConfirmBooking → delivery latency (p50, p99); before both, BENCH_WARMUP_SECONDS (10) of the
+ * same load. CPU time comes from /proc, so it is the
  * figure a shared machine disturbs least. BENCH_PROFILE=1: the system runs under
  * `node --cpu-prof` and the load window's CPU is summarised by origin and function
  * (the profiler's own cost is then in the CPU figures).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -44,17 +45,19 @@ import { createCertificates } from '../test/support/tls';
 import { echoAndAccept, Receiver } from '../test/notifications/support/receiver';
 import { createBenchDatabase } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
-import { profileIn, summariseFunctions, summariseProfile } from './support/cpu-profile';
+import { profileIn, summariseFunctions, summariseInclusive, summariseProfile } from './support/cpu-profile';
 import { formatShares, PERF_NODE_ARGS, startPerf, type PerfRecording } from './support/perf-profile';
 import { startFull, type Build } from './support/gateway-servers';
 import { machineLine } from './support/machine';
 import { cpuMsOf } from './support/proc-cpu';
+import { threadCpuBetween, threadCpuMs } from './support/thread-cpu';
 import { benchName, recordMetric } from './support/results';
 
 const ROOT = resolve(__dirname, '..');
 const RATE = Number(process.env.BENCH_RATE ?? '20');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '60');
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? '10');
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? '10');
 const WORKSPACES = Number(process.env.BENCH_WORKSPACES ?? '4');
 const LISTINGS = Number(process.env.BENCH_LISTINGS ?? '5');
 /** `1`: node --cpu-prof; `perf`: Linux perf's cpu-clock (perf-profile.ts: CPU time, undistorted by a loaded machine). */
@@ -152,9 +155,14 @@ async function main(): Promise<void> {
       started.set(res.booking!.bookingReference, t0);
     };
 
-    // Warm-up: every listing booked once, every delivery connection open.
-    await Promise.all(listings.map(() => book()));
-    await receiver.waitFor(() => deliveries().length >= listings.length, 30_000, 'warm-up deliveries');
+    // Warm-up at the measured rate: every delivery connection open, the code paths
+    // compiled by V8's optimising tier (steady state, as a long-running process is).
+    const warm = Math.round(RATE * WARMUP_SECONDS);
+    for (let i = 0; i < warm; i++) {
+      await sleep(1000 / RATE);
+      void book();
+    }
+    await receiver.waitFor(() => deliveries().length >= warm, 60_000, 'warm-up deliveries');
     await sleep(2000);
 
     // 1. Idle.
@@ -170,22 +178,31 @@ async function main(): Promise<void> {
     const before = deliveries().length;
     const total = Math.round(RATE * SECONDS);
     const cpu0 = cpuMsOf(system.child.pid);
+    const threads0 = threadCpuMs(system.child.pid!);
     const pg0 = await backendCpu(observer);
     const load0 = loadavg()[0]!;
     const stopPerf = PROFILE === 'perf' ? startPerf(system.child.pid!, join(profileDir ?? tmpdir(), 'perf.data'), ROOT) : undefined;
     const t0 = performance.now();
     const calls: Promise<void>[] = [];
     let failed = 0;
+    let mark = { at: t0, cpu: cpu0, n: 0 };
     for (let i = 0; i < total; i++) {
       const wait = t0 + (i * 1000) / RATE - performance.now();
       if (wait > 1) await sleep(wait);
       calls.push(book().catch(() => void failed++));
+      if (i > 0 && i % (RATE * 10) === 0) {
+        // Every 10 s: the CPU per booking so far in this stretch (should be flat in a steady state).
+        const now = { at: performance.now(), cpu: cpuMsOf(system.child.pid), n: i };
+        process.stdout.write(`  ${((now.at - t0) / 1000).toFixed(0)} s: ${((now.cpu - mark.cpu) / (now.n - mark.n)).toFixed(2)} ms of system CPU per booking in the last ${((now.at - mark.at) / 1000).toFixed(0)} s\n`);
+        mark = now;
+      }
     }
     await Promise.all(calls);
     const answered = performance.now();
     await receiver.waitFor(() => deliveries().length >= before + total - failed, 120_000, 'every delivery');
     const t1 = performance.now();
     const cpu = cpuMsOf(system.child.pid) - cpu0;
+    const threads = [...threadCpuBetween(threads0, threadCpuMs(system.child.pid!))].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
     const perf: PerfRecording | undefined = await stopPerf?.();
     const pg = backendCpuBetween(pg0, await backendCpu(observer));
     const windowS = (t1 - t0) / 1000;
@@ -221,6 +238,7 @@ async function main(): Promise<void> {
         const window = { startBeforeEndMs: end - t0, endBeforeEndMs: end - t1 };
         const origins = summariseProfile(file, ROOT, window);
         const fns = summariseFunctions(file, ROOT, window);
+        const inclusive = summariseInclusive(file, ROOT, window);
         profileLines = [
           '',
           `CPU profile of the system over the load window (${(origins.busyMs / booked).toFixed(2)} ms busy per booking, profiler included):`,
@@ -230,6 +248,11 @@ async function main(): Promise<void> {
             .join(', ')}`,
           `- by function (self): ${fns.shares
             .slice(0, 25)
+            .map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`)
+            .join('; ')}`,
+          `- by function (inclusive: itself and what it calls, across its awaits): ${inclusive.shares
+            .filter((s) => !/^\((root|program|idle|garbage collector)\)/.test(s.origin))
+            .slice(0, 60)
             .map((s) => `${s.origin} ${(s.share * 100).toFixed(1)} %`)
             .join('; ')}`,
         ];
@@ -246,6 +269,7 @@ async function main(): Promise<void> {
       `| load window (first call → last delivery; calls answered after) | ${windowS.toFixed(1)} s (${((answered - t0) / 1000).toFixed(1)} s) |`,
       `| **system process CPU per booking + delivery** | **${cpuPerBooking.toFixed(2)} ms** (target ≤ ${TARGET_MS} ms) |`,
       `| of which its idle background (${idleMsPerS.toFixed(1)} ms/s × window) | ${idleShare.toFixed(2)} ms |`,
+      `| by thread: ${threads.map(([name, ms]) => `${name} ${(ms / booked).toFixed(2)}`).join(', ')} | ms per booking |`,
       `| PostgreSQL backends' CPU per booking (idle: ${idlePgMsPerS.toFixed(1)} ms/s) | ${(pg / booked).toFixed(2)} ms |`,
       `| ConfirmBooking → delivery received, p50 / p99 | ${quantile(latencies, 0.5).toFixed(1)} / ${quantile(latencies, 0.99).toFixed(1)} ms |`,
       ...profileLines,
@@ -267,6 +291,8 @@ async function main(): Promise<void> {
     await observer.end({ timeout: 5 });
     await receiver.close();
     certs.remove();
+    // BENCH_PROFILE_DIR keeps the raw profile (for a profiler UI or a closer look).
+    if (profileDir && process.env.BENCH_PROFILE_DIR) cpSync(profileDir, process.env.BENCH_PROFILE_DIR, { recursive: true });
     if (profileDir) rmSync(profileDir, { recursive: true, force: true });
     await db.drop();
   }

@@ -21,6 +21,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { type Sql } from '../services/kit/database';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { cpuMsOf } from './support/proc-cpu';
+import { benchName } from './support/results';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 declare namespace autocannon {
@@ -125,6 +126,7 @@ function relaySummary(a: { events: number; batches: number }, b: { events: numbe
 const SCAN = `select calendar.night_conflicts($1, $2::date, $3::date, $4::boolean)`;
 
 async function main(): Promise<void> {
+  benchName('calendar');
   const loadStart = loadavg();
   const db = await createBenchDatabase();
   const system = await startBenchSystem(db.url, { RATE_LIMIT_PER_HOUR: '1000000', DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '10' });

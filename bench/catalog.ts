@@ -27,6 +27,7 @@ import { startPhotoServer } from '../test/catalog/support/photo-server';
 import { createCertificates } from '../test/support/tls';
 import { startSystem, stopAllSystems } from '../test/support/system';
 import sharp from 'sharp';
+import { benchName, watchPeakRss } from './support/results';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 declare namespace autocannon {
@@ -117,6 +118,7 @@ async function photoLike(i: number): Promise<Buffer> {
 }
 
 async function main(): Promise<void> {
+  benchName('catalog');
   const out: string[] = [];
   const pki = await createCertificates();
   const host = await startPhotoServer(pki);
@@ -141,6 +143,7 @@ async function main(): Promise<void> {
     },
     timeoutMs: 120000,
   });
+  watchPeakRss('system', system.child.pid);
   let c: Clients | undefined;
   try {
     c = clientsFor(system.internalUrl);

@@ -33,6 +33,7 @@ import { testLogger } from '../test/support/bus';
 import { createCertificates } from '../test/support/tls';
 import { SystemClients, startWebhookSystem } from '../test/notifications/support/harness';
 import { echoAndAccept, Receiver, type Handler } from '../test/notifications/support/receiver';
+import { benchName, watchPeakRss } from './support/results';
 
 const RATE = Number(process.env.BENCH_RATE ?? '20');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '45');
@@ -81,6 +82,7 @@ interface RunResult {
 
 async function run(receiver: Receiver, certs: Awaited<ReturnType<typeof createCertificates>>, withBad: boolean): Promise<RunResult> {
   const system = await startWebhookSystem(certs, { env: { WEBHOOK_RETRY_SCHEDULE: DEFAULT_WEBHOOK_RETRY_SCHEDULE.join(',') } });
+  watchPeakRss(withBad ? 'system (run B)' : 'system (run A)', system.child.pid);
   const c = new SystemClients(system.internalUrl);
   const bus = await connectNatsBus({ url: system.env.NATS_URL!, prefix: system.env.BUS_PREFIX!, log: testLogger() });
   try {
@@ -180,6 +182,7 @@ async function run(receiver: Receiver, certs: Awaited<ReturnType<typeof createCe
 }
 
 async function main(): Promise<void> {
+  benchName('deliveries-isolation');
   if (!process.env.DATABASE_URL || !process.env.NATS_URL) throw new Error('needs DATABASE_URL and NATS_URL (a real PostgreSQL and NATS JetStream)');
   const certs = await createCertificates();
   const receiver = new Receiver(certs);

@@ -39,6 +39,7 @@ import { KIT_MIGRATIONS, runMigrations, type MigrationSource } from '../services
 import type { OutboxRow } from '../services/kit/outbox';
 import { createBenchDatabase } from './support/bench-system';
 import { cpuMsOf } from './support/proc-cpu';
+import { benchName } from './support/results';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '10');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '16');
@@ -214,6 +215,7 @@ async function warm(t: Target, w: Workload): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  benchName('domain-sql');
   const fixtures = mkdtempSync(join(tmpdir(), 'psync-bench-domain-sql-'));
   const beforeRoot = join(fixtures, 'calendar');
   const identityRoot = join(fixtures, 'identity');

@@ -32,6 +32,7 @@ import type { TLSSocket } from 'node:tls';
 import { createInterface } from 'node:readline';
 import { EgressPool, guardedRequest, type UrlRules } from '../services/kit/egress';
 import { createCertificates } from '../test/support/tls';
+import { benchName, watchPeakRss } from './support/results';
 
 const num = (name: string, def: number) => Number(process.env[name] ?? String(def));
 const DELIVERIES = num('BENCH_DELIVERIES', 20_000);
@@ -193,6 +194,7 @@ async function client(base: string): Promise<void> {
 
 /** This process: the receiver, the client process, the report. */
 async function main(): Promise<void> {
+  benchName('egress');
   const certs = await createCertificates();
   const photo = Buffer.alloc(PHOTO_BYTES, 0x5a);
   let tlsConnections = 0;
@@ -218,9 +220,11 @@ async function main(): Promise<void> {
   const base = `https://localhost:${(server.address() as AddressInfo).port}`;
 
   const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
-    env: { ...process.env, BENCH_EGRESS_BASE: base, NODE_EXTRA_CA_CERTS: certs.caFile, EGRESS_ALLOW_CIDRS: '127.0.0.1/32' },
+    // The client reports through its output; the result file is this process's.
+    env: { ...process.env, BENCH_EGRESS_BASE: base, NODE_EXTRA_CA_CERTS: certs.caFile, EGRESS_ALLOW_CIDRS: '127.0.0.1/32', BENCH_RESULT_FILE: '' },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
+  watchPeakRss('egress client', child.pid);
   const results: PartResult[] = [];
   for await (const line of createInterface({ input: child.stdout })) {
     const msg = JSON.parse(line) as PartResult | { mark: string };

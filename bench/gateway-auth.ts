@@ -76,6 +76,7 @@ import {
   type Build,
   type Server,
 } from './support/gateway-servers';
+import { benchName } from './support/results';
 
 const ROOT = resolve(__dirname, '..');
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -679,6 +680,7 @@ function writeSection(section: string): void {
 // ------------------------------------------------------------------ main
 
 async function main(): Promise<void> {
+  benchName('gateway-auth');
   if (RUNTIME === 'compiled') {
     process.stdout.write('compiling the project (tsc) into .tmp/bench-dist, as the image runs it…\n');
     DIST = buildForBench(ROOT);

@@ -35,6 +35,7 @@ import { cachedImage, flatImage } from '../test/catalog/support/photo-bombs';
 import { startPhotoServer } from '../test/catalog/support/photo-server';
 import { startSystem, stopAllSystems } from '../test/support/system';
 import { createCertificates } from '../test/support/tls';
+import { benchName, watchPeakRss } from './support/results';
 
 const num = (name: string, def: number) => Number(process.env[name] ?? String(def));
 const PROPERTIES = num('BENCH_PROPERTIES', 30);
@@ -69,6 +70,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (bytes: number) => `${Math.round(bytes / MB)} MB`;
 
 async function main(): Promise<void> {
+  benchName('photos');
   const t0 = Date.now();
   const bombJpeg = await cachedImage('bomb-10000-progressive.jpg', () => flatImage('progressive-jpeg', 10000, 10000));
   const bombPng = await cachedImage('bomb-20000.png', () => flatImage('png', 20000, 20000));
@@ -107,6 +109,7 @@ async function main(): Promise<void> {
     },
     timeoutMs: 120000,
   });
+  watchPeakRss('system', system.child.pid);
   const pid = system.child.pid!;
   let c: Clients | undefined;
   const out: string[] = [];

@@ -17,6 +17,9 @@ import { UpsertPropertyRequestSchema } from '../gen/psync/catalog/v1/catalog_pb'
 import { AuthorizeRequestSchema } from '../gen/psync/identity/v1/identity_pb';
 import { requestViolations } from '../services/kit/request-guard';
 import { hasRules, ruleViolations } from '../services/kit/validation';
+import { benchName } from './support/results';
+
+benchName('validation');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 20_000);

@@ -35,6 +35,7 @@ import { startTestDatabase } from '../test/support/database';
 import { testLogger } from '../test/support/bus';
 import { createBenchDatabase } from './support/bench-system';
 import { ms, quantile, sleep } from './support/stream-lag';
+import { benchName } from './support/results';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? '20000');
 const TRICKLE = Number(process.env.BENCH_TRICKLE ?? '300');
@@ -196,6 +197,7 @@ function graphileWorker(mod: any, url: string, localQueue: number): Contender {
 }
 
 async function main(): Promise<void> {
+  benchName('worker-queues');
   // Scratch databases are dropped `with (force)`: a library's pool may still hold an idle
   // connection that the drop terminates; that is not a failure of the benchmark.
   process.on('uncaughtException', (err: Error & { code?: string }) => {

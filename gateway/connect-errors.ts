@@ -53,6 +53,23 @@ export function problemFromConnectError(err: ConnectError): ProblemError | undef
   // the database or bus unreachable); INTERNAL and UNKNOWN fall through to 500 below.
   if (err.code === Code.Unavailable) return new ProblemError('service_unavailable', { cause: err });
   const reason = errorReason(err);
+  if (reason !== ErrorReason.UNSPECIFIED) return problemForReason(reason, err);
+  // A socket error wrapped under another code (e.g. when the transport could not classify it) is still "unreachable".
+  if (UNAVAILABLE_CODES.has(err.code) || isNetworkError(err.cause)) return new ProblemError('service_unavailable', { cause: err });
+  const byCode = CODE_REASONS.get(err.code);
+  return byCode === undefined ? undefined : problemForReason(byCode, err);
+}
+
+/** The reason a Connect code alone stands for, when the error carries none. */
+const CODE_REASONS = new Map<Code, ErrorReason>([
+  [Code.Unimplemented, ErrorReason.NOT_ENABLED],
+  [Code.InvalidArgument, ErrorReason.VALIDATION_FAILED],
+  [Code.Unauthenticated, ErrorReason.UNAUTHORIZED],
+  [Code.PermissionDenied, ErrorReason.WORKSPACE_SCOPE_MISMATCH],
+  [Code.ResourceExhausted, ErrorReason.RATE_LIMITED],
+]);
+
+function problemForReason(reason: ErrorReason, err: ConnectError): ProblemError | undefined {
   switch (reason) {
     case ErrorReason.VALIDATION_FAILED:
       return new ProblemError('validation_failed', { errors: violations(err), cause: err });
@@ -83,26 +100,8 @@ export function problemFromConnectError(err: ConnectError): ProblemError | undef
     case ErrorReason.SERVICE_UNAVAILABLE:
     case ErrorReason.TOKEN_ISSUER_NOT_CONFIGURED:
       return new ProblemError('service_unavailable', { cause: err });
-    case ErrorReason.UNSPECIFIED:
-      break;
     default:
       // A reason with no public meaning on a contract route (operator/marketplace only).
-      return undefined;
-  }
-  // A socket error wrapped under another code (e.g. when the transport could not classify it) is still "unreachable".
-  if (UNAVAILABLE_CODES.has(err.code) || isNetworkError(err.cause)) return new ProblemError('service_unavailable', { cause: err });
-  switch (err.code) {
-    case Code.Unimplemented:
-      return new ProblemError('not_enabled', { cause: err });
-    case Code.InvalidArgument:
-      return new ProblemError('validation_failed', { errors: violations(err), cause: err });
-    case Code.Unauthenticated:
-      return new ProblemError('unauthorized', { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE }, cause: err });
-    case Code.PermissionDenied:
-      return new ProblemError('workspace_scope_mismatch', { cause: err });
-    case Code.ResourceExhausted:
-      return new ProblemError('rate_limited', { headers: { 'Retry-After': String(retryAfterFrom(err) ?? 60) }, cause: err });
-    default:
       return undefined;
   }
 }

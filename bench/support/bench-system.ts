@@ -16,7 +16,7 @@ import { createSql, type Sql } from '../../services/kit/database';
 import { credentialInterceptor, testCallerEnv } from '../../test/support/credentials';
 import { ROOT } from '../../test/support/process';
 import { freePort } from '../../test/support/system';
-import { samplePeakRss, watchPeakRss } from './peak-rss';
+import { samplePeakRss, watchPeakRss } from './results';
 
 /** A database created for one benchmark run; `drop()` removes it (sessions terminated). */
 export interface BenchDatabase {

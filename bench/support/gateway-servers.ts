@@ -4,7 +4,7 @@
  * system (one process per role, gRPC between them) and the baseline
  * (bench/support/bare-auth-server.ts), each started on free ports as compiled
  * JavaScript or through tsx (compiled-build.ts), watched for its peak RSS
- * (peak-rss.ts), with its CPU time from /proc.
+ * (results.ts), with its CPU time from /proc.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -13,7 +13,7 @@ import { isRole } from '../../services/kit/access-policy';
 import { TEST_TOKENS, testCallerEnv } from '../../test/support/credentials';
 import { freePort } from '../../test/support/system';
 import { entryArgs, type Runtime } from './compiled-build';
-import { samplePeakRss, watchPeakRss } from './peak-rss';
+import { samplePeakRss, watchPeakRss } from './results';
 import { cpuMsOf } from './proc-cpu';
 
 const ROOT = resolve(__dirname, '..', '..');

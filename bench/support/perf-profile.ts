@@ -13,6 +13,7 @@
  * kernel.perf_event_paranoid ≤ 1 for one's own processes); `perfAvailable()` says.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
 /** The node arguments that make JavaScript frames readable by perf. */
@@ -139,6 +140,41 @@ export interface PerfRecording {
 }
 
 /**
+ * `--perf-basic-prof` appends a line per code object to /tmp/perf-<pid>.map and never
+ * removes one, but the garbage collector frees and moves code, so later code reuses the
+ * addresses of earlier (start-up) code and perf would name it after the first entry.
+ * Rewrites the map keeping, for any address, only the latest entry that covers it.
+ */
+export function dedupePerfMap(pid: number): void {
+  const file = `/tmp/perf-${pid}.map`;
+  if (!existsSync(file)) return;
+  const entries = readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(l))
+    .filter((m) => m !== null)
+    .map((m) => ({ start: parseInt(m[1]!, 16), end: parseInt(m[1]!, 16) + parseInt(m[2]!, 16), line: m[0] }));
+  // Newest first; an entry survives if no newer survivor overlaps it (sorted starts + binary search).
+  const kept: { start: number; end: number; line: string }[] = [];
+  const starts: number[] = [];
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i]!;
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid]! < e.end) lo = mid + 1;
+      else hi = mid;
+    }
+    // kept[lo - 1] is the last survivor starting before e ends: it overlaps e if it ends after e starts.
+    const before = kept[lo - 1];
+    if (before && before.end > e.start) continue;
+    kept.splice(lo, 0, e);
+    starts.splice(lo, 0, e.start);
+  }
+  writeFileSync(file, `${kept.map((e) => e.line).join('\n')}\n`);
+}
+
+/**
  * Starts `perf record -g` on `pid` (started with PERF_NODE_ARGS), writing `file`; the
  * returned function stops it and summarises what it recorded.
  */
@@ -148,6 +184,7 @@ export function startPerf(pid: number, file: string, root: string): () => Promis
     const exited = new Promise<void>((r) => perf.once('exit', () => r()));
     perf.kill('SIGINT');
     await exited;
+    dedupePerfMap(pid);
     const run = (args: string[]) => execFileSync('perf', args, { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
     const self = parsePerfReport(run(['report', '-i', file, '--no-children', '--sort', 'sym', '--stdio', '-g', 'none', '--percent-limit', '0']), root);
     const byJavaScript = parsePerfScript(run(['script', '-i', file, '-F', 'comm,ip,sym,dso']), root);

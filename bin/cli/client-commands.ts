@@ -6,6 +6,7 @@
  */
 import { IdentityService, type InternalClient } from '../../gen/psync/identity/v1/identity_pb';
 import { command, type Command } from './registry';
+import { credentialIdCheck } from './credential-id';
 import { isoOrNull } from './present';
 
 /** A client as the operator sees it (never its token). */
@@ -38,13 +39,7 @@ export const clientCommands: Record<string, Command> = {
       client: {
         value: 'CLIENT_ID',
         required: true,
-        // Never echo the value: it may be a whole token pasted by mistake.
-        check: (v) =>
-          v.startsWith('psmc_')
-            ? '--client takes the client id (the 16 characters after "psmc_"), not the whole token'
-            : /^[a-z2-7]{16}$/.test(v)
-              ? undefined
-              : '--client must be a client id: 16 characters a-z and 2-7, as printed by `psync client issue`',
+        check: credentialIdCheck({ flag: 'client', id: 'client id', prefix: 'psmc_', whole: 'token' }),
         doc: 'the client id (16 characters a-z, 2-7), as printed by `psync client issue`; not the token',
       },
     },

@@ -21,6 +21,7 @@ import {
 import { EnumNames, environments } from '../../services/kit/enum-names';
 import { UsageError } from './args';
 import { command, type Command } from './registry';
+import { credentialIdCheck } from './credential-id';
 import { environmentName, isoOrNull, UUID, webhookEventTypeName } from './present';
 
 const WORKSPACE_ERROR = '--workspace must be a workspace id (a UUID, as printed by `psync workspace create`)';
@@ -94,13 +95,7 @@ export const operationCommands: Record<string, Command> = {
       key: {
         value: 'KEY_ID',
         required: true,
-        // Never echo the value: it may be a whole API key pasted by mistake.
-        check: (v) =>
-          v.startsWith('psk_')
-            ? '--key takes the key id (the 16 characters after "psk_"), not the whole API key'
-            : /^[a-z2-7]{16}$/.test(v)
-              ? undefined
-              : '--key must be a key id: 16 characters a-z and 2-7, as printed by `psync key issue`',
+        check: credentialIdCheck({ flag: 'key', id: 'key id', prefix: 'psk_', whole: 'API key' }),
         doc: 'the key id (16 characters a-z, 2-7), as printed by `psync key issue`; not the whole key',
       },
     },

@@ -38,8 +38,8 @@ export interface BlockPageRequest {
   offset: number;
 }
 
-/** A block row as the page statement reads it. */
-export interface BlockPageRow {
+/** A block row as stored: what the page statement and `calendar.put_block` read back. */
+export interface BlockRow {
   id: string;
   external_uid: string;
   listing_id: string;
@@ -88,7 +88,7 @@ function pageIds(sql: Sql, q: BlockPageRequest) {
 
 /** The page statement (not yet run: await it, or nest it, e.g. in an EXPLAIN). */
 export function blockPageQuery(sql: Sql, q: BlockPageRequest) {
-  return sql<BlockPageRow[]>`
+  return sql<BlockRow[]>`
     with page as (${pageIds(sql, q)})
     select b.id, b.external_uid, b.listing_id, b.check_in::text, b.check_out::text, b.reason,
            b.check_out - b.check_in as nights, b.created_at, b.updated_at

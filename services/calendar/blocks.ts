@@ -32,7 +32,7 @@ import { checkRange } from './dates';
 import { EnumNames } from '../kit/enum-names';
 import { invalidArgument, notEnabled } from './errors';
 import { appendEvents, calendarChanged } from './event-log';
-import { blockPageQuery } from './blocks-list';
+import { blockPageQuery, type BlockRow } from './blocks-list';
 import { lockListing, refuseConflicts, scanConflicts, withListingTransaction, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
 import { currentTraceHeaders } from '../kit/telemetry';
@@ -41,19 +41,6 @@ import { canonicalUuid } from '../kit/uuid';
 
 /** Block reasons as stored (`reserved`, `owner_stay`, …) ↔ BlockReason. */
 const reasons = new EnumNames<BlockReason, 'reserved' | 'maintenance' | 'owner_stay' | 'other'>(BlockReasonSchema);
-
-/** A block row as read back. */
-interface BlockRow {
-  id: string;
-  external_uid: string;
-  listing_id: string;
-  check_in: string;
-  check_out: string;
-  reason: string;
-  nights: number;
-  created_at: Date;
-  updated_at: Date;
-}
 
 /**
  * What `calendar.put_block` answers: the outcome (`unchanged` is the identical no-op,

@@ -81,13 +81,21 @@ export type CalendarChangedBody = {
   held: NightRangeBody | null;
 };
 
-export type BookingConfirmedBody = {
+/** The fields every body of an event scoped to a workspace's environment opens with. */
+type EnvironmentEventBody = {
   occurred_at: string;
   workspace_id: string;
   environment: EnvironmentWord;
+};
+
+/** The fields every booking event's body opens with. */
+type BookingEventBody = EnvironmentEventBody & {
   booking_reference: string;
   listing_id: string;
   provider_id: string | null;
+};
+
+export type BookingConfirmedBody = BookingEventBody & {
   check_in: string;
   check_out: string;
   check_in_time: string;
@@ -98,21 +106,12 @@ export type BookingConfirmedBody = {
   amount_paid: { value: string; currency: string };
 };
 
-export type BookingCancelledBody = {
-  occurred_at: string;
-  workspace_id: string;
-  environment: EnvironmentWord;
-  booking_reference: string;
-  listing_id: string;
-  provider_id: string | null;
+export type BookingCancelledBody = BookingEventBody & {
   cancelled_at: string;
   initiated_by: InitiatorWord;
 };
 
-export type UserErasedBody = {
-  occurred_at: string;
-  workspace_id: string;
-  environment: EnvironmentWord;
+export type UserErasedBody = EnvironmentEventBody & {
   erasure_id: string;
   booking_references: string[];
   provider_ids: string[];
@@ -187,6 +186,26 @@ function nightRange(b: Json, key: string) {
   return { checkIn: text(r, 'check_in'), checkOut: text(r, 'check_out') };
 }
 
+/** The fields every event scoped to a workspace's environment opens with. */
+function environmentFields(id: string, b: Json) {
+  return {
+    eventId: id,
+    occurredAt: timestamp(b, 'occurred_at'),
+    workspaceId: text(b, 'workspace_id'),
+    environment: word(ENVIRONMENTS, b, 'environment'),
+  };
+}
+
+/** The fields every booking event opens with. */
+function bookingFields(id: string, b: Json) {
+  return {
+    ...environmentFields(id, b),
+    bookingReference: text(b, 'booking_reference'),
+    listingId: text(b, 'listing_id'),
+    providerId: optionalText(b, 'provider_id'),
+  };
+}
+
 /** Builds each message from its event id and body. */
 const MESSAGES = {
   calendar_changed: {
@@ -208,13 +227,7 @@ const MESSAGES = {
     build: (id: string, b: Json): BookingConfirmed => {
       const amount = object(b.amount_paid, 'amount_paid');
       return create(BookingConfirmedSchema, {
-        eventId: id,
-        occurredAt: timestamp(b, 'occurred_at'),
-        workspaceId: text(b, 'workspace_id'),
-        environment: word(ENVIRONMENTS, b, 'environment'),
-        bookingReference: text(b, 'booking_reference'),
-        listingId: text(b, 'listing_id'),
-        providerId: optionalText(b, 'provider_id'),
+        ...bookingFields(id, b),
         checkIn: text(b, 'check_in'),
         checkOut: text(b, 'check_out'),
         checkInTime: text(b, 'check_in_time'),
@@ -229,13 +242,7 @@ const MESSAGES = {
     schema: BookingCancelledSchema,
     build: (id: string, b: Json): BookingCancelled =>
       create(BookingCancelledSchema, {
-        eventId: id,
-        occurredAt: timestamp(b, 'occurred_at'),
-        workspaceId: text(b, 'workspace_id'),
-        environment: word(ENVIRONMENTS, b, 'environment'),
-        bookingReference: text(b, 'booking_reference'),
-        listingId: text(b, 'listing_id'),
-        providerId: optionalText(b, 'provider_id'),
+        ...bookingFields(id, b),
         cancelledAt: timestamp(b, 'cancelled_at'),
         initiatedBy: word(INITIATORS, b, 'initiated_by'),
       }),
@@ -244,10 +251,7 @@ const MESSAGES = {
     schema: UserErasedSchema,
     build: (id: string, b: Json): UserErased =>
       create(UserErasedSchema, {
-        eventId: id,
-        occurredAt: timestamp(b, 'occurred_at'),
-        workspaceId: text(b, 'workspace_id'),
-        environment: word(ENVIRONMENTS, b, 'environment'),
+        ...environmentFields(id, b),
         erasureId: text(b, 'erasure_id'),
         bookingReferences: texts(b, 'booking_references'),
         providerIds: texts(b, 'provider_ids'),

@@ -6,8 +6,9 @@
  *   (singular, repeated, map keys and values, oneof members, nested messages): code
  *   `invalid`;
  * - a google.protobuf.Timestamp before 0001-01-01T00:00:00Z (`minimum`), after
- *   9999-12-31T23:59:59.999999999Z (`maximum`), or with nanos outside 0…999 999 999
- *   (`invalid`).
+ *   9999-12-31T23:59:59.999499999Z (`maximum`: the services read instants as
+ *   JavaScript Dates, rounded to the millisecond, and a later one rounds into year
+ *   10000, which no column stores), or with nanos outside 0…999 999 999 (`invalid`).
  *
  * The answer is INVALID_ARGUMENT with ErrorDetail VALIDATION_FAILED and a
  * ValidationDetail listing each offending field by its proto path (`property.name`,
@@ -23,6 +24,7 @@ import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { ScalarType, type DescField, type DescMessage, type DescOneof } from '@bufbuild/protobuf';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { isUnstorableText, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS } from './storable-values';
+import { checkedStream } from './checked-stream';
 
 /** One refused field: `{field, code}` as in the public `errors[]` (docs/contract-gaps.md "`errors[].code` values"). */
 export interface GuardViolation {
@@ -34,6 +36,8 @@ export interface GuardViolation {
 const MAX_VIOLATIONS = 100;
 
 const TIMESTAMP = 'google.protobuf.Timestamp';
+/** Nanos from which the last second of year 9999, rounded to a millisecond, is year 10000. */
+const LAST_MILLISECOND_ROUNDS_UP_AT = 999_500_000;
 
 /** A field worth visiting, by how its value is held. */
 type Check =
@@ -132,6 +136,7 @@ function visitMessage(plan: Plan, msg: Fields, path: string, out: Sink): boolean
     if (seconds < MIN_TIMESTAMP_SECONDS) return report(out, path, 'minimum');
     if (seconds > MAX_TIMESTAMP_SECONDS) return report(out, path, 'maximum');
     if (nanos < 0 || nanos > 999_999_999) return report(out, path, 'invalid');
+    if (seconds === MAX_TIMESTAMP_SECONDS && nanos >= LAST_MILLISECOND_ROUNDS_UP_AT) return report(out, path, 'maximum');
     return false;
   }
   for (const check of plan.checks) {
@@ -219,14 +224,6 @@ function refusal(desc: DescMessage, msg: object): ConnectError | undefined {
   return violations.length === 0 ? undefined : invalidRequest(violations);
 }
 
-async function* guarded(desc: DescMessage, messages: AsyncIterable<object>): AsyncIterable<object> {
-  for await (const msg of messages) {
-    const err = refusal(desc, msg);
-    if (err) throw err;
-    yield msg;
-  }
-}
-
 /**
  * The interceptor (services/kit/run-process.ts registers it after authentication, so
  * an unauthenticated caller learns nothing about its payload). A streamed request's
@@ -235,7 +232,7 @@ async function* guarded(desc: DescMessage, messages: AsyncIterable<object>): Asy
 export const requestGuardInterceptor: Interceptor = (next) => (req) => {
   const desc = req.method.input;
   if (isEmpty(planOf(desc))) return next(req);
-  if (req.stream) return next({ ...req, message: guarded(desc, req.message) } as typeof req);
+  if (req.stream) return next({ ...req, message: checkedStream(req.message, (msg: object) => refusal(desc, msg)) });
   const err = refusal(desc, req.message);
   return err ? Promise.reject(err) : next(req);
 };

@@ -18,10 +18,20 @@ import {
   PutBlockRequestSchema,
   WatchEventsRequestSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
+import type { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { AddressSchema, CatalogService, ListAmenitiesRequestSchema, SearchPublicListingsRequestSchema, UpsertPropertyRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { AuthorizeRequestSchema, CreateWorkspaceRequestSchema, RevokeKeyRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
-import { ListDeletionRequestsRequestSchema, PutEndpointRequestSchema, ReplayDeliveriesRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
+import {
+  type DeliveryState,
+  GetDeliveryRequestSchema,
+  ListDeletionRequestsRequestSchema,
+  ListDeliveryLogRequestSchema,
+  PutEndpointRequestSchema,
+  ReplayDeliveriesRequestSchema,
+  ResendDeliveryRequestSchema,
+  TriggerTestEventRequestSchema,
+} from '../../gen/psync/notifications/v1/notifications_pb';
 import { PAGE_SIZE_MAX } from './limits';
 import { hasRules, ruleViolations, validationInterceptor } from './validation';
 
@@ -147,6 +157,62 @@ describe('each kind of rule reports its public code', () => {
   });
 });
 
+describe("the partners' sandbox tools (the gateway checks the public input the same way first)", () => {
+  const trigger = { workspaceId: WS, listingId: 'lst_1', eventType: 2 };
+
+  test('a test event: workspace UUID, listing id, a subscribable kind, a test reference, real dates, a declared initiator', () => {
+    expect(violations(TriggerTestEventRequestSchema, { ...trigger, bookingReference: 'TEST-BK0123456789', checkIn: '2032-02-29', initiatedBy: 2 })).toEqual([]);
+    expect(violations(TriggerTestEventRequestSchema, { ...trigger, listingId: '東'.repeat(255) })).toEqual([]);
+    expect(violations(TriggerTestEventRequestSchema, { workspaceId: 'nope', listingId: '', eventType: 1 })).toEqual([
+      { field: 'workspace_id', code: 'format' },
+      { field: 'listing_id', code: 'required' },
+      { field: 'event_type', code: 'enum' },
+    ]);
+    expect(
+      violations(TriggerTestEventRequestSchema, {
+        ...trigger,
+        eventType: 0,
+        listingId: '東'.repeat(256),
+        bookingReference: 'BK0123456789',
+        checkIn: '2031-02-29',
+        checkOut: '',
+        initiatedBy: 9 as CancellationInitiator,
+      }),
+    ).toEqual([
+      { field: 'listing_id', code: 'max_length' },
+      { field: 'event_type', code: 'enum' },
+      { field: 'booking_reference', code: 'pattern' },
+      { field: 'check_in', code: 'format' },
+      { field: 'check_out', code: 'format' },
+      { field: 'initiated_by', code: 'enum' },
+    ]);
+  });
+
+  test('the delivery log: workspace UUID, paging from 0 (the default) to PAGE_SIZE_MAX, filters of declared values', () => {
+    expect(violations(ListDeliveryLogRequestSchema, { workspaceId: WS })).toEqual([]);
+    expect(violations(ListDeliveryLogRequestSchema, { workspaceId: WS, page: 3, pageSize: PAGE_SIZE_MAX, state: 3, eventType: 4 })).toEqual([]);
+    expect(violations(ListDeliveryLogRequestSchema, { workspaceId: 'nope', page: -1, pageSize: PAGE_SIZE_MAX + 1, state: 0, eventType: 1 })).toEqual([
+      { field: 'workspace_id', code: 'format' },
+      { field: 'page', code: 'minimum' },
+      { field: 'page_size', code: 'maximum' },
+      { field: 'state', code: 'enum' },
+      { field: 'event_type', code: 'enum' },
+    ]);
+    expect(violations(ListDeliveryLogRequestSchema, { workspaceId: WS, pageSize: -1, state: 7 as DeliveryState, eventType: 0 })).toEqual([
+      { field: 'page_size', code: 'minimum' },
+      { field: 'state', code: 'enum' },
+      { field: 'event_type', code: 'enum' },
+    ]);
+  });
+
+  test('a delivery read or resent: the workspace is a UUID; a malformed event_id is left to NOT_FOUND', () => {
+    for (const desc of [GetDeliveryRequestSchema, ResendDeliveryRequestSchema]) {
+      expect(violations(desc, { workspaceId: WS, eventId: 'not-a-uuid' })).toEqual([]);
+      expect(violations(desc, { workspaceId: '', eventId: WS })).toEqual([{ field: 'workspace_id', code: 'required' }]);
+    }
+  });
+});
+
 describe('reports', () => {
   test('every field once, in field order, with the first rule it broke', () => {
     const init = upsert({ name: '', checkInTime: 'noon', amenities: ['', 'ok'] }, { country: 'zz-secret' });
@@ -250,7 +316,7 @@ describe('the protos agree with the rest of the code', () => {
   const ROOT = join(__dirname, '..', '..');
 
   test('page_size bounds are PAGE_SIZE_MAX (services/kit/limits.ts)', () => {
-    for (const desc of [ListBlocksRequestSchema, SearchPublicListingsRequestSchema]) {
+    for (const desc of [ListBlocksRequestSchema, SearchPublicListingsRequestSchema, ListDeliveryLogRequestSchema]) {
       const rules = getOption(desc.field.pageSize, fieldRules);
       expect([desc.typeName, rules.type.case === 'int32' ? rules.type.value.lessThan : undefined]).toEqual([desc.typeName, { case: 'lte', value: PAGE_SIZE_MAX }]);
     }

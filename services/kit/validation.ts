@@ -31,6 +31,7 @@ import { FieldRulesSchema, field as fieldRules, message as messageRules, oneof a
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { file_psync_common_v1_rules } from '../../gen/psync/common/v1/rules_pb';
 import type { Violation } from './errors';
+import { checkedStream } from './checked-stream';
 
 /** At most this many violations are reported for one request (as the gateway does). */
 const MAX_VIOLATIONS = 100;
@@ -233,14 +234,6 @@ function nestedMessage(f: DescField): DescMessage | undefined {
   return undefined;
 }
 
-async function* validated(desc: DescMessage, messages: AsyncIterable<Message>): AsyncIterable<Message> {
-  for await (const msg of messages) {
-    const err = ruleRefusal(desc, msg);
-    if (err) throw err;
-    yield msg;
-  }
-}
-
 /**
  * The interceptor (services/kit/run-process.ts registers it after authentication and
  * the request guard). A request type without any rule costs one map look-up; a
@@ -249,7 +242,7 @@ async function* validated(desc: DescMessage, messages: AsyncIterable<Message>): 
 export const validationInterceptor: Interceptor = (next) => (req) => {
   const desc = req.method.input;
   if (!hasRules(desc)) return next(req);
-  if (req.stream) return next({ ...req, message: validated(desc, req.message) });
+  if (req.stream) return next({ ...req, message: checkedStream(req.message, (msg: Message) => ruleRefusal(desc, msg)) });
   const err = ruleRefusal(desc, req.message);
   return err ? Promise.reject(err) : next(req);
 };

@@ -6,7 +6,9 @@
  * and the retry it scheduled).
  *
  * - Paged like the rest of the contract: `page` (1-based) and `page_size` (1 to 200,
- *   default 50), `{items, has_more}`, no total. Offset paging over `id desc`: a
+ *   default 50), `{items, has_more}`, no total. The request's shape (workspace UUID,
+ *   paging bounds, filters) is declared in notifications.proto and checked before the
+ *   handler runs (services/kit/validation.ts). Offset paging over `id desc`: a
  *   delivery queued between two page reads shifts the later pages by one row.
  * - Every read is scoped to the workspace: another workspace's delivery is NOT_FOUND
  *   exactly like an unknown or malformed event_id.
@@ -15,11 +17,11 @@
  *   the registration call and are not deliveries.
  */
 import type { Sql } from '../kit/database';
-import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../kit/limits';
-import { validationFailed, type Violation } from '../kit/errors';
+import { PAGE_SIZE_DEFAULT } from '../kit/limits';
+import { canonicalUuid } from '../kit/uuid';
 import type { DeliveryListRow, DeliveryStateName } from './delivery-list';
 import type { EventKind } from './envelope';
-import { deliveryNotFound, isUuid, requireUuid } from './errors';
+import { deliveryNotFound, isUuid } from './errors';
 
 /** Most attempts shown per delivery (newest first); `attempt_log_total` counts them all. */
 export const ATTEMPTS_SHOWN = 20;
@@ -51,20 +53,10 @@ export interface DeliveryRow extends DeliveryListRow {
 export interface DeliveryLogQuery {
   /** 1-based; 0 means 1. */
   page: number;
-  /** 0 means PAGE_SIZE_DEFAULT. */
+  /** 0 means PAGE_SIZE_DEFAULT; at most PAGE_SIZE_MAX (the .proto's rule). */
   pageSize: number;
   state?: DeliveryStateName;
   kind?: EventKind;
-}
-
-/** Page and page size as given (0 = default), or INVALID_ARGUMENT naming each bad one. */
-function paging(q: DeliveryLogQuery): { page: number; pageSize: number } {
-  const violations: Violation[] = [];
-  if (!Number.isInteger(q.page) || q.page < 0) violations.push({ field: 'page', code: 'minimum' });
-  if (!Number.isInteger(q.pageSize) || q.pageSize < 0) violations.push({ field: 'page_size', code: 'minimum' });
-  else if (q.pageSize > PAGE_SIZE_MAX) violations.push({ field: 'page_size', code: 'maximum' });
-  if (violations.length > 0) throw validationFailed(violations);
-  return { page: q.page || 1, pageSize: q.pageSize || PAGE_SIZE_DEFAULT };
 }
 
 /** Attaches each delivery's most recent attempts (one query for the whole page). */
@@ -106,8 +98,9 @@ export async function withAttempts(sql: Sql, rows: DeliveryRow[]): Promise<Deliv
 
 /** One page of a workspace's deliveries, newest first, with their attempts. */
 export async function deliveryLogPage(sql: Sql, workspaceId: string, q: DeliveryLogQuery): Promise<{ items: DeliveryLogEntry[]; hasMore: boolean }> {
-  const ws = requireUuid(workspaceId, 'workspace_id');
-  const { page, pageSize } = paging(q);
+  const ws = canonicalUuid(workspaceId);
+  const page = q.page || 1;
+  const pageSize = q.pageSize || PAGE_SIZE_DEFAULT;
   const rows = await sql<DeliveryRow[]>`
     select id, workspace_id, event_id, event_type, state, attempts, last_status, last_error,
            next_attempt_at, occurred_at, created_at, test
@@ -123,7 +116,7 @@ export async function deliveryLogPage(sql: Sql, workspaceId: string, q: Delivery
 
 /** The delivery of `eventId` in the workspace, with its attempts; NOT_FOUND otherwise. */
 export async function deliveryByEventId(sql: Sql, workspaceId: string, eventId: string): Promise<DeliveryLogEntry> {
-  const ws = requireUuid(workspaceId, 'workspace_id');
+  const ws = canonicalUuid(workspaceId);
   // A malformed id can name no delivery: the same answer as an unknown one.
   if (!isUuid(eventId)) throw deliveryNotFound();
   const [row] = await sql<DeliveryRow[]>`

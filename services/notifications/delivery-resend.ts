@@ -25,12 +25,14 @@
  */
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
+import { canonicalUuid } from '../kit/uuid';
 import { deliveryByEventId, type DeliveryLogEntry } from './delivery-log';
-import { deliveryNotFound, deliveryNotResendable, endpointNotActive, isUuid, requireUuid } from './errors';
+import { deliveryNotFound, deliveryNotResendable, endpointNotActive, isUuid } from './errors';
 
 /** Queues the delivery again (see above); resolves with it as it is now. */
 export async function resendDelivery(sql: Sql, log: Logger, workspaceId: string, eventId: string): Promise<DeliveryLogEntry> {
-  const ws = requireUuid(workspaceId, 'workspace_id');
+  const ws = canonicalUuid(workspaceId);
+  // A malformed id can name no delivery: the same answer as an unknown one.
   if (!isUuid(eventId)) throw deliveryNotFound();
   const id = eventId.toLowerCase();
   const how = await sql.begin(async (tx) => {

@@ -68,8 +68,25 @@ export interface DeliverySource {
   body: string;
 }
 
-export function fromBookingConfirmed(e: BookingConfirmed): DeliverySource {
+/** The delivery of one domain event: what the log keeps of it and the envelope body sent. */
+function deliverySource(
+  kind: EventKind,
+  e: { eventId: string; workspaceId: string; occurredAt?: Timestamp },
+  data: Record<string, unknown>,
+  bookingReference?: string,
+): DeliverySource {
   const occurredAt = iso(e.occurredAt);
+  return {
+    kind,
+    eventId: e.eventId,
+    workspaceId: e.workspaceId,
+    occurredAt,
+    ...(bookingReference === undefined ? {} : { bookingReference }),
+    body: envelopeBody({ event_id: e.eventId, event_type: kind, occurred_at: occurredAt, data }),
+  };
+}
+
+export function fromBookingConfirmed(e: BookingConfirmed): DeliverySource {
   const data = {
     booking_reference: e.bookingReference,
     listing_id: e.listingId,
@@ -82,44 +99,22 @@ export function fromBookingConfirmed(e: BookingConfirmed): DeliverySource {
     guest_name: e.guestName,
     amount_paid: { value: e.amountPaid?.value ?? '0', currency: e.amountPaid?.currency ?? '' },
   };
-  return {
-    kind: 'booking.confirmed',
-    eventId: e.eventId,
-    workspaceId: e.workspaceId,
-    occurredAt,
-    bookingReference: e.bookingReference,
-    body: envelopeBody({ event_id: e.eventId, event_type: 'booking.confirmed', occurred_at: occurredAt, data }),
-  };
+  return deliverySource('booking.confirmed', e, data, e.bookingReference);
 }
 
 export function fromBookingCancelled(e: BookingCancelled): DeliverySource {
-  const occurredAt = iso(e.occurredAt);
   const data = {
     booking_reference: e.bookingReference,
     listing_id: e.listingId,
     cancelled_at: iso(e.cancelledAt, e.occurredAt),
     initiated_by: e.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest',
   };
-  return {
-    kind: 'booking.cancelled',
-    eventId: e.eventId,
-    workspaceId: e.workspaceId,
-    occurredAt,
-    bookingReference: e.bookingReference,
-    body: envelopeBody({ event_id: e.eventId, event_type: 'booking.cancelled', occurred_at: occurredAt, data }),
-  };
+  return deliverySource('booking.cancelled', e, data, e.bookingReference);
 }
 
 export function fromUserErased(e: UserErased): DeliverySource {
-  const occurredAt = iso(e.occurredAt);
   const data = { booking_references: [...e.bookingReferences], provider_ids: [...e.providerIds] };
-  return {
-    kind: 'user.erased',
-    eventId: e.eventId,
-    workspaceId: e.workspaceId,
-    occurredAt,
-    body: envelopeBody({ event_id: e.eventId, event_type: 'user.erased', occurred_at: occurredAt, data }),
-  };
+  return deliverySource('user.erased', e, data);
 }
 
 /** A challenge: a fresh opaque single-use string and the signed body that carries it. */

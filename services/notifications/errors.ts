@@ -7,7 +7,6 @@
 import { Code, type ConnectError } from '@connectrpc/connect';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { failure, notFound, validationFailed } from '../kit/errors';
-import { isUuid } from '../kit/uuid';
 
 /**
  * The one answer to every refused webhook URL (spec PUT /webhooks/endpoint: "one
@@ -19,15 +18,6 @@ export function urlRefused(): ConnectError {
 }
 
 export { isUuid } from '../kit/uuid';
-
-/**
- * Throws INVALID_ARGUMENT naming `field` unless `value` is a UUID; for a request field
- * whose .proto declares no `string.uuid` rule (services/kit/validation.ts enforces those).
- */
-export function requireUuid(value: string, field: string): string {
-  if (!isUuid(value)) throw validationFailed([{ field, code: 'format' }]);
-  return value.toLowerCase();
-}
 
 /** NOT_FOUND (DELIVERY_NOT_FOUND): unknown, malformed and another workspace's event_id alike. */
 export function deliveryNotFound(): ConnectError {

@@ -1,5 +1,6 @@
 /**
- * NotificationsService: the RPCs, thin — validation and presentation here, the
+ * NotificationsService: the RPCs, thin — presentation here (request shapes are the
+ * .proto's rules, checked before a handler runs: services/kit/validation.ts), the
  * behaviour in registration.ts, delivery-list.ts, delivery-replay.ts,
  * deletion-requests.ts, and for the partners' sandbox tools test-events.ts,
  * delivery-log.ts and delivery-resend.ts.
@@ -25,7 +26,6 @@ import {
   NotificationsService,
 } from '../../gen/psync/notifications/v1/notifications_pb';
 import type { Sql } from '../kit/database';
-import { validationFailed } from '../kit/errors';
 import { EnumNames } from '../kit/enum-names';
 import type { Logger } from '../kit/logger';
 import { DeletionRequests, stateOf } from './deletion-requests';
@@ -170,10 +170,9 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
     },
 
     async listDeliveryLog(req) {
+      // The filters' values and the paging bounds are the .proto's rules, checked before this runs.
       const kind = req.eventType === undefined ? undefined : subscribableKind(req.eventType);
-      if (req.eventType !== undefined && !kind) throw validationFailed([{ field: 'event_type', code: 'enum' }]);
       const state = req.state === undefined ? undefined : deliveryStateName(req.state);
-      if (req.state !== undefined && !state) throw validationFailed([{ field: 'state', code: 'enum' }]);
       const page = await deliveryLogPage(deps.sql, req.workspaceId, { page: req.page, pageSize: req.pageSize, state, kind });
       return { items: page.items.map(deliveryLogMessage), hasMore: page.hasMore };
     },

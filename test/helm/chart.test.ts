@@ -104,7 +104,7 @@ const CALLEES: Record<Component, ServiceName[]> = {
   identity: [],
   catalog: ['identity'],
   calendar: ['catalog', 'identity'],
-  notifications: ['identity'],
+  notifications: ['identity', 'catalog'],
 };
 type ServiceName = (typeof SERVICES)[number];
 const callersOf = (s: ServiceName): Component[] => COMPONENTS.filter((c) => CALLEES[c].includes(s));
@@ -717,7 +717,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         .map((c) => deploymentOwner(v.fullname, c))
         .sort(),
     );
-    const expected = { identity: ['gateway', 'catalog', 'calendar', 'notifications'], catalog: ['gateway', 'calendar'], calendar: ['gateway'], notifications: ['gateway'] }[s];
+    const expected = { identity: ['gateway', 'catalog', 'calendar', 'notifications'], catalog: ['gateway', 'calendar', 'notifications'], calendar: ['gateway'], notifications: ['gateway'] }[s];
     expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(expected.map((c) => deploymentOwner(v.fullname, c)).sort());
     const extra = rule.from.filter((p: Any) => p !== podPeers[0]);
     if (v.production && (s === 'catalog' || s === 'calendar')) {
@@ -761,7 +761,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         identity: [],
         catalog: ['identity'],
         calendar: ['catalog', 'identity'],
-        notifications: ['identity'],
+        notifications: ['identity', 'catalog'],
         migrate: [],
       };
       const reached = grpc.length > 0 ? selectedOwners(o, grpc[0].to[0].podSelector) : [];

@@ -112,11 +112,10 @@ describe('delivery log', () => {
     expect(delivered.items.map((d) => d.event_id)).toEqual([made[3]!.eventId, made[1]!.eventId]);
   });
 
-  test('bad paging and workspace are INVALID_ARGUMENT; unknown, malformed and foreign event_ids one NOT_FOUND', async () => {
+  // Bad paging and workspace ids are refused by the .proto's rules before a handler runs (services/kit/validation.test.ts).
+  test('unknown, malformed and foreign event_ids are one NOT_FOUND', async () => {
     const ws = randomUUID();
     const other = await delivery(randomUUID());
-    expect(await failure(deliveryLogPage(sql, ws, { page: -1, pageSize: 201 }))).toEqual({ code: 'InvalidArgument', reason: 'VALIDATION_FAILED' });
-    expect(await failure(deliveryLogPage(sql, 'nope', { page: 1, pageSize: 1 }))).toEqual({ code: 'InvalidArgument', reason: 'VALIDATION_FAILED' });
     for (const id of [randomUUID(), 'not-a-uuid', other.eventId]) {
       expect(await failure(deliveryByEventId(sql, ws, id))).toEqual({ code: 'NotFound', reason: 'DELIVERY_NOT_FOUND' });
       expect(await failure(resendDelivery(sql, log, ws, id))).toEqual({ code: 'NotFound', reason: 'DELIVERY_NOT_FOUND' });

@@ -15,7 +15,7 @@ gateway: [identity, catalog, calendar, notifications]
 identity: []
 catalog: [identity]
 calendar: [catalog, identity]
-notifications: [identity]
+notifications: [identity, catalog]
 {{- end -}}
 
 {{/* Services marketplace clients call (and that accept internalAuth.marketplace hashes). */}}
