@@ -717,7 +717,12 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         .map((c) => deploymentOwner(v.fullname, c))
         .sort(),
     );
-    const expected = { identity: ['gateway', 'catalog', 'calendar', 'notifications'], catalog: ['gateway', 'calendar', 'notifications'], calendar: ['gateway'], notifications: ['gateway'] }[s];
+    const expected = {
+      identity: ['gateway', 'catalog', 'calendar', 'notifications'],
+      catalog: ['gateway', 'calendar', 'notifications'],
+      calendar: ['gateway'],
+      notifications: ['gateway'],
+    }[s];
     expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(expected.map((c) => deploymentOwner(v.fullname, c)).sort());
     const extra = rule.from.filter((p: Any) => p !== podPeers[0]);
     if (v.production && (s === 'catalog' || s === 'calendar')) {
