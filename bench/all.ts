@@ -6,6 +6,7 @@
  *   npm run bench:all -- --only latency,booking-cpu --quick
  *   npm run bench:all -- --skip photos,blocks --no-docs
  *   npm run bench:all -- --list                    # the benchmarks and what they need
+ *   npm run bench:all -- --render bench/results/2026-11-24.json   # only regenerate the tables
  *
  * Benchmarks that need a real PostgreSQL and NATS use DATABASE_URL and NATS_URL (each
  * creates and drops its own scratch database on that server); without them the local
@@ -18,20 +19,21 @@
  * set: what it measured (bench/support/results.ts) and the peak RSS of its processes
  * (bench/support/results.ts) come back as JSON. Its output goes to
  * bench/results/<date>/<name>-<mode>.log. The run is written to
- * bench/results/<date>.json, and the tables between `<!-- bench:all:start -->` and
+ * bench/results/<date>.json (a later run that day: <date>-<hhmmss>.json), and the tables between `<!-- bench:all:start -->` and
  * `<!-- bench:all:end -->` in docs/performance.md are regenerated from it
  * (bench/support/performance-tables.ts; --no-docs leaves the document alone). Each
  * benchmark's own detailed report stays in its log; the hand-written sections of
  * docs/performance.md are not touched.
  *
  * Options: --quick, --only a,b, --skip a,b, --no-docs, --list, --timeout-minutes N
- * (per benchmark, default 30; 60 for the soak).
+ * (per benchmark, default 30; 60 for the soak), --render <results file> (no benchmark
+ * runs: the tables are regenerated from a recorded run).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { connect } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { machineLine } from './support/machine';
 import { renderTables, replaceBetweenMarkers, type BenchRun, type RunRecord } from './support/performance-tables';
@@ -68,7 +70,13 @@ const BENCHES: BenchSpec[] = [
   { name: 'events', file: 'event-pipeline.ts', modes: ['embedded', 'real'], nats: true, quick: { BENCH_EVENTS: '10000', BENCH_SECONDS: '15' } },
   { name: 'scale', file: 'scale.ts', modes: ['real'], wrk: true, timeoutMinutes: 45, quick: { BENCH_SECONDS: '3', BENCH_ROUNDS: '2', BENCH_SCALE_WORKSPACES: '200' } },
   { name: 'soak', file: 'soak.ts', modes: ['real'], nats: true, timeoutMinutes: 60, quick: { BENCH_DURATION: '90s', BENCH_WARMUP: '20s' } },
-  { name: 'gateway-auth', file: 'gateway-auth.ts', modes: ['real'], always: { BENCH_WRITE_DOCS: '0' }, quick: { BENCH_SECONDS: '4', BENCH_SPLIT: '0', BENCH_PROFILE: '0', BENCH_DIAGNOSTICS: '0' } },
+  {
+    name: 'gateway-auth',
+    file: 'gateway-auth.ts',
+    modes: ['real'],
+    always: { BENCH_WRITE_DOCS: '0' },
+    quick: { BENCH_SECONDS: '4', BENCH_SPLIT: '0', BENCH_PROFILE: '0', BENCH_DIAGNOSTICS: '0' },
+  },
   { name: 'calendar', file: 'calendar.ts', modes: ['real'], nats: true, quick: { BENCH_SECONDS: '5' } },
   { name: 'calendar-stream', file: 'calendar-stream.ts', modes: ['real'], nats: true, quick: { BENCH_SECONDS: '5', FOREIGN_HOLD_MS: '2000' } },
   { name: 'blocks', file: 'blocks-history.ts', modes: ['real'], nats: true, timeoutMinutes: 40, quick: { BENCH_SECONDS: '3' } },
@@ -79,7 +87,10 @@ const BENCHES: BenchSpec[] = [
 ];
 
 function listBenches(): string {
-  return BENCHES.map((b) => `${b.name.padEnd(22)} bench/${b.file.padEnd(26)} ${b.modes.map((m) => (m === 'real' ? (b.nats ? 'PostgreSQL+NATS' : 'PostgreSQL') : 'embedded')).join(', ')}${b.wrk ? ', wrk' : ''}`).join('\n');
+  return BENCHES.map(
+    (b) =>
+      `${b.name.padEnd(22)} bench/${b.file.padEnd(26)} ${b.modes.map((m) => (m === 'real' ? (b.nats ? 'PostgreSQL+NATS' : 'PostgreSQL') : 'embedded')).join(', ')}${b.wrk ? ', wrk' : ''}`,
+  ).join('\n');
 }
 
 /** Whether something listens at host:port of `url` (1 s). */
@@ -119,7 +130,7 @@ async function runOne(spec: BenchSpec, mode: Mode, env: Record<string, string | 
   const log = createWriteStream(logFile);
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', spec.file)], {
     cwd: ROOT,
-    env: { ...env, BENCH_RESULT_FILE: resultFile } as NodeJS.ProcessEnv,
+    env: { ...env, BENCH_RESULT_FILE: resultFile },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.pipe(log, { end: false });
@@ -144,6 +155,16 @@ async function runOne(spec: BenchSpec, mode: Mode, env: Record<string, string | 
   return { status: 'passed', seconds, result };
 }
 
+/** Prints the tables of `record` and, when `toDocs`, puts them between the markers of docs/performance.md. */
+function writeTables(record: RunRecord, toDocs: boolean): void {
+  const tables = renderTables(record);
+  if (toDocs) {
+    const doc = join(ROOT, 'docs', 'performance.md');
+    writeFileSync(doc, replaceBetweenMarkers(readFileSync(doc, 'utf8'), tables));
+  }
+  process.stdout.write(`\n${tables}\n\n${toDocs ? 'docs/performance.md: tables regenerated\n' : ''}`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -153,8 +174,14 @@ async function main(): Promise<void> {
       'no-docs': { type: 'boolean', default: false },
       list: { type: 'boolean', default: false },
       'timeout-minutes': { type: 'string' },
+      render: { type: 'string' },
     },
   });
+  if (values.render) {
+    const record = JSON.parse(readFileSync(resolve(values.render), 'utf8')) as RunRecord;
+    writeTables(record, !values['no-docs']);
+    return;
+  }
   if (values.list) {
     process.stdout.write(`${listBenches()}\n`);
     return;
@@ -190,7 +217,13 @@ async function main(): Promise<void> {
     for (const mode of spec.modes) {
       const base = { name: spec.name, mode };
       const missing =
-        mode === 'real' && !databaseUrl ? 'no PostgreSQL (DATABASE_URL)' : mode === 'real' && spec.nats && !natsUrl ? 'no NATS (NATS_URL)' : spec.wrk && !wrk ? 'wrk not installed (apt-get install -y wrk)' : undefined;
+        mode === 'real' && !databaseUrl
+          ? 'no PostgreSQL (DATABASE_URL)'
+          : mode === 'real' && spec.nats && !natsUrl
+            ? 'no NATS (NATS_URL)'
+            : spec.wrk && !wrk
+              ? 'wrk not installed (apt-get install -y wrk)'
+              : undefined;
       if (missing) {
         benches.push({ ...base, status: 'skipped', reason: missing, seconds: 0 });
         process.stdout.write(`- ${spec.name} (${mode}): skipped, ${missing}\n`);
@@ -214,6 +247,9 @@ async function main(): Promise<void> {
     }
   }
 
+  // A second run on the same day does not overwrite the first: <date>-<hhmmss>.json.
+  const first = join(resultsDir, `${date}.json`);
+  const file = existsSync(first) ? join(resultsDir, `${date}-${startedAt.slice(11, 19).replace(/:/g, '')}.json`) : first;
   const record: RunRecord = {
     startedAt,
     command,
@@ -222,15 +258,11 @@ async function main(): Promise<void> {
     loadAfter: loadavg(),
     quick: values.quick,
     benches,
+    resultsFile: relative(ROOT, file),
   };
-  const file = join(resultsDir, `${date}.json`);
   writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
-  const tables = renderTables(record);
-  if (!values['no-docs']) {
-    const doc = join(ROOT, 'docs', 'performance.md');
-    writeFileSync(doc, replaceBetweenMarkers(readFileSync(doc, 'utf8'), tables));
-  }
-  process.stdout.write(`\n${tables}\n\nwritten: ${file}${values['no-docs'] ? '' : ', docs/performance.md'}\n`);
+  writeTables(record, !values['no-docs']);
+  process.stdout.write(`written: ${file}\n`);
   if (benches.some((b) => b.status === 'failed')) process.exitCode = 1;
 }
 

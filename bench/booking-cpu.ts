@@ -193,7 +193,9 @@ async function main(): Promise<void> {
       if (i > 0 && i % (RATE * 10) === 0) {
         // Every 10 s: the CPU per booking so far in this stretch (should be flat in a steady state).
         const now = { at: performance.now(), cpu: cpuMsOf(system.child.pid), n: i };
-        process.stdout.write(`  ${((now.at - t0) / 1000).toFixed(0)} s: ${((now.cpu - mark.cpu) / (now.n - mark.n)).toFixed(2)} ms of system CPU per booking in the last ${((now.at - mark.at) / 1000).toFixed(0)} s\n`);
+        process.stdout.write(
+          `  ${((now.at - t0) / 1000).toFixed(0)} s: ${((now.cpu - mark.cpu) / (now.n - mark.n)).toFixed(2)} ms of system CPU per booking in the last ${((now.at - mark.at) / 1000).toFixed(0)} s\n`,
+        );
         mark = now;
       }
     }

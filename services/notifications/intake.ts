@@ -23,6 +23,7 @@
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import type { ReceivedEvent } from '../kit/bus';
+import type { PendingQuery, Row } from 'postgres';
 import type { Sql, Tx } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
@@ -136,13 +137,34 @@ export class DeliveryIntake {
   }
 
   /**
-   * One transaction: marks the events processed (skipping those already marked — a
-   * redelivery creates nothing twice), scrubs for erasures, inserts the deliveries the
-   * endpoints take now, and the deletion requests. Returns the deliveries created.
+   * Marks the events processed (skipping those already marked — a redelivery creates
+   * nothing twice), scrubs for erasures, inserts the deliveries the endpoints take now,
+   * and the deletion requests, atomically. Returns the deliveries created.
+   *
+   * A batch without user.erased (nearly every one) is one statement — the mark in a
+   * data-modifying CTE, the deliveries for the events it marked — so the atomicity
+   * costs no round trips (`begin`, `commit` and a second statement would triple them: at
+   * an ordinary rate every batch holds one event). A batch with an erasure scrubs and
+   * writes deletion requests between the two, in one transaction.
    */
   private async write(items: Decoded[]): Promise<number> {
     const { sql, log } = this.deps;
     const byId = new Map(items.map((d) => [d.source.eventId, d]));
+    const logQueued = (rows: { workspace_id: string; event_id: string; event_type: string }[]) => {
+      for (const r of rows) log.debug({ event_id: r.event_id, workspace_id: r.workspace_id, event_type: r.event_type }, 'webhook delivery queued');
+      return rows.length;
+    };
+    if (items.every((d) => !d.erased)) {
+      const inserted = await sql<{ workspace_id: string; event_id: string; event_type: string }[]>`
+        with fresh as (
+          insert into notifications.processed_events (consumer, event_id)
+          select ${INTAKE_CONSUMER}, unnest(${sql.array([...byId.keys()])}::uuid[])
+          on conflict do nothing
+          returning event_id
+        )
+        ${insertDeliveries(sql, items, sql`where x.event_id in (select event_id from fresh)`)}`;
+      return logQueued(inserted);
+    }
     return await sql.begin<number>(async (tx) => {
       const fresh = await tx<{ event_id: string }[]>`
         insert into notifications.processed_events (consumer, event_id)
@@ -154,37 +176,7 @@ export class DeliveryIntake {
       for (const d of todo) {
         if (d.erased) await scrubGuestNames(tx, d.source.workspaceId, d.erased.bookingReferences);
       }
-      const srcs = todo.map((d) => d.source);
-      // The endpoints' status and subscriptions are read under a share lock (a
-      // concurrent registration commits before or after, never half-way).
-      const inserted = await tx<{ workspace_id: string; event_id: string; event_type: string }[]>`
-        insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, traceparent)
-        select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference,
-               case when x.scrubbed is not null and exists (
-                 select 1 from notifications.erased_bookings b
-                 where b.workspace_id = e.workspace_id and b.booking_reference = x.booking_reference
-               ) then x.scrubbed else x.body end,
-               'pending', now(), x.traceparent
-        from unnest(
-          ${tx.array(srcs.map((x) => x.workspaceId))}::uuid[],
-          ${tx.array(srcs.map((x) => x.eventId))}::uuid[],
-          ${tx.array(srcs.map((x) => x.kind))}::text[],
-          ${tx.array(srcs.map((x) => x.occurredAt))}::timestamptz[],
-          ${tx.array(srcs.map((x) => x.bookingReference ?? ''))}::text[],
-          ${tx.array(srcs.map((x) => x.body))}::text[],
-          ${tx.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[],
-          ${tx.array(todo.map((d) => d.traceparent ?? ''))}::text[]
-        ) as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed, traceparent)
-        cross join lateral (
-          select u.workspace_id, u.event_id, u.kind, u.occurred_at,
-                 nullif(u.booking_reference, '') as booking_reference, u.body,
-                 nullif(u.scrubbed, '') as scrubbed, nullif(u.traceparent, '') as traceparent
-        ) x
-        join notifications.endpoints e
-          on e.workspace_id = x.workspace_id and e.status = 'active' and x.kind = any(e.events)
-        for share of e
-        on conflict (workspace_id, event_id) do nothing
-        returning workspace_id, event_id, event_type`;
+      const inserted = await tx<{ workspace_id: string; event_id: string; event_type: string }[]>`${insertDeliveries(tx, todo, tx``)}`;
       const erasures = inserted.filter((r) => r.event_type === 'user.erased').map((r) => byId.get(r.event_id)!);
       for (const d of erasures) {
         await tx`
@@ -193,12 +185,50 @@ export class DeliveryIntake {
                   ${tx.array(d.erased!.providerIds)}::text[], ${d.source.occurredAt})
           on conflict do nothing`;
       }
-      for (const r of inserted) log.debug({ event_id: r.event_id, workspace_id: r.workspace_id, event_type: r.event_type }, 'webhook delivery queued');
-      return inserted.length;
+      return logQueued(inserted);
     });
   }
 }
 
+/**
+ * The insert of the deliveries of `events` that the workspaces' endpoints take now
+ * (`where`: which of them, e.g. only those just marked processed); returns
+ * workspace_id, event_id, event_type of each delivery created. The endpoints' status and
+ * subscriptions are read under a share lock (a concurrent registration commits before
+ * or after, never half-way).
+ */
+function insertDeliveries(sql: Sql | Tx, events: Decoded[], where: PendingQuery<Row[]>): PendingQuery<Row[]> {
+  const srcs = events.map((d) => d.source);
+  return sql`
+    insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, traceparent)
+    select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference,
+           case when x.scrubbed is not null and exists (
+             select 1 from notifications.erased_bookings b
+             where b.workspace_id = e.workspace_id and b.booking_reference = x.booking_reference
+           ) then x.scrubbed else x.body end,
+           'pending', now(), x.traceparent
+    from unnest(
+      ${sql.array(srcs.map((x) => x.workspaceId))}::uuid[],
+      ${sql.array(srcs.map((x) => x.eventId))}::uuid[],
+      ${sql.array(srcs.map((x) => x.kind))}::text[],
+      ${sql.array(srcs.map((x) => x.occurredAt))}::timestamptz[],
+      ${sql.array(srcs.map((x) => x.bookingReference ?? ''))}::text[],
+      ${sql.array(srcs.map((x) => x.body))}::text[],
+      ${sql.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[],
+      ${sql.array(events.map((d) => d.traceparent ?? ''))}::text[]
+    ) as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed, traceparent)
+    cross join lateral (
+      select u.workspace_id, u.event_id, u.kind, u.occurred_at,
+             nullif(u.booking_reference, '') as booking_reference, u.body,
+             nullif(u.scrubbed, '') as scrubbed, nullif(u.traceparent, '') as traceparent
+    ) x
+    join notifications.endpoints e
+      on e.workspace_id = x.workspace_id and e.status = 'active' and x.kind = any(e.events)
+    ${where}
+    for share of e
+    on conflict (workspace_id, event_id) do nothing
+    returning workspace_id, event_id, event_type`;
+}
 /**
  * The erased guest's name leaves every booking.confirmed body of those bookings that is
  * still kept: pending deliveries, and abandoned ones (kept for a replay). The bookings
