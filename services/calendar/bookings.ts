@@ -30,13 +30,14 @@ import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { checkRange, type NightSpan } from './dates';
 import { notFound, type Violation } from '../kit/errors';
-import { failedPrecondition, invalidArgument } from './errors';
+import { conflict, failedPrecondition, invalidArgument } from './errors';
 import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged } from './event-log';
-import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
+import { expireHolds, lockListing, scanConflicts, withListingTransaction, withRetries } from './claims';
 import { isHoldId, refuseSandboxPayment } from './holds';
 import type { CalendarDeps } from './calendar-deps';
 import type { Caller } from '../kit/internal-auth';
-import { findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
+import { findIdempotentResult, idempotencyLockName, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey, resultOf } from './idempotency';
+import { currentTraceHeaders } from '../kit/telemetry';
 
 /** Crockford base32: no I, L, O, U, so references survive being read aloud. */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -47,6 +48,15 @@ export function newBookingReference(): string {
   let out = 'BK';
   for (const b of bytes) out += ALPHABET[b & 31];
   return out;
+}
+
+/** What `calendar.confirm_booking` answers (migration 0009). */
+interface ConfirmBookingResult {
+  outcome: 'confirmed' | 'conflict' | 'hold_not_live' | 'key_found';
+  conflicts: string[];
+  key_rpc: string | null;
+  key_sha256: Buffer | null;
+  result_ref: string | null;
 }
 
 /** A booking row as read back. */
@@ -139,38 +149,14 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
 
   const at = new Date();
   const amount = req.amountPaid!;
-  const row = await withListingTransaction(
-    deps.sql,
-    async (tx) => {
-      // A concurrent first use of the key waits here, then answers the winner's booking.
-      if (idempotency) {
-        const first = await lockIdempotencyKey(tx, idempotency);
-        if (first) return { replay: first };
-      }
+  const holdId = req.holdId ?? null;
+  // One statement, in its implicit transaction: the key, the listing's lock, hold
+  // expiry, the hold's conversion or the conflict scan, the booking with its claim and
+  // events (migration 0009, `calendar.confirm_booking`). A refusal writes nothing.
+  const out = await withRetries(
+    async () => {
+      // Drawn per attempt: a retry after a (vanishingly rare) clash of references draws anew.
       const reference = newBookingReference();
-      const fromHold = req.holdId !== undefined;
-      // Pipelined, in this order: the lock, hold expiry (writes its own events) and
-      // (direct bookings) the scan.
-      const [, , conflicts] = await Promise.all([
-        lockListing(tx, listingId),
-        expireHolds(tx, listingId, at),
-        fromHold ? Promise.resolve([]) : scanConflicts(tx, listingId, nights.checkIn, nights.checkOut, 'all'),
-      ]);
-      refuseConflicts(conflicts);
-      if (fromHold) {
-        // The hold's claim changes holder in place: nothing can slip in between.
-        const [converted] = await tx<{ hold_id: string }[]>`
-          with h as (
-            update calendar.holds set status = 'converted', ended_at = ${at}, booking_reference = ${reference}
-            where hold_id = ${req.holdId!} and status = 'live'
-            returning hold_id
-          )
-          update calendar.claims set holder_kind = 'booking', holder_id = ${reference}
-          where holder_kind = 'hold' and holder_id in (select hold_id::text from h)
-          returning holder_id as hold_id
-        `;
-        if (!converted) throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold expired, was released or was already converted');
-      }
       const events = [
         calendarChanged({
           at,
@@ -196,33 +182,51 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
           amount_paid: { value: amount.value, currency: amount.currency },
         }),
       ];
-      // Pipelined: the booking with its claim, then its events.
-      const [[inserted]] = await Promise.all([
-        tx<BookingRow[]>`
-        with k as (
-          insert into calendar.bookings (booking_reference, listing_id, workspace_id, environment, provider_id, check_in, check_out,
-            party_size, guest_id, guest_name, amount_value, amount_currency, requires_payment, hold_id, status, confirmed_at)
-          values (${reference}, ${listingId}, ${listing.workspaceId}, ${listing.environment}, ${listing.providerId ?? null},
-            ${nights.checkIn}, ${nights.checkOut}, ${req.partySize}, ${req.guestId}, ${req.guestName}, ${amount.value},
-            ${amount.currency}, ${req.requiresPayment}, ${req.holdId ?? null}, 'confirmed', ${at})
-          returning *
-        ), c as (
-          insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
-          select listing_id, 'booking', booking_reference, daterange(check_in, check_out) from k
-          where ${!fromHold}::boolean
-        )
-        select ${tx.unsafe(BOOKING_COLUMNS)} from k
-      `,
-        appendEvents(tx, events),
-      ]);
-      if (idempotency) await recordIdempotencyKey(tx, idempotency, reference);
-      return inserted!;
+      const sql = deps.sql;
+      const [r] = await sql<ConfirmBookingResult[]>`
+        select * from calendar.confirm_booking(${reference}, ${listingId}, ${holdId}::uuid, ${nights.checkIn}::date, ${nights.checkOut}::date,
+          ${listing.workspaceId}, ${listing.environment}, ${listing.providerId ?? null}, ${req.partySize}, ${req.guestId}, ${req.guestName},
+          ${amount.value}, ${amount.currency}, ${req.requiresPayment}, ${at}, ${sql.json(events)}, ${sql.json(currentTraceHeaders())},
+          ${idempotency?.caller ?? null}, ${idempotency?.key ?? null}, ${idempotency?.requestSha256 ?? null}::bytea,
+          ${idempotency ? idempotencyLockName(idempotency) : null})
+      `;
+      return { result: r!, reference };
     },
     () => scanConflicts(deps.sql, listingId, nights.checkIn, nights.checkOut, 'all'),
   );
-  if ('replay' in row) return { booking: await readBooking(deps, row.replay) };
+  const { result, reference } = out;
+  switch (result.outcome) {
+    case 'key_found':
+      // The key was used before: the same request answers that booking; another one fails.
+      return { booking: await readBooking(deps, resultOf(idempotency!, { rpc: result.key_rpc!, request_sha256: result.key_sha256!, result_ref: result.result_ref! })!) };
+    case 'conflict':
+      throw conflict(result.conflicts);
+    case 'hold_not_live':
+      throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold expired, was released or was already converted');
+    case 'confirmed':
+      break;
+  }
   deps.eventsCommitted();
-  return { booking: toBooking(row) };
+  return {
+    booking: toBooking({
+      booking_reference: reference,
+      listing_id: listingId,
+      workspace_id: listing.workspaceId,
+      environment: listing.environment,
+      provider_id: listing.providerId ?? null,
+      check_in: nights.checkIn,
+      check_out: nights.checkOut,
+      party_size: req.partySize,
+      guest_name: req.guestName,
+      amount_value: amount.value,
+      amount_currency: amount.currency,
+      status: 'confirmed',
+      hold_id: holdId,
+      confirmed_at: at,
+      cancelled_at: null,
+      cancelled_by: null,
+    }),
+  };
 }
 
 /** The booking `reference` as it is now (an idempotent retry's answer). */

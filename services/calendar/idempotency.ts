@@ -75,14 +75,15 @@ export function idempotencyScope<Desc extends DescMessage>(
   return { caller: caller?.id ?? '', key: req.idempotencyKey, rpc, requestSha256 };
 }
 
-interface KeyRow {
+/** A key's row as stored: what it was used for and what that produced. */
+export interface KeyRow {
   rpc: string;
   request_sha256: Buffer;
   result_ref: string;
 }
 
 /** The first result of `scope`'s key, or undefined if unused; throws if it was used for another request. */
-function resultOf(scope: IdempotencyScope, row: KeyRow | undefined): string | undefined {
+export function resultOf(scope: IdempotencyScope, row: KeyRow | undefined): string | undefined {
   if (!row) return undefined;
   if (row.rpc !== scope.rpc || !Buffer.from(row.request_sha256).equals(scope.requestSha256)) {
     throw failedPrecondition(ErrorReason.IDEMPOTENCY_KEY_REUSED, `idempotency_key was already used for a different request (${row.rpc}); use a new key for a new request`);
@@ -98,13 +99,22 @@ export async function findIdempotentResult(sql: Sql, scope: IdempotencyScope): P
 }
 
 /**
+ * The name of the key's transaction-scoped advisory lock (hashed by
+ * `hashtextextended`), taken by lockIdempotencyKey and by SQL writers that take the key
+ * themselves (calendar.confirm_booking, migration 0009).
+ */
+export function idempotencyLockName(scope: IdempotencyScope): string {
+  return `psync.calendar.idempotency\n${scope.caller}\n${scope.key}`;
+}
+
+/**
  * In the write's transaction, before the listing's lock: takes the key's lock (a
  * concurrent first use waits here for the other to end) and returns the key's first
  * result, if any — then the caller writes nothing and answers that.
  */
 export async function lockIdempotencyKey(tx: Tx, scope: IdempotencyScope): Promise<string | undefined> {
   const [, [row]] = await Promise.all([
-    tx`select pg_advisory_xact_lock(hashtextextended(${`psync.calendar.idempotency\n${scope.caller}\n${scope.key}`}, 0))`,
+    tx`select pg_advisory_xact_lock(hashtextextended(${idempotencyLockName(scope)}, 0))`,
     tx<KeyRow[]>`select rpc, request_sha256, result_ref from calendar.idempotency_keys where caller = ${scope.caller} and key = ${scope.key}`,
   ]);
   return resultOf(scope, row);
