@@ -21,6 +21,13 @@
  *    and the calendar outbox's backlog sampled every 250 ms (its peak and when it
  *    emptied after the load: the relay keeping up with the same load).
  * BENCH_PART=relay or BENCH_PART=lag runs one part only.
+ *
+ * For `npm run bench:all` (bench/support/results.ts) it records `events.relay_per_s`
+ * (BENCH_WORKSPACES workspaces) and `events.relay_one_workspace_per_s` with the relay's
+ * CPU per event of each, and from part 2 `events.lag_p50_ms`, `events.lag_p99_ms`,
+ * `events.drain_ms`, `events.push_rate` (achieved), `events.system_cpu_per_push_ms` and
+ * `events.outbox_empty_ms`; at a BENCH_RATE other than 1,000 (the rate of the targets
+ * in bench/support/performance-tables.ts) the part-2 ids end in `_at_<rate>`.
  */
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -32,6 +39,7 @@ import { startTestBus, testLogger } from '../test/support/bus';
 import { startTestDatabase } from '../test/support/database';
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { cpuMsOf } from './support/proc-cpu';
+import { benchName, recordMetric } from './support/results';
 import { ms, openLagProbe, quantile, sleep } from './support/stream-lag';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? '30000');
@@ -42,6 +50,8 @@ const LISTINGS = 20;
 const SCHEMA = 'evbench';
 /** `relay`, `lag` or both (default). */
 const PART = process.env.BENCH_PART ?? 'both';
+/** The part-2 metric ids' suffix: none at the targets' 1,000 pushes/s. */
+const AT_RATE = RATE === 1000 ? '' : `_at_${RATE}`;
 
 const out: string[] = [];
 const say = (line: string) => {
@@ -50,7 +60,7 @@ const say = (line: string) => {
 };
 
 /** Part 1 for one spread of workspaces: fills the outbox, relays it, reads it back. */
-async function relayThroughput(workspaces: number): Promise<void> {
+async function relayThroughput(workspaces: number, metric: 'relay' | 'relay_one_workspace'): Promise<void> {
   const [db, t] = await Promise.all([startTestDatabase(), startTestBus()]);
   try {
     await runMigrations(db.sql, { schema: SCHEMA, sources: [KIT_MIGRATIONS] });
@@ -114,6 +124,15 @@ async function relayThroughput(workspaces: number): Promise<void> {
     say(
       `| ${db.embedded ? 'PGlite' : 'PostgreSQL'} + ${t.real ? 'NATS JetStream' : 'in-process bus'} | ${workspaces} | ${relayed} | **${Math.round(relayed / seconds).toLocaleString('en')}/s** | ${(relayed / batches).toFixed(0)} | ${cpuUsPerEvent.toFixed(0)} µs | ${missing} missing, ${duplicates} duplicated | ${perWorkspaceInversions} | ${globalInversions} |`,
     );
+    const where = `${workspaces} workspace${workspaces === 1 ? '' : 's'}, ${db.embedded ? 'PGlite' : 'PostgreSQL'} + ${t.real ? 'NATS JetStream' : 'in-process bus'}`;
+    recordMetric({
+      id: `events.${metric}_per_s`,
+      label: `outbox relay throughput, ${where}`,
+      value: relayed / seconds,
+      unit: 'events/s',
+      note: `${relayed} events; ${missing} missing, ${duplicates} duplicated, ${perWorkspaceInversions} out of workspace order`,
+    });
+    recordMetric({ id: `events.${metric}_cpu_us`, label: `outbox relay CPU per event, ${where}`, value: cpuUsPerEvent, unit: 'µs' });
   } finally {
     await t.stop();
     await db.stop();
@@ -164,6 +183,22 @@ async function streamLag(): Promise<void> {
     say(
       `| ${RATE}/s for ${SECONDS} s (achieved ${Math.round(r.achievedRate)}/s) | ${r.events} | ${ms(quantile(lags, 0.5))} ms | **${ms(quantile(lags, 0.99))} ms** | ${ms(lags[lags.length - 1] ?? NaN)} ms | **${ms(r.drainMs)} ms** | ${ms(quantile(latency, 0.5))} / ${ms(quantile(latency, 0.99))} ms | ${r.lost} | ${peak} events, empty ${outboxDrain} after | ${cpuPerPush.toFixed(2)} ms |`,
     );
+    const offered = `${RATE.toLocaleString('en')} pushes/s offered`;
+    const load = `${SECONDS} s, achieved ${Math.round(r.achievedRate).toLocaleString('en')}/s, ${r.events} events, ${r.lost} lost or failed`;
+    recordMetric({ id: `events.lag_p50_ms${AT_RATE}`, label: `commit → WatchEvents lag p50 at ${offered}`, value: quantile(lags, 0.5), unit: 'ms', note: load });
+    recordMetric({ id: `events.lag_p99_ms${AT_RATE}`, label: `commit → WatchEvents lag p99 at ${offered}`, value: quantile(lags, 0.99), unit: 'ms', note: load });
+    recordMetric({ id: `events.drain_ms${AT_RATE}`, label: `last event on WatchEvents after the last push answered, ${offered}`, value: r.drainMs, unit: 'ms', note: load });
+    recordMetric({ id: `events.push_rate${AT_RATE}`, label: `PutBlock pushes answered per second, ${offered} for ${SECONDS} s`, value: r.achievedRate, unit: 'pushes/s' });
+    recordMetric({ id: `events.system_cpu_per_push_ms${AT_RATE}`, label: `system process CPU per push, ${offered}`, value: cpuPerPush, unit: 'ms' });
+    if (emptiedAt) {
+      recordMetric({
+        id: `events.outbox_empty_ms${AT_RATE}`,
+        label: `calendar outbox empty after the last push, ${offered}`,
+        value: emptiedAt - pushesEnded,
+        unit: 'ms',
+        note: `peak backlog ${peak} events, sampled every 250 ms`,
+      });
+    }
   } finally {
     await stopSampler();
     await probe?.close();
@@ -173,13 +208,14 @@ async function streamLag(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  benchName('events');
   const loadStart = loadavg();
   if (PART !== 'lag') {
     say('Relay throughput:');
     say('| database + bus | workspaces | events | relayed | events per batch | relay CPU per event | delivered | per-workspace order violations | overtaken across workspaces |');
     say('|---|---:|---:|---:|---:|---:|---|---:|---:|');
-    await relayThroughput(WORKSPACES);
-    await relayThroughput(1);
+    await relayThroughput(WORKSPACES, 'relay');
+    await relayThroughput(1, 'relay_one_workspace');
   }
   if (process.env.DATABASE_URL && PART !== 'relay') {
     say('');

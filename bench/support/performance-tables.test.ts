@@ -83,6 +83,40 @@ describe('bench:all tables', () => {
     expect(lines.some((l) => l.includes('GET p50 full / baseline'))).toBe(false);
   });
 
+  it('shows the event pipeline targets and, of a benchmark run in both modes, the later run in the targets', () => {
+    const run = record();
+    const events = (mode: 'embedded' | 'real', relay: number) => ({
+      name: 'events',
+      mode,
+      status: 'passed' as const,
+      seconds: 60,
+      result: {
+        bench: 'events',
+        load: { start: 1, end: 1 },
+        peakRss: [],
+        metrics: [
+          { id: 'events.relay_per_s', label: `relay, ${mode}`, value: relay, unit: 'events/s' },
+          ...(mode === 'real'
+            ? [
+                { id: 'events.lag_p99_ms', label: 'lag p99', value: 240, unit: 'ms', note: '15 s' },
+                { id: 'events.drain_ms', label: 'drain', value: 53, unit: 'ms' },
+                { id: 'events.push_rate', label: 'pushes answered per second', value: 389, unit: 'pushes/s' },
+              ]
+            : []),
+        ],
+      },
+    });
+    run.benches = [events('embedded', 6200), events('real', 4100)];
+    const targets = targetsTable(run);
+    expect(rowOf(targets, '1. Outbox relay')).toBe('| 1. Outbox relay throughput | ≥ 5,000 events/s | 4,100 events/s | 5,000 events/s | 0.820× | **no** | events (real) |');
+    expect(rowOf(targets, '1. Commit')).toBe('| 1. Commit → WatchEvents lag p99 at 1,000 pushes/s | < 100 ms | 240 ms (15 s) | 100 ms | 2.40× | **no** | events (real) |');
+    expect(rowOf(targets, '1. Lag drained')).toBe('| 1. Lag drained after the load | ≤ 1 s | 53.0 ms | 1,000 ms | 0.053× | **yes** | events (real) |');
+    const others = metricsTable(run);
+    expect(others).toContain('| events (embedded) | relay, embedded | 6,200 events/s |');
+    expect(others).toContain('| events (real) | pushes answered per second | 389 pushes/s |');
+    expect(others.some((l) => l.includes('relay, real') || l.includes('lag p99'))).toBe(false);
+  });
+
   it('heads the tables with the run: command, machine, load, quick', () => {
     const text = renderTables(record());
     expect(text).toContain('on 2031-03-04 05:06 UTC; raw results in `bench/results/2031-03-04.json`');

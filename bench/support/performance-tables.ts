@@ -109,7 +109,7 @@ export const TARGETS: Target[] = [
   { what: '5. RSS growth in the soak (after warm-up)', metric: 'soak.rss_growth_pct', target: '< 5 %', ratio: { kind: 'of', bound: 5 }, met: { max: 1 } },
 ];
 
-/** Every metric of the run by id (a later benchmark's value wins, which never happens with distinct ids). */
+/** Every metric of the run by id; of a benchmark run in both modes, the later run's (real, after embedded) wins. */
 function metricsOf(run: RunRecord): Map<string, { metric: Metric; bench: BenchRun }> {
   const out = new Map<string, { metric: Metric; bench: BenchRun }>();
   for (const bench of run.benches) for (const metric of bench.result?.metrics ?? []) out.set(metric.id, { metric, bench });
@@ -172,13 +172,18 @@ export function benchesTable(run: RunRecord): string[] {
   return lines;
 }
 
-/** Every other metric the benchmarks recorded, by benchmark. */
+/**
+ * Every other metric the benchmarks recorded, by benchmark: a target's metric is left out
+ * only where the targets table shows it (a benchmark run in both modes records the same
+ * ids, and the targets table takes the later run's).
+ */
 export function metricsTable(run: RunRecord): string[] {
+  const metrics = metricsOf(run);
   const inTargets = new Set(TARGETS.map((t) => t.metric));
   const lines = ['| benchmark | measurement | value |', '|---|---|---:|'];
   for (const b of run.benches) {
     for (const m of b.result?.metrics ?? []) {
-      if (inTargets.has(m.id)) continue;
+      if (inTargets.has(m.id) && metrics.get(m.id)?.bench === b) continue;
       lines.push(`| ${b.name} (${b.mode}) | ${m.label} | ${valueText(m)}${m.note ? ` (${m.note})` : ''} |`);
     }
   }
