@@ -169,6 +169,55 @@ describe('Worker', () => {
     expect(w.inFlight).toBe(0);
   });
 
+  test('nudgeOnTaskEnd: asked after the task (and a throwing task) ends; false leaves the loop idle, true nudges it', async () => {
+    let rounds = 0;
+    let answer = false;
+    const asked: number[] = [];
+    const w = worker(async () => ({ items: rounds++ && 0, more: false }), {
+      nudgeOnTaskEnd: () => {
+        asked.push(w.inFlight);
+        return answer;
+      },
+    });
+    w.start();
+    await waitFor('round 1', () => rounds === 1);
+    w.spawn(async () => {
+      await sleep(10);
+    });
+    await waitFor('the first task to end', () => asked.length === 1);
+    expect(asked).toEqual([0]); // its slot is free by the time it is asked
+    await sleep(40);
+    expect(rounds).toBe(1); // not nudged: idle for 60 s
+    answer = true;
+    w.spawn(async () => {
+      throw new Error('task failed');
+    });
+    await waitFor('the nudged round', () => rounds === 2);
+    expect(asked).toEqual([0, 0]);
+  });
+
+  test('nudgeOnTaskEnd is not asked while stopping', async () => {
+    let asked = 0;
+    const w = worker(async () => ({ items: 0, more: false }), { nudgeOnTaskEnd: () => (asked++, true) });
+    w.start();
+    w.spawn(async (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve())));
+    expect(await w.stop(0)).toBe(1);
+    expect(asked).toBe(0);
+  });
+
+  test('without nudgeOnTaskEnd every task end nudges the loop', async () => {
+    let rounds = 0;
+    const w = worker(async () => ({ items: rounds++ && 0, more: false }));
+    w.start();
+    await waitFor('round 1', () => rounds === 1);
+    for (let i = 0; i < 3; i++) {
+      w.spawn(async () => {
+        await sleep(5);
+      });
+      await waitFor(`round ${i + 2}`, () => rounds === i + 2);
+    }
+  });
+
   test('a task that throws goes to onTaskError', async () => {
     const errs: unknown[] = [];
     const w = worker(async () => ({ items: 0, more: false }), { onTaskError: (e) => void errs.push(e) });

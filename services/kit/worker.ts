@@ -14,8 +14,11 @@
  *
  * Work that outlives its round (a webhook attempt, a photo fetch) runs as a task
  * (`spawn`): counted in `inFlight`, given an AbortSignal, and the loop is nudged when it
- * ends (a slot is free). `stop(graceMs)` claims nothing more, waits up to `graceMs` for
- * the tasks, then aborts the rest and waits for them. While anything runs, the optional
+ * ends (a slot is free), unless `nudgeOnTaskEnd` (asked at that moment, after the task's
+ * own clean-up) says that the free slot cannot let more work start: a worker whose last
+ * round took everything it could see saves a round that would find nothing (the
+ * webhook dispatcher, services/notifications/dispatcher.ts). `stop(graceMs)` claims
+ * nothing more, waits up to `graceMs` for the tasks, then aborts the rest and waits for them. While anything runs, the optional
  * lease timer calls `lease.renew()` every `lease.everyMs`, so claims whose work is slow
  * are not taken over by another replica.
  *
@@ -71,6 +74,13 @@ export interface WorkerOptions {
   onTaskError?: (err: unknown) => void;
   /** Lease renewal while rounds or tasks run: `renew()` every `everyMs`; a failure is the caller's to log. */
   lease?: { everyMs: number; renew: () => Promise<void> };
+  /**
+   * Asked when a task ends (not while stopping), after the task's own clean-up: true
+   * nudges the loop (its slot is free, more work may start), false leaves it to its
+   * idle wait. Default: always nudge. Answer false only when a round run now could
+   * start nothing that the last round could not; work found later is the idle poll's.
+   */
+  nudgeOnTaskEnd?: () => boolean;
 }
 
 interface Task {
@@ -124,7 +134,7 @@ export class Worker {
 
   /**
    * Runs `task` beside the loop (its signal aborts when stop()'s grace ends). When it
-   * ends the loop is nudged: its slot is free.
+   * ends the loop is nudged (its slot is free) if `nudgeOnTaskEnd` says so (default: always).
    */
   spawn(task: (signal: AbortSignal) => Promise<void>): void {
     const abort = new AbortController();
@@ -133,7 +143,7 @@ export class Worker {
       .catch((err) => this.opts.onTaskError?.(err))
       .finally(() => {
         this.tasks.delete(entry);
-        if (!this.stopping) this.nudge();
+        if (!this.stopping && (this.opts.nudgeOnTaskEnd?.() ?? true)) this.nudge();
       });
     this.tasks.add(entry);
   }

@@ -117,6 +117,10 @@ interface ClaimedRow {
   slow_lane: boolean;
   /** The endpoint had failures, a hold or a breaker not closed when claimed: a 2xx must reset it. */
   health_dirty: boolean;
+  /** The claim took as many of the endpoint's due deliveries as its room allowed (more may be due). */
+  room_used: boolean;
+  /** Other deliveries of its booking are pending: they wait for this one (per-booking order). */
+  behind: boolean;
 }
 
 /** The result of one attempt, as recorded. */
@@ -163,6 +167,13 @@ export class DeliveryDispatcher {
   private readonly health: EndpointHealthStore;
   private lastSweep = 0;
   private running = false;
+  /**
+   * The last claim may have left due deliveries that an attempt of this process ending
+   * lets start (claimAndSend says when); the worker is nudged on a task's end only then.
+   */
+  private slotMayHelp = true;
+  /** A claim is running: it saw the slots in use before it began, so a task ending now nudges. */
+  private claiming = false;
   /** The claim loop (worker.ts); the attempts run as its tasks. */
   private readonly worker: Worker;
   /** Outcomes written in batches (writeOutcome). */
@@ -181,6 +192,9 @@ export class DeliveryDispatcher {
       round: () => this.round(),
       onError: (err, retryInMs) => this.log.error({ err, retry_in_ms: retryInMs }, 'webhooks: claiming deliveries failed'),
       onTaskError: (err) => this.log.error({ err }, 'webhooks: delivery attempt failed unexpectedly'),
+      // The end of an attempt runs another claim only if the last one was held back by
+      // something that end frees (claimAndSend); otherwise that claim would find nothing.
+      nudgeOnTaskEnd: () => this.claiming || this.slotMayHelp,
     });
     this.outcomes = new GroupCommit({
       maxBatch: OUTCOME_BATCH,
@@ -229,8 +243,20 @@ export class DeliveryDispatcher {
       this.lastSweep = Date.now();
       await this.abandonExpiredBehindBreaker();
     }
-    if (freeFast <= 0 && freeSlow <= 0) return { items: 0, more: false };
-    const claimed = await this.claimAndSend(Math.max(0, freeFast), Math.max(0, freeSlow));
+    if (freeFast <= 0 && freeSlow <= 0) {
+      this.slotMayHelp = true;
+      return { items: 0, more: false };
+    }
+    let claimed: { fast: number; slow: number };
+    this.claiming = true;
+    try {
+      claimed = await this.claimAndSend(Math.max(0, freeFast), Math.max(0, freeSlow));
+    } catch (err) {
+      this.slotMayHelp = true;
+      throw err;
+    } finally {
+      this.claiming = false;
+    }
     // A lane filled: more may be due; go again at once (if slots are free by then).
     const filled = (claimed.fast > 0 && claimed.fast === freeFast) || (claimed.slow > 0 && claimed.slow === freeSlow);
     return { items: claimed.fast + claimed.slow, more: filled };
@@ -252,7 +278,8 @@ export class DeliveryDispatcher {
 
   /**
    * Claims due deliveries fairly and starts sending them: up to `freeFast` to healthy
-   * endpoints and `freeSlow` to endpoints in trouble (failing, slow, probed).
+   * endpoints and `freeSlow` to endpoints in trouble (failing, slow, probed). Sets
+   * `slotMayHelp` (see the comment before the end).
    */
   private async claimAndSend(freeFast: number, freeSlow: number): Promise<{ fast: number; slow: number }> {
     const sql = this.sql;
@@ -307,7 +334,8 @@ export class DeliveryDispatcher {
         where ws.workspace_id is not null
       ), cand as (
         select eps.workspace_id, eps.mode, eps.slow_lane, eps.health_dirty, x.id, x.next_attempt_at,
-               row_number() over (partition by eps.workspace_id order by x.next_attempt_at, x.id) as turn
+               row_number() over (partition by eps.workspace_id order by x.next_attempt_at, x.id) as turn,
+               count(*) over (partition by eps.workspace_id) >= eps.room as room_used
         from eps cross join lateral (
           select d.id, d.next_attempt_at
           from notifications.deliveries d
@@ -325,7 +353,7 @@ export class DeliveryDispatcher {
         select cand.*, row_number() over (partition by cand.slow_lane order by cand.turn, cand.next_attempt_at, cand.id) as pos
         from cand
       ), chosen as (
-        select id, workspace_id, mode, slow_lane, health_dirty from lane
+        select id, workspace_id, mode, slow_lane, health_dirty, room_used from lane
         where pos <= case when slow_lane then ${freeSlow}::int else ${freeFast}::int end
       ), probes as (
         update notifications.endpoint_health h
@@ -343,10 +371,14 @@ export class DeliveryDispatcher {
         update notifications.deliveries d
         set lease_owner = ${token}, lease_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second'
         from locked where d.id = locked.id
-        returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts, d.traceparent
+        returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts, d.traceparent, d.booking_reference
       )
       select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts, l.traceparent,
-             c.mode, c.slow_lane, c.health_dirty,
+             c.mode, c.slow_lane, c.health_dirty, c.room_used,
+             (l.booking_reference is not null and exists (
+               select 1 from notifications.deliveries p
+               where p.workspace_id = l.workspace_id and p.booking_reference = l.booking_reference
+                 and p.state = 'pending' and p.id <> l.id)) as behind,
              e.url, e.status, e.events, e.secret_ciphertext, e.previous_secret_ciphertext,
              (e.previous_valid_until > now()) as previous_valid
       from leased l
@@ -354,11 +386,36 @@ export class DeliveryDispatcher {
       left join notifications.endpoints e on e.workspace_id = l.workspace_id
       order by l.id`;
     const claimed = { fast: 0, slow: 0 };
+    let held = false;
     for (const row of rows) {
       if (row.slow_lane) claimed.slow++;
       else claimed.fast++;
+      held ||= row.room_used || row.behind || row.mode === 'probe';
       this.launch(row, token);
     }
+    // Whether an attempt of this process ending may let a due delivery start that this
+    // claim left. An attempt's end frees a lane slot and a slot of its endpoint's room,
+    // takes its delivery out of `pending` (or leases it no more) and may change its
+    // endpoint's health (a 2xx closes the breaker and ends holds; a 410 suspends it).
+    // Within the claim above, that matters only when:
+    // - a lane's free slots were all used (`chosen` stopped at them; none free counts);
+    // - an endpoint's room was all used (`cand` stopped at it: room_used);
+    // - an endpoint had attempts in flight here (`busy` non-empty): its room was smaller
+    //   by them (none at all when used up: `eps.room > 0` dropped it), a delivery of the
+    //   same booking may wait behind one of them (`cand`'s not-exists), and its health
+    //   (a hold, a breaker opened meanwhile) can change with their outcome;
+    // - a claimed delivery has others of its booking pending behind it (`behind`): they
+    //   become due to send when it ends;
+    // - a probe was claimed: its 2xx closes the breaker, and the endpoint's other
+    //   deliveries flow again.
+    // Otherwise every due delivery the claim could see was taken (those of endpoints
+    // held with nothing in flight here, of unleased retries not yet due, or leased by
+    // another replica wait for the idle poll whatever ends here), and a claim run when an
+    // attempt ends would find nothing new. Deliveries queued meanwhile nudge on their
+    // own (module.ts: the intake's onDeliveryCreated, test events' and resends'
+    // deliveriesQueued); an attempt ending while a claim runs nudges anyway
+    // (`claiming`), as that claim saw the slots in use before it began.
+    this.slotMayHelp = held || busy.length > 0 || claimed.fast >= freeFast || claimed.slow >= freeSlow;
     return claimed;
   }
 

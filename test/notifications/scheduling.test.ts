@@ -11,7 +11,11 @@
  *   not once per delivery per retry; its other deliveries wait uncounted; once it answers
  *   2xx again every one is delivered, each booking's deliveries in order;
  * - Retry-After: no attempt to that endpoint before the time asked;
- * - 410 Gone suspends the endpoint.
+ * - 410 Gone suspends the endpoint;
+ * - the end of an attempt runs another claim only when the claim before could leave
+ *   work that a freed slot lets start: none after a lone delivery, yet a delivery held
+ *   back by its endpoint's room or by its booking's order goes out as soon as the
+ *   attempt ahead of it ends, not at the next idle poll.
  *
  * Assertions are on orderings and counts, never on how fast a loaded machine runs.
  */
@@ -135,8 +139,8 @@ async function states(ws: string): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }
 
-function dispatcher(net: FakeNetwork, schedule: number[]): DeliveryDispatcher {
-  return new DeliveryDispatcher({ sql: db.sql, log: testLogger(), box, poster: net, schedule, soleWorker: true, pollMs: 50 });
+function dispatcher(net: FakeNetwork, schedule: number[], pollMs = 50): DeliveryDispatcher {
+  return new DeliveryDispatcher({ sql: db.sql, log: testLogger(), box, poster: net, schedule, soleWorker: true, pollMs });
 }
 
 test('endpoints that never answer (12 × 8 attempts, each with an older backlog) do not hold up healthy ones', async () => {
@@ -295,4 +299,116 @@ test('410 Gone suspends the endpoint at once', async () => {
   } finally {
     await d.stop(1000);
   }
+});
+
+describe('claims when an attempt ends (the idle poll is a minute: only nudges claim)', () => {
+  const IDLE_POLL_MS = 60_000;
+  let claims: jest.SpyInstance;
+  beforeEach(async () => {
+    claims = jest.spyOn(DeliveryDispatcher.prototype as unknown as { claimAndSend: (fast: number, slow: number) => Promise<unknown> }, 'claimAndSend');
+    // Earlier tests' endpoints (silent, failing) keep pending deliveries: out of the way.
+    await db.sql`
+      update notifications.deliveries set state = 'abandoned', next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
+      where state = 'pending'`;
+  });
+  afterEach(() => claims.mockRestore());
+
+  /** Each call waits until the test answers it (200). */
+  function gated(): { behaviour: Behaviour; waiting: () => number; answerOne: () => void; answerAll: () => void } {
+    const queue: (() => void)[] = [];
+    return {
+      behaviour: () => new Promise<PostResult>((resolve) => queue.push(() => resolve({ status: 200, body: Buffer.alloc(0) }))),
+      waiting: () => queue.length,
+      answerOne: () => queue.shift()?.(),
+      answerAll: () => queue.splice(0).forEach((a) => a()),
+    };
+  }
+
+  test('a lone delivery: one claim sends it; its end claims nothing more', async () => {
+    const net = new FakeNetwork();
+    const ws = await endpoint();
+    const d = dispatcher(net, [1, 1], IDLE_POLL_MS);
+    await d.start();
+    try {
+      await eventually(async () => claims.mock.calls.length === 1, 10_000, 'the first claim');
+      for (let i = 1; i <= 3; i++) {
+        await queue(ws, 1);
+        d.nudge(); // as the intake does
+        await eventually(async () => (await states(ws)).delivered === i, 10_000, `delivery ${i}`);
+        await new Promise((r) => setTimeout(r, 300));
+        // The nudge's claim took the delivery; the end of its attempt ran no claim.
+        expect(claims.mock.calls.length).toBe(1 + i);
+      }
+    } finally {
+      await d.stop(1000);
+    }
+  });
+
+  test("a delivery held back by its endpoint's room goes out when an attempt there ends, not at the idle poll", async () => {
+    const net = new FakeNetwork();
+    const ws = await endpoint();
+    const gate = gated();
+    net.behaviours.set(ws, gate.behaviour);
+    const ids = await queue(ws, PER_ENDPOINT_CONCURRENCY + 2);
+    const d = dispatcher(net, [1, 1], IDLE_POLL_MS);
+    await d.start();
+    try {
+      await eventually(async () => gate.waiting() === PER_ENDPOINT_CONCURRENCY || null, 10_000, 'the room used');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(net.to(ws)).toHaveLength(PER_ENDPOINT_CONCURRENCY);
+      gate.answerOne();
+      await eventually(async () => net.to(ws).length === PER_ENDPOINT_CONCURRENCY + 1, 10_000, 'the ninth sent as a slot freed');
+      gate.answerOne();
+      await eventually(async () => net.to(ws).length === PER_ENDPOINT_CONCURRENCY + 2, 10_000, 'the tenth sent as a slot freed');
+      gate.answerAll();
+      await eventually(async () => (await states(ws)).delivered === ids.length, 10_000, 'all delivered');
+      expect(net.to(ws).map((c) => c.eventId)).toEqual(ids);
+    } finally {
+      gate.answerAll();
+      await d.stop(1000);
+    }
+  });
+
+  test("a booking's later delivery goes out as soon as the one ahead ends, queued while it is in flight or together with it", async () => {
+    const net = new FakeNetwork();
+    const ws = await endpoint();
+    const gate = gated();
+    net.behaviours.set(ws, gate.behaviour);
+    const d = dispatcher(net, [1, 1], IDLE_POLL_MS);
+    await d.start();
+    try {
+      // Queued while the one ahead is in flight: the nudged claim skips it.
+      const first = `BK-BEHIND-${randomUUID().slice(0, 8)}`;
+      const [confirmed] = await queue(ws, 1, { ref: () => first });
+      d.nudge();
+      await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the confirmation sent');
+      const claimed = claims.mock.calls.length;
+      const [cancelled] = await queue(ws, 1, { ref: () => first, kind: 'booking.cancelled' });
+      d.nudge();
+      await eventually(async () => claims.mock.calls.length > claimed || null, 10_000, 'the nudged claim');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(net.to(ws).map((c) => c.eventId)).toEqual([confirmed]);
+      gate.answerOne();
+      await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the cancellation sent as the confirmation ended');
+      gate.answerOne();
+      await eventually(async () => (await states(ws)).delivered === 2, 10_000, 'both delivered');
+      await new Promise((r) => setTimeout(r, 200));
+
+      // Queued together, nothing in flight: the claim takes the first, the second waits behind it.
+      const second = `BK-BEHIND-${randomUUID().slice(0, 8)}`;
+      const [confirmed2, cancelled2] = [...(await queue(ws, 1, { ref: () => second })), ...(await queue(ws, 1, { ref: () => second, kind: 'booking.cancelled' }))];
+      d.nudge();
+      await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the second confirmation sent');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(net.to(ws)).toHaveLength(3);
+      gate.answerOne();
+      await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the second cancellation sent as its confirmation ended');
+      gate.answerOne();
+      await eventually(async () => (await states(ws)).delivered === 4, 10_000, 'all delivered');
+      expect(net.to(ws).map((c) => c.eventId)).toEqual([confirmed, cancelled, confirmed2, cancelled2]);
+    } finally {
+      gate.answerAll();
+      await d.stop(1000);
+    }
+  });
 });
