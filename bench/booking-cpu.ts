@@ -21,8 +21,12 @@
  *
  * Reported: CPU of the system process over the load window divided by the bookings (the
  * target: ≤ 2 ms), its idle share, the same for its PostgreSQL backends, and
- * ConfirmBooking → delivery latency (p50, p99); before both, BENCH_WARMUP_SECONDS (10) of the
- * same load. CPU time comes from /proc, so it is the
+ * ConfirmBooking → delivery latency (p50, p99). Before both, a warm-up: BENCH_WARMUP_BOOKINGS
+ * (3,000) bookings at BENCH_WARMUP_RATE (100) per second, then BENCH_WARMUP_SECONDS (5) of the
+ * measured load. The fast part brings the system to the steady state of a long-running
+ * process (V8 optimises a function after enough calls, whatever the rate): with only
+ * 200 bookings of warm-up, V8's compilers and interpreted code cost a quarter to a third more
+ * CPU per booking than after 3,000 (docs/performance.md "CPU per booking at 20 bookings/s"). CPU time comes from /proc, so it is the
  * figure a shared machine disturbs least. BENCH_PROFILE=1: the system runs under
  * `node --cpu-prof` and the load window's CPU is summarised by origin and function
  * (the profiler's own cost is then in the CPU figures).
@@ -57,7 +61,9 @@ const ROOT = resolve(__dirname, '..');
 const RATE = Number(process.env.BENCH_RATE ?? '20');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '60');
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? '10');
-const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? '10');
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? '5');
+const WARMUP_BOOKINGS = Number(process.env.BENCH_WARMUP_BOOKINGS ?? '3000');
+const WARMUP_RATE = Number(process.env.BENCH_WARMUP_RATE ?? '100');
 const WORKSPACES = Number(process.env.BENCH_WORKSPACES ?? '4');
 const LISTINGS = Number(process.env.BENCH_LISTINGS ?? '5');
 /** `1`: node --cpu-prof; `perf`: Linux perf's cpu-clock (perf-profile.ts: CPU time, undistorted by a loaded machine). */
@@ -155,14 +161,21 @@ async function main(): Promise<void> {
       started.set(res.booking!.bookingReference, t0);
     };
 
-    // Warm-up at the measured rate: every delivery connection open, the code paths
-    // compiled by V8's optimising tier (steady state, as a long-running process is).
-    const warm = Math.round(RATE * WARMUP_SECONDS);
-    for (let i = 0; i < warm; i++) {
-      await sleep(1000 / RATE);
-      void book();
-    }
-    await receiver.waitFor(() => deliveries().length >= warm, 60_000, 'warm-up deliveries');
+    // Warm-up (see the header): fast, then at the measured rate, open loop both.
+    const paced = async (count: number, rate: number) => {
+      const start = performance.now();
+      const calls: Promise<void>[] = [];
+      for (let i = 0; i < count; i++) {
+        const wait = start + (i * 1000) / rate - performance.now();
+        if (wait > 1) await sleep(wait);
+        calls.push(book());
+      }
+      await Promise.all(calls);
+    };
+    await paced(WARMUP_BOOKINGS, WARMUP_RATE);
+    await paced(Math.round(RATE * WARMUP_SECONDS), RATE);
+    const warm = n;
+    await receiver.waitFor(() => deliveries().length >= warm, 120_000, 'warm-up deliveries');
     await sleep(2000);
 
     // 1. Idle.
