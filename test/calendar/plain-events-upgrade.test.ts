@@ -141,7 +141,8 @@ afterAll(async () => {
 });
 
 test('the upgrade applies the outbox writer and plain events; old rows keep their bytes, new rows are plain', async () => {
-  expect(applied).toEqual(['kit/0004_outbox_writer', 'calendar/0008_plain_events']);
+  // The upgrade applies these two (and whatever later migrations exist, after them).
+  expect(applied.slice(0, 2)).toEqual(['kit/0004_outbox_writer', 'calendar/0008_plain_events']);
   const rows = await stored();
   expect(rows.map((r) => [r.type, r.data !== null, r.body !== null])).toEqual([
     ['calendar_changed', true, false],
