@@ -21,12 +21,30 @@ import type { ServiceName } from './service-module';
 export type Sql = postgres.Sql<Record<string, never>>;
 /** A transaction handle inside `sql.begin`. */
 export type Tx = postgres.TransactionSql<Record<string, never>>;
+/**
+ * True when `err` says that the connection a statement was sent on is gone (postgres.js'
+ * CONNECTION_CLOSED / CONNECTION_DESTROYED …, a socket error, a FATAL from the server),
+ * not that the statement failed on a live connection. A reserved connection that is gone
+ * must not be released: postgres.js has already put it back in the pool as closed (it
+ * reconnects when next used), and `release()` would list the dead connection as open,
+ * so every later query handed to it would fail.
+ */
+export function connectionLost(err: unknown): boolean {
+  if (err instanceof postgres.PostgresError) return err.severity === 'FATAL' || err.severity === 'PANIC';
+  // postgres.js' connection errors and Node's socket errors carry `errno`; its other own errors (a bad parameter …) do not.
+  return typeof err === 'object' && err !== null && 'errno' in err;
+}
+
+/** Connections closed so far, per instance made by createSql (connectionsClosed). */
+const closedConnections = new WeakMap<Sql, { count: number }>();
 
 /** Creates a postgres.js instance with the project's defaults. */
 export function createSql(url: string, opts: { max?: number; applicationName?: string; asyncCommit?: boolean } = {}): Sql {
-  return postgres(url, {
+  const closed = { count: 0 };
+  const sql: Sql = postgres(url, {
     max: opts.max ?? 10,
     onnotice: () => {},
+    onclose: () => void closed.count++,
     idle_timeout: 60,
     connect_timeout: 10,
     connection: {
@@ -35,6 +53,16 @@ export function createSql(url: string, opts: { max?: number; applicationName?: s
     },
     // bigint columns come back as strings (postgres.js default): convert where a number is meant.
   });
+  closedConnections.set(sql, closed);
+  return sql;
+}
+
+/**
+ * How many connections of `sql` have closed so far (for whatever reason: idle timeout,
+ * server restart, a terminated backend); undefined for an instance createSql did not make.
+ */
+export function connectionsClosed(sql: Sql): number | undefined {
+  return closedConnections.get(sql)?.count;
 }
 
 /** The database settings of config.ts that openDatabase reads. */

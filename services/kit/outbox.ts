@@ -18,7 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EventBus } from './bus';
-import type { Sql, Tx } from './database';
+import { connectionLost, connectionsClosed, type Sql, type Tx } from './database';
 import type { Logger } from './logger';
 import { registerOutboxLag } from './metrics';
 import { BatchPruner } from './periodic';
@@ -39,6 +39,10 @@ export const PROCESSED_RETENTION_DAYS = 30;
 const HOUSEKEEPING_EVERY_MS = 10 * 60 * 1000;
 const HOUSEKEEPING_DELETE_LIMIT = 10_000;
 const MAX_BACKOFF_MS = 10_000;
+/** Idle poll: how often a relay nobody nudges looks for rows. */
+const DEFAULT_POLL_MS = 1000;
+/** How soon a relay that found the schema's lock held by another relay tries again. */
+const LOCK_RETRY_MS = 50;
 
 /** Throws unless `schema` is a plain lower-case identifier. */
 export function assertSchemaName(schema: string): void {
@@ -107,7 +111,7 @@ export interface OutboxRelayOptions {
   log: Logger;
   /** Rows per transaction (all of them may be in flight at once); default 500. */
   batchSize?: number;
-  /** Idle poll interval when nobody nudges; default 250 ms. */
+  /** Idle poll interval when nobody nudges; default 1 s (see OutboxRelay). */
   pollMs?: number;
   /** The service's encoder of its rows (ServiceModule.outboxEncoder); default publishAsStored. */
   encode?: OutboxEncoder;
@@ -134,6 +138,27 @@ export interface OutboxRelayOptions {
  * wait too, so commit order holds across aggregates as well while nothing fails. After
  * a failure nothing more is handed over; what was acknowledged is marked published,
  * the failed row and everything after it not yet sent stay for the next batch.
+ *
+ * A batch costs two round trips to PostgreSQL (each costs Node CPU, more than the
+ * statements' own work at a low rate): it runs on a reserved connection and sends
+ * `begin` with the claim, then the `update` marking the acknowledged rows with `commit`,
+ * each pair issued in one tick without waiting in between (postgres.js writes them to
+ * the socket together). A claim that finds nothing is committed at once, a second
+ * round trip: its transaction and the advisory lock must end before the relay waits,
+ * and `commit` cannot travel with the claim, since a claim that finds rows must keep
+ * its transaction open while they are published. On an error the transaction is
+ * rolled back and the connection released, unless the connection itself is gone
+ * (connectionLost in database.ts).
+ *
+ * When it runs: a commit in this process nudges its relay (`nudge()`), which claims at
+ * once. The idle poll (`pollMs`, 1 s) only finds rows committed by other processes or
+ * replicas, or left by a failed batch; so a poll first asks, in one statement outside
+ * any transaction, whether any row is unpublished (one round trip), and claims only if
+ * one is. The claim says whether it got the schema's lock: a relay that did not (another
+ * replica is relaying) tries again after 50 ms until it does, since the rows its
+ * process committed and nudged it for would otherwise wait for the idle poll (the other
+ * replica is not nudged by them). A full batch, a failed one and a lock held elsewhere
+ * make the next round claim without asking first.
  */
 export class OutboxRelay {
   private readonly sql: Sql;
@@ -145,6 +170,10 @@ export class OutboxRelay {
   private readonly worker: Worker;
   private readonly pruners: BatchPruner[];
   private unregisterLag: (() => void) | null = null;
+  /** The next round claims at once instead of asking whether any row is unpublished (start, nudge, full batch, failure, lock held elsewhere). */
+  private claimNext = true;
+  /** The nudge of a relay waiting for another relay's lock (LOCK_RETRY_MS). */
+  private lockRetry: NodeJS.Timeout | null = null;
 
   constructor(opts: OutboxRelayOptions) {
     assertSchemaName(opts.schema);
@@ -155,15 +184,13 @@ export class OutboxRelay {
     this.batchSize = opts.batchSize ?? 500;
     this.encode = opts.encode ?? publishAsStored;
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new Error('OutboxRelay: batchSize must be a positive integer');
+    const pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.worker = new Worker({
       name: `${this.schema}-outbox`,
-      idleMs: opts.pollMs ?? 250,
-      backoff: { baseMs: Math.max(50, (opts.pollMs ?? 250) * 2), maxMs: MAX_BACKOFF_MS },
-      round: async () => {
-        const published = await this.relayOnce();
-        // A full batch means more may be waiting: go again at once.
-        return { items: published, more: published >= this.batchSize };
-      },
+      idleMs: pollMs,
+      // After a failed batch: twice the poll, at most 500 ms, then doubling up to 10 s.
+      backoff: { baseMs: Math.max(50, Math.min(500, pollMs * 2)), maxMs: MAX_BACKOFF_MS },
+      round: () => this.round(),
       onError: (err, retryInMs) => this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
     });
     // Housekeeping, a minute after start (not during start-up) and then every 10 minutes,
@@ -202,6 +229,7 @@ export class OutboxRelay {
 
   /** Wakes the relay now (call after committing a transaction that appended events). */
   nudge(): void {
+    this.claimNext = true;
     this.worker.nudge();
   }
 
@@ -209,7 +237,41 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.unregisterLag?.();
     this.unregisterLag = null;
+    if (this.lockRetry) clearTimeout(this.lockRetry);
+    this.lockRetry = null;
     await Promise.all([this.worker.stop(), ...this.pruners.map((p) => p.stop())]);
+  }
+
+  /** One round of the background loop (see the class comment for when it claims). */
+  private async round(): Promise<{ items: number; more: boolean }> {
+    const claimNow = this.claimNext;
+    this.claimNext = false; // a nudge from here on sets it again
+    if (!claimNow && !(await this.anyUnpublished())) return { items: 0, more: false };
+    let batch: Batch;
+    try {
+      batch = await this.relayBatch();
+    } catch (err) {
+      this.claimNext = true; // the rows are still there
+      throw err;
+    }
+    if (batch.lockHeldElsewhere) {
+      this.claimNext = true;
+      this.lockRetry ??= setTimeout(() => {
+        this.lockRetry = null;
+        this.nudge();
+      }, LOCK_RETRY_MS).unref();
+      return { items: 0, more: false };
+    }
+    // A full batch means more may be waiting: go again at once.
+    const more = batch.published >= this.batchSize;
+    if (more) this.claimNext = true;
+    return { items: batch.published, more };
+  }
+
+  /** Whether any row is unpublished: one statement, no transaction, no lock. */
+  private async anyUnpublished(): Promise<boolean> {
+    const [row] = await this.sql<{ pending: boolean }[]>`select exists (select from ${this.sql(this.table)} where published_at is null) as pending`;
+    return row?.pending === true;
   }
 
   /** Unpublished rows and the age of the oldest one, for metrics and readiness. */
@@ -229,30 +291,104 @@ export class OutboxRelay {
    * and for a final flush; the background loop calls it repeatedly.
    */
   async relayOnce(): Promise<number> {
-    let published = 0;
-    let failure: unknown = null;
-    await this.sql.begin(async (tx) => {
-      // An empty answer also when another replica holds the lock (it is relaying this schema right now).
-      const rows = await tx<(Omit<OutboxRow, 'headers'> & { headers: unknown })[]>`
-        with l as materialized (select pg_try_advisory_xact_lock(hashtext(${this.table})) as ok)
-        select o.id, o.subject, o.data, o.body, o.headers
-        from l, ${tx(this.table)} o
-        where l.ok and o.published_at is null
-        order by o.seq
-        limit ${this.batchSize}
-        for update of o skip locked
-      `;
-      if (rows.length === 0) return;
-      const result = await this.publishAll(rows);
-      failure = result.failure;
-      if (result.done.length > 0) {
-        // One array parameter, however many rows: cheaper to bind than a parameter per id.
-        await tx`update ${tx(this.table)} set published_at = now() where id = any(${tx.array(result.done)}::uuid[])`;
+    return (await this.relayBatch()).published;
+  }
+
+  /** One batch in two round trips (class comment); rejects like relayOnce. */
+  private async relayBatch(): Promise<Batch> {
+    const conn = await this.sql.reserve();
+    const closedBefore = connectionsClosed(this.sql);
+    let inTransaction = false; // roll back on the way out
+    let lost = false; // the connection is gone: postgres.js has put it back in the pool itself
+    // The statements' results, or the first failure. A lost connection fails at once:
+    // postgres.js may never send (nor settle) what it queued behind a statement that
+    // was waiting for the server when the connection went.
+    const settled = <T extends readonly unknown[]>(queries: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> =>
+      new Promise((resolve, reject) => {
+        const values: unknown[] = [];
+        let left = queries.length;
+        let failure: { err: unknown } | null = null;
+        const done = () => {
+          if (--left > 0) return;
+          if (failure) reject(failure.err);
+          else resolve(values as { -readonly [K in keyof T]: Awaited<T[K]> });
+        };
+        for (const [i, q] of queries.entries()) {
+          void Promise.resolve(q).then(
+            (v) => {
+              values[i] = v;
+              done();
+            },
+            (err: unknown) => {
+              failure ??= { err };
+              if (connectionLost(err)) {
+                lost = true;
+                reject(err);
+              }
+              done();
+            },
+          );
+        }
+      });
+    try {
+      inTransaction = true;
+      // One row with `locked` and null columns when nothing was claimed (or the lock is
+      // another relay's: it is relaying this schema right now).
+      const [, claimed] = await settled([
+        conn`begin`.execute(),
+        conn<(Omit<ClaimedRow, 'id'> & { id: string | null })[]>`
+          with l as materialized (select pg_try_advisory_xact_lock(hashtext(${this.table})) as ok)
+          select l.ok as locked, o.id, o.subject, o.data, o.body, o.headers
+          from l left join lateral (
+            select o.seq, o.id, o.subject, o.data, o.body, o.headers
+            from ${conn(this.table)} o
+            where l.ok and o.published_at is null
+            order by o.seq
+            limit ${this.batchSize}
+            for update of o skip locked
+          ) o on true
+          order by o.seq
+        `.execute(),
+      ] as const);
+      const rows = claimed.filter((r): r is ClaimedRow => r.id !== null);
+      if (rows.length === 0) {
+        inTransaction = false;
+        await settled([conn`commit`.execute()] as const);
+        return { published: 0, lockHeldElsewhere: claimed[0]?.locked !== true };
       }
-      published = result.done.length;
-    });
-    if (failure) throw failure instanceof Error ? failure : new Error(String(failure));
-    return published;
+      const result = await this.publishAll(rows);
+      const closedNow = connectionsClosed(this.sql);
+      if (closedNow === undefined || closedNow !== closedBefore) {
+        // A connection of the pool closed while the rows were published, perhaps this
+        // one. postgres.js would park a closed reserved connection as busy for good if
+        // it were sent a statement that waits for the server before the next one (a
+        // first run, described first, or one of 1 KiB or more: the update); a lone
+        // `select 1` cannot, and fails if the connection is gone.
+        await settled([conn`select 1`.execute()] as const);
+      }
+      // `commit` ends the transaction whatever happens to the update (after a failed
+      // statement PostgreSQL answers it with ROLLBACK).
+      inTransaction = false;
+      const [, committed] = await settled([
+        result.done.length > 0
+          ? // One array parameter, however many rows: cheaper to bind than a parameter per id.
+            conn`update ${conn(this.table)} set published_at = now() where id = any(${conn.array(result.done)}::uuid[])`.execute()
+          : Promise.resolve(null),
+        conn`commit`.execute(),
+      ] as const);
+      if (committed.command !== 'COMMIT') throw new Error(`outbox: the batch of ${this.schema} was rolled back (${committed.command})`);
+      if (result.failure) throw result.failure instanceof Error ? result.failure : new Error(String(result.failure));
+      return { published: result.done.length, lockHeldElsewhere: false };
+    } catch (err) {
+      if (inTransaction && !lost) {
+        await conn`rollback`.catch((e: unknown) => {
+          if (connectionLost(e)) lost = true;
+        });
+      }
+      throw err;
+    } finally {
+      if (!lost) conn.release();
+    }
   }
 
   /**
@@ -260,7 +396,7 @@ export class OutboxRelay {
    * (see the class comment); stops handing over at the first failure. Resolves when
    * nothing is in flight any more, with the ids acknowledged and the first failure.
    */
-  private publishAll(rows: (Omit<OutboxRow, 'headers'> & { headers: unknown })[]): Promise<{ done: string[]; failure: unknown }> {
+  private publishAll(rows: ClaimedRow[]): Promise<{ done: string[]; failure: unknown }> {
     const done: string[] = [];
     let failure: unknown = null;
     let failed = false;
@@ -274,7 +410,7 @@ export class OutboxRelay {
         while (!failed && next < rows.length) {
           const row = rows[next]!;
           try {
-            message ??= this.encode({ ...row, headers: outboxHeaders(row.headers) });
+            message ??= this.encode({ id: row.id, subject: row.subject, data: row.data, body: row.body, headers: outboxHeaders(row.headers) });
           } catch (err) {
             failure = err;
             failed = true;
@@ -360,6 +496,16 @@ export class OutboxRelay {
     `;
     return deleted.count;
   }
+}
+
+/** An outbox row as the claim reads it (`locked`: the claim got the schema's advisory lock). */
+type ClaimedRow = Omit<OutboxRow, 'headers'> & { headers: unknown; locked: boolean };
+
+/** What one batch did. */
+interface Batch {
+  published: number;
+  /** Nothing was claimed because another relay holds the schema's lock. */
+  lockHeldElsewhere: boolean;
 }
 
 /** Without a key from the encoder: the row's workspace (`workspace_id` header), else the whole schema. */
