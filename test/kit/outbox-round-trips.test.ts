@@ -91,7 +91,9 @@ test('a batch is two writes to PostgreSQL (begin with the claim, the update with
   expect(empty).toEqual({ result: 0, writes: 2 });
   if (!db.embedded) {
     // The empty claim's transaction has ended: no advisory lock left behind.
-    const [held] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_locks where locktype = 'advisory'`;
+    const [held] = await db.sql<
+      { n: number }[]
+    >`select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`;
     expect(held!.n).toBe(0);
   }
 
