@@ -170,8 +170,6 @@ export class OutboxRelay {
   private readonly worker: Worker;
   private readonly pruners: BatchPruner[];
   private unregisterLag: (() => void) | null = null;
-  /** The next round claims at once instead of asking whether any row is unpublished (start, nudge, full batch, failure, lock held elsewhere). */
-  private claimNext = true;
   /** The nudge of a relay waiting for another relay's lock (LOCK_RETRY_MS). */
   private lockRetry: NodeJS.Timeout | null = null;
 
@@ -191,6 +189,8 @@ export class OutboxRelay {
       // After a failed batch: twice the poll, at most 500 ms, then doubling up to 10 s.
       backoff: { baseMs: Math.max(50, Math.min(500, pollMs * 2)), maxMs: MAX_BACKOFF_MS },
       round: () => this.round(),
+      // An idle poll claims only if a row is unpublished (one statement, no transaction).
+      idleCheck: () => this.anyUnpublished(),
       onError: (err, retryInMs) => this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
     });
     // Housekeeping, a minute after start (not during start-up) and then every 10 minutes,
@@ -229,7 +229,6 @@ export class OutboxRelay {
 
   /** Wakes the relay now (call after committing a transaction that appended events). */
   nudge(): void {
-    this.claimNext = true;
     this.worker.nudge();
   }
 
@@ -244,18 +243,9 @@ export class OutboxRelay {
 
   /** One round of the background loop (see the class comment for when it claims). */
   private async round(): Promise<{ items: number; more: boolean }> {
-    const claimNow = this.claimNext;
-    this.claimNext = false; // a nudge from here on sets it again
-    if (!claimNow && !(await this.anyUnpublished())) return { items: 0, more: false };
-    let batch: Batch;
-    try {
-      batch = await this.relayBatch();
-    } catch (err) {
-      this.claimNext = true; // the rows are still there
-      throw err;
-    }
+    const batch = await this.relayBatch();
     if (batch.lockHeldElsewhere) {
-      this.claimNext = true;
+      // A nudge, not the idle poll: the rows this process committed are waiting.
       this.lockRetry ??= setTimeout(() => {
         this.lockRetry = null;
         this.nudge();
@@ -263,9 +253,7 @@ export class OutboxRelay {
       return { items: 0, more: false };
     }
     // A full batch means more may be waiting: go again at once.
-    const more = batch.published >= this.batchSize;
-    if (more) this.claimNext = true;
-    return { items: batch.published, more };
+    return { items: batch.published, more: batch.published >= this.batchSize };
   }
 
   /** Whether any row is unpublished: one statement, no transaction, no lock. */

@@ -196,6 +196,39 @@ describe('Worker', () => {
     expect(asked).toEqual([0, 0]);
   });
 
+  test('idleCheck: asked only before a round that follows an idle wait that ran out; false skips the round', async () => {
+    let rounds = 0;
+    let checks = 0;
+    let waiting = false;
+    const checksAtRound: number[] = [];
+    const w = worker(
+      async () => {
+        rounds++;
+        checksAtRound.push(checks);
+        return { items: 0, more: false };
+      },
+      {
+        idleMs: 20,
+        idleCheck: async () => {
+          checks++;
+          return waiting;
+        },
+      },
+    );
+    w.start();
+    await waitFor('the first round', () => rounds === 1);
+    expect(checks).toBe(0); // the first round claims without asking
+    await waitFor('idle polls', () => checks >= 3);
+    expect(rounds).toBe(1); // nothing waiting: only the check ran
+    waiting = true;
+    await waitFor('a round after a true check', () => rounds >= 2);
+    waiting = false;
+    const before = checks;
+    w.nudge();
+    await waitFor('the nudged round', () => rounds >= 3);
+    expect(checksAtRound[2]).toBeLessThanOrEqual(before + 1); // a nudge runs the round without asking (a poll may have raced it)
+  });
+
   test('nudgeOnTaskEnd is not asked while stopping', async () => {
     let asked = 0;
     const w = worker(async () => ({ items: 0, more: false }), { nudgeOnTaskEnd: () => (asked++, true) });

@@ -9,6 +9,8 @@
  * - otherwise wait `idleMs`, or less if `nudge()` is called meanwhile (a commit in this
  *   process made work; a nudge during the round means "go again" too). Waiting is how
  *   work made by other replicas is found;
+ * - after an idle wait that ran out, `idleCheck` (optional) is asked first, and the round
+ *   runs only if it answers true: polling costs a cheap query, not the round's claim;
  * - a round that throws is retried after a capped, jittered exponential back-off
  *   (`backoffMs`), which a nudge does not cut short: a failing database is not hammered.
  *
@@ -64,6 +66,13 @@ export interface WorkerOptions {
   idleMs: number;
   /** Wait before the first round; default 0. */
   firstDelayMs?: number;
+  /**
+   * Asked before a round that follows an idle wait which ran out (nobody nudged, the last
+   * round neither had `more` nor failed): false skips that round. For a cheap "is
+   * anything waiting?" query in front of an expensive claim, so that an idle poll costs
+   * the query alone. Throwing counts as a failed round.
+   */
+  idleCheck?: () => Promise<boolean>;
   /** Whether nudge() ends an idle wait; default true (false: a timer-driven job). */
   wakeOnNudge?: boolean;
   /** Back-off after failed rounds; default base idleMs (at least 50 ms), cap 10 s. */
@@ -183,12 +192,16 @@ export class Worker {
     await Promise.resolve();
     if ((this.opts.firstDelayMs ?? 0) > 0) await this.wait(this.opts.firstDelayMs!, wakeOnNudge);
     let failures = 0;
+    // The round about to run follows an idle wait that ran out (no nudge, no `more`, no failure).
+    let afterIdleWait = false;
     while (!this.stopping) {
+      const check = afterIdleWait && !this.nudged ? this.opts.idleCheck : undefined;
+      afterIdleWait = false;
       this.nudged = false;
       const started = performance.now();
       let result: RoundResult;
       try {
-        result = await round();
+        result = check && !(await check()) ? { items: 0, more: false } : await round();
       } catch (err) {
         failures++;
         recordWorkerRoundFailed(name, (performance.now() - started) / 1000);
@@ -201,6 +214,7 @@ export class Worker {
       recordWorkerRound(name, result.items, (performance.now() - started) / 1000);
       if (result.more || (this.nudged && wakeOnNudge)) continue;
       await this.wait(idleMs, wakeOnNudge);
+      afterIdleWait = true;
     }
   }
 

@@ -174,14 +174,6 @@ export class DeliveryDispatcher {
   private slotMayHelp = true;
   /** A claim is running: it saw the slots in use before it began, so a task ending now nudges. */
   private claiming = false;
-  /**
-   * The next round claims at once (start, a nudge, a task's end that nudges, a round that
-   * filled a lane or failed). Otherwise — an idle poll — it first asks
-   * whether anything is due at all (anyDue: one cheap statement on the deliveries_due
-   * index) and claims only then: the claim statement costs several times more, in Node
-   * and in PostgreSQL, and at rest it is what the process spends most of its idle CPU on.
-   */
-  private claimNext = true;
   /** The claim loop (worker.ts); the attempts run as its tasks. */
   private readonly worker: Worker;
   /** Outcomes written in batches (writeOutcome). */
@@ -202,11 +194,11 @@ export class DeliveryDispatcher {
       onTaskError: (err) => this.log.error({ err }, 'webhooks: delivery attempt failed unexpectedly'),
       // The end of an attempt runs another claim only if the last one was held back by
       // something that end frees (claimAndSend); otherwise that claim would find nothing.
-      nudgeOnTaskEnd: () => {
-        const nudge = this.claiming || this.slotMayHelp;
-        if (nudge) this.claimNext = true;
-        return nudge;
-      },
+      nudgeOnTaskEnd: () => this.claiming || this.slotMayHelp,
+      // An idle poll runs the claim only if something is due (anyDue): the claim statement
+      // costs several times more, in Node and in PostgreSQL, and at rest it is what the
+      // process would spend most of its idle CPU on.
+      idleCheck: () => this.anyDue(),
     });
     this.outcomes = new GroupCommit({
       maxBatch: OUTCOME_BATCH,
@@ -234,7 +226,6 @@ export class DeliveryDispatcher {
 
   /** Wakes the worker now (a delivery was just created, or a slot freed). */
   nudge(): void {
-    this.claimNext = true;
     this.worker.nudge();
   }
 
@@ -258,26 +249,20 @@ export class DeliveryDispatcher {
     }
     if (freeFast <= 0 && freeSlow <= 0) {
       this.slotMayHelp = true;
-      this.claimNext = true;
       return { items: 0, more: false };
     }
-    const claimNow = this.claimNext;
-    this.claimNext = false; // a nudge from here on sets it again
-    if (!claimNow && !(await this.anyDue())) return { items: 0, more: false };
     let claimed: { fast: number; slow: number };
     this.claiming = true;
     try {
       claimed = await this.claimAndSend(Math.max(0, freeFast), Math.max(0, freeSlow));
     } catch (err) {
       this.slotMayHelp = true;
-      this.claimNext = true;
       throw err;
     } finally {
       this.claiming = false;
     }
     // A lane filled: more may be due; go again at once (if slots are free by then).
     const filled = (claimed.fast > 0 && claimed.fast === freeFast) || (claimed.slow > 0 && claimed.slow === freeSlow);
-    if (filled) this.claimNext = true;
     return { items: claimed.fast + claimed.slow, more: filled };
   }
 
