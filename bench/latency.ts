@@ -39,14 +39,14 @@ import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { createSql, type Sql } from '../services/kit/database';
 import { credentialInterceptor } from '../test/support/credentials';
-import { createBenchDatabase } from './support/bench-system';
+import { createBenchDatabase, fullSystemEnv } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
 import { profileIn, summariseFunctions, summariseInclusive, summariseProfile } from './support/cpu-profile';
 import { idleCpu, loadCpu, serverCpuMs, startBare, startFull, type Build, type Server } from './support/gateway-servers';
 import { machineLine } from './support/machine';
 import { cpuMsOf } from './support/proc-cpu';
 import { benchName, recordMetric } from './support/results';
-import { runWrk, wrkVersion, type LoadResult } from './support/wrk';
+import { runWrk, wrkVersion, type LoadResult, putBlocksScript } from './support/wrk';
 
 const ROOT = resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '10');
@@ -78,24 +78,7 @@ interface Cell {
 /** The wrk Lua script for PUTs: fresh uids `<prefix>-<n>`, round-robin over `listings`, 1–30 nights over two years. */
 function putScript(dir: string, prefix: string, listings: string[]): string {
   const file = join(dir, `put-${prefix}.lua`);
-  writeFileSync(
-    file,
-    `-- PUT /v1/blocks/{uid}: a fresh uid per request over ${listings.length} listings.
-local listings = { ${listings.map((l) => JSON.stringify(l)).join(', ')} }
-local n = 0
-local base = 1893456000 -- 2030-01-01T00:00:00Z
-wrk.method = "PUT"
-wrk.headers["Content-Type"] = "application/json"
-local function day(d) return os.date("!%Y-%m-%d", base + d * 86400) end
-request = function()
-  n = n + 1
-  local start = math.random(0, 700)
-  local body = string.format('{"listing_id":"%s","check_in":"%s","check_out":"%s","reason":"reserved"}',
-    listings[(n % #listings) + 1], day(start), day(start + math.random(1, 30)))
-  return wrk.format(nil, "/v1/blocks/${prefix}-" .. n, nil, body)
-end
-`,
-  );
+  writeFileSync(file, putBlocksScript(listings, prefix, 1893456000, 30));
   return file;
 }
 
@@ -124,17 +107,7 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase('psync_bench_latency');
   const scripts = mkdtempSync(join(tmpdir(), 'psync-bench-latency-'));
   const signingKey = randomBytes(32).toString('base64');
-  const fullEnv: Record<string, string> = {
-    DATABASE_URL: db.url,
-    DATABASE_POOL_SIZE: POOL_SIZE,
-    LOG_LEVEL: 'info',
-    RATE_LIMIT_PER_HOUR: '1000000',
-    TOKEN_TTL_SECONDS: '3600',
-    TOKEN_SIGNING_KEY: signingKey,
-    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    BUS_PREFIX: `benchlat${randomBytes(3).toString('hex')}`,
-    METRICS_PORT: '0',
-  };
+  const fullEnv = fullSystemEnv(db.url, 'benchlat', { DATABASE_POOL_SIZE: POOL_SIZE, TOKEN_SIGNING_KEY: signingKey });
   const bareEnv: Record<string, string> = { DATABASE_URL: db.url, DATABASE_POOL_SIZE: POOL_SIZE, TOKEN_SIGNING_KEY: signingKey, RATE_LIMIT_PER_HOUR: '1000000' };
   const observer = createSql(db.url, { max: 1, applicationName: 'bench-observer' });
   const servers: Server[] = [];

@@ -44,14 +44,14 @@ import { performance } from 'node:perf_hooks';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { blockPageQuery } from '../services/calendar/blocks-list';
 import { createSql, type Sql } from '../services/kit/database';
-import { createBenchDatabase, type BenchDatabase } from './support/bench-system';
+import { createBenchDatabase, type BenchDatabase, fullSystemEnv } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
 import { startFull, type Build, type Server } from './support/gateway-servers';
 import { machineLine } from './support/machine';
 import { accessToken, operatorClients, propertyBody, type Operator } from './support/partners';
 import { cpuMsOf } from './support/proc-cpu';
 import { benchName, recordMetric } from './support/results';
-import { runWrk, wrkVersion, type LoadResult } from './support/wrk';
+import { runWrk, wrkVersion, type LoadResult, putBlocksScript } from './support/wrk';
 
 const ROOT = resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '8');
@@ -183,23 +183,7 @@ end
 `,
   );
   const block = join(dir, `block-${side}.lua`);
-  writeFileSync(
-    block,
-    `local listings = { ${listings.map((l) => JSON.stringify(l)).join(', ')} }
-local n = 0
-local base = 1924992000 -- 2031-01-01T00:00:00Z
-wrk.method = "PUT"
-wrk.headers["Content-Type"] = "application/json"
-local function day(d) return os.date("!%Y-%m-%d", base + d * 86400) end
-request = function()
-  n = n + 1
-  local start = math.random(0, 700)
-  local body = string.format('{"listing_id":"%s","check_in":"%s","check_out":"%s","reason":"reserved"}',
-    listings[(n % #listings) + 1], day(start), day(start + math.random(1, 14)))
-  return wrk.format(nil, "/v1/blocks/${prefix}-" .. n, nil, body)
-end
-`,
-  );
+  writeFileSync(block, putBlocksScript(listings, prefix, 1924992000, 14));
   return { property, block };
 }
 
@@ -279,16 +263,7 @@ async function main(): Promise<void> {
     for (const side of ['small', 'large'] as const) {
       const db = await createBenchDatabase(`psync_bench_scale_${side}`);
       dbs.push(db);
-      const system = await startFull(build, {
-        DATABASE_URL: db.url,
-        LOG_LEVEL: 'info',
-        RATE_LIMIT_PER_HOUR: '1000000',
-        TOKEN_TTL_SECONDS: '3600',
-        TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
-        SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-        BUS_PREFIX: `benchscale${randomBytes(3).toString('hex')}`,
-        METRICS_PORT: '0',
-      });
+      const system = await startFull(build, fullSystemEnv(db.url, 'benchscale'));
       servers.push(system);
       const sql = createSql(db.url, { max: 2, applicationName: 'bench-scale' });
       sqls.push(sql);

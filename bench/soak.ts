@@ -27,12 +27,11 @@
  * also reported: RSS and latency per stretch of the run, every answer's status, and the
  * peak (VmHWM).
  */
-import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import { createBenchDatabase } from './support/bench-system';
+import { createBenchDatabase, fullSystemEnv } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
 import { startFull, type Build, type Server } from './support/gateway-servers';
 import { machineLine } from './support/machine';
@@ -142,16 +141,7 @@ async function main(): Promise<void> {
   let system: Server | undefined;
   const loadStart = loadavg();
   try {
-    const full = await startFull(build, {
-      DATABASE_URL: db.url,
-      LOG_LEVEL: 'info',
-      RATE_LIMIT_PER_HOUR: '1000000',
-      TOKEN_TTL_SECONDS: '3600',
-      TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
-      SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      BUS_PREFIX: `benchsoak${randomBytes(3).toString('hex')}`,
-      METRICS_PORT: '0',
-    });
+    const full = await startFull(build, fullSystemEnv(db.url, 'benchsoak'));
     system = full;
     const op = operatorClients(full.internal);
     const partners: Partner[] = [];

@@ -47,6 +47,26 @@ export async function createBenchDatabase(prefix = 'psync_bench'): Promise<Bench
   };
 }
 
+/**
+ * The environment of a benchmark's whole system (`services/main.ts`) on `databaseUrl`:
+ * fresh signing and encryption keys, a bus prefix of its own (`<busPrefix><hex>`), the
+ * rate limit and token lifetime out of the way of the load, metrics on a free port (the
+ * default 9464 may be taken by another system on this machine). `extra` wins.
+ */
+export function fullSystemEnv(databaseUrl: string, busPrefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_HOUR: '1000000',
+    TOKEN_TTL_SECONDS: '3600',
+    TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
+    SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    BUS_PREFIX: `${busPrefix}${randomBytes(3).toString('hex')}`,
+    METRICS_PORT: '0',
+    ...extra,
+  };
+}
+
 export interface BenchSystem {
   gateway: string;
   internal: string;

@@ -82,3 +82,26 @@ export function runWrk(url: string, headers: Record<string, string>, connections
     });
   });
 }
+
+/**
+ * A wrk Lua script of `PUT /v1/blocks/{uid}` requests: a fresh uid `<prefix>-<n>` per
+ * request, round-robin over `listings`, a check-in within 700 days of `fromEpochS` (UTC
+ * midnight) and 1 to `maxNights` nights.
+ */
+export function putBlocksScript(listings: string[], prefix: string, fromEpochS: number, maxNights: number): string {
+  return `-- PUT /v1/blocks/{uid}: a fresh uid per request over ${listings.length} listings.
+local listings = { ${listings.map((l) => JSON.stringify(l)).join(', ')} }
+local n = 0
+local base = ${fromEpochS} -- ${new Date(fromEpochS * 1000).toISOString()}
+wrk.method = "PUT"
+wrk.headers["Content-Type"] = "application/json"
+local function day(d) return os.date("!%Y-%m-%d", base + d * 86400) end
+request = function()
+  n = n + 1
+  local start = math.random(0, 700)
+  local body = string.format('{"listing_id":"%s","check_in":"%s","check_out":"%s","reason":"reserved"}',
+    listings[(n % #listings) + 1], day(start), day(start + math.random(1, ${maxNights})))
+  return wrk.format(nil, "/v1/blocks/${prefix}-" .. n, nil, body)
+end
+`;
+}
