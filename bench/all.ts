@@ -1,7 +1,7 @@
 /**
  * Every benchmark, one after another, and the summary tables of docs/performance.md:
  *
- *   npm run bench:all                              # everything, full durations (about 1 h 15 min)
+ *   npm run bench:all                              # everything, full durations (about 40 min)
  *   npm run bench:all -- --quick                   # shortened durations (about 20 min): indicative only
  *   npm run bench:all -- --only latency,booking-cpu --quick
  *   npm run bench:all -- --skip photos,blocks --no-docs
