@@ -149,6 +149,16 @@ interface OutcomeWrite {
   attempt: AttemptTiming;
 }
 
+/**
+ * A delivery an attempt may start on now: pending, due, and not leased (or its lease ran
+ * out). The claim takes its candidates by it and the idle poll's check (anyDue) asks it;
+ * `d` is the deliveries table's alias in the statement.
+ */
+function startableNow(sql: Sql, d: string) {
+  const t = sql(d);
+  return sql`${t}.state = 'pending' and ${t}.next_attempt_at <= now() and (${t}.lease_until is null or ${t}.lease_until < now())`;
+}
+
 /** When an attempt started and how long it took, in ms (null when nothing was sent). */
 interface AttemptTiming {
   startedAt: Date;
@@ -266,13 +276,10 @@ export class DeliveryDispatcher {
     return { items: claimed.fast + claimed.slow, more: filled };
   }
 
-  /** Whether any pending delivery is due and not leased: one statement on the deliveries_due index. */
+  /** Whether any delivery could start now (startableNow): one statement on the deliveries_due index. */
   private async anyDue(): Promise<boolean> {
     const [row] = await this.sql<{ due: boolean }[]>`
-      select exists (
-        select from notifications.deliveries
-        where state = 'pending' and next_attempt_at <= now() and (lease_until is null or lease_until < now())
-      ) as due`;
+      select exists (select from notifications.deliveries d where ${startableNow(this.sql, 'd')}) as due`;
     return row?.due === true;
   }
 
@@ -353,8 +360,7 @@ export class DeliveryDispatcher {
         from eps cross join lateral (
           select d.id, d.next_attempt_at
           from notifications.deliveries d
-          where d.workspace_id = eps.workspace_id and d.state = 'pending' and d.next_attempt_at <= now()
-            and (d.lease_until is null or d.lease_until < now())
+          where d.workspace_id = eps.workspace_id and ${startableNow(sql, 'd')}
             and (d.booking_reference is null or not exists (
               select 1 from notifications.deliveries p
               where p.workspace_id = d.workspace_id and p.booking_reference = d.booking_reference
