@@ -288,35 +288,9 @@ export class OutboxRelay {
     const closedBefore = connectionsClosed(this.sql);
     let inTransaction = false; // roll back on the way out
     let lost = false; // the connection is gone: postgres.js has put it back in the pool itself
-    // The statements' results, or the first failure. A lost connection fails at once:
-    // postgres.js may never send (nor settle) what it queued behind a statement that
-    // was waiting for the server when the connection went.
-    const settled = <T extends readonly unknown[]>(queries: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> =>
-      new Promise((resolve, reject) => {
-        const values: unknown[] = [];
-        let left = queries.length;
-        let failure: { err: unknown } | null = null;
-        const done = () => {
-          if (--left > 0) return;
-          if (failure) reject(failure.err);
-          else resolve(values as { -readonly [K in keyof T]: Awaited<T[K]> });
-        };
-        for (const [i, q] of queries.entries()) {
-          void Promise.resolve(q).then(
-            (v) => {
-              values[i] = v;
-              done();
-            },
-            (err: unknown) => {
-              failure ??= { err };
-              if (connectionLost(err)) {
-                lost = true;
-                reject(err);
-              }
-              done();
-            },
-          );
-        }
+    const settled = <T extends readonly unknown[]>(queries: T) =>
+      settleTogether(queries, () => {
+        lost = true;
       });
     try {
       inTransaction = true;
@@ -484,6 +458,43 @@ export class OutboxRelay {
     `;
     return deleted.count;
   }
+}
+
+type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: Awaited<T[K]> };
+
+/**
+ * The results of statements sent together on one reserved connection, or the first
+ * failure. A lost connection (connectionLost in database.ts) rejects at once and calls
+ * `onLost`: postgres.js may never send (nor settle) what it queued behind a statement
+ * that was waiting for the server when the connection went.
+ */
+function settleTogether<T extends readonly unknown[]>(queries: T, onLost: () => void): Promise<Settled<T>> {
+  return new Promise((resolve, reject) => {
+    const values: unknown[] = [];
+    let left = queries.length;
+    let failure: { err: unknown } | null = null;
+    const done = () => {
+      if (--left > 0) return;
+      if (failure) reject(failure.err);
+      else resolve(values as Settled<T>);
+    };
+    queries.forEach((q, i) => {
+      void Promise.resolve(q).then(
+        (v) => {
+          values[i] = v;
+          done();
+        },
+        (err: unknown) => {
+          failure ??= { err };
+          if (connectionLost(err)) {
+            onLost();
+            reject(err);
+          }
+          done();
+        },
+      );
+    });
+  });
 }
 
 /** An outbox row as the claim reads it (`locked`: the claim got the schema's advisory lock). */
