@@ -8,11 +8,11 @@
  */
 import { Socket } from 'node:net';
 import pino from 'pino';
-import type { BusEvent, EventBus } from '../../services/kit/bus';
+import type { EventBus } from '../../services/kit/bus';
 import { createSql, type Sql } from '../../services/kit/database';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { appendToOutbox, OutboxRelay } from '../../services/kit/outbox';
-import { startTestBus, TestBus } from '../support/bus';
+import { startTestBus, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 
 const SCHEMA = 'kit_outbox_rt';
@@ -130,14 +130,10 @@ onServer('a relay that finds the lock held by another relay tries again within 5
     await conn`begin`;
     await conn`select pg_advisory_xact_lock(hashtext(${`${SCHEMA}.outbox`}))`;
     const got: string[] = [];
-    const bus: EventBus = {
-      ...t.bus,
-      kind: t.bus.kind,
-      async publish(e: BusEvent) {
-        got.push(e.id);
-        await t.bus.publish(e);
-      },
-    };
+    const bus = withPublish(t.bus, async (e) => {
+      got.push(e.id);
+      await t.bus.publish(e);
+    });
     const r = relay({ bus, pollMs: 60_000 });
     r.start();
     await sleep(200); // the first round: lock held elsewhere
@@ -160,18 +156,14 @@ onServer('a connection lost in the middle of a batch is not handed back to the p
   const own = createSql(db.url, { max: 1, applicationName: 'outbox-rt-lost' });
   extra.push(own);
   let kill = true;
-  const bus: EventBus = {
-    ...t.bus,
-    kind: t.bus.kind,
-    async publish(e: BusEvent) {
-      if (kill) {
-        kill = false;
-        await db.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'outbox-rt-lost'`;
-        await sleep(100);
-      }
-      await t.bus.publish(e);
-    },
-  };
+  const bus = withPublish(t.bus, async (e) => {
+    if (kill) {
+      kill = false;
+      await db.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'outbox-rt-lost'`;
+      await sleep(100);
+    }
+    await t.bus.publish(e);
+  });
   const ids = await append(4);
   const r = relay({ bus, sql: own });
   await expect(r.relayOnce()).rejects.toMatchObject({ code: 'CONNECTION_CLOSED' });

@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import type { BusEvent, EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
+import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { appendToOutbox, OutboxRelay } from '../../services/kit/outbox';
-import { startTestBus, testLogger, TestBus } from '../support/bus';
+import { startTestBus, testLogger, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 
 const SCHEMA = 'kit_outbox_test';
@@ -117,16 +117,12 @@ test('events of a rolled-back transaction never appear; committed ones are all p
 test('a failing publish leaves rows unpublished and the relay retries without skipping', async () => {
   const got = await collect('outbox-retry-reader', ['obr.>']);
   let calls = 0;
-  const flaky: EventBus = {
-    ...t.bus,
-    kind: t.bus.kind,
-    async publish(e: BusEvent) {
-      calls++;
-      // Fails on the 4th and 5th attempts, and on every 11th after that.
-      if (calls === 4 || calls === 5 || calls % 11 === 0) throw new Error('bus unavailable (simulated)');
-      await t.bus.publish(e);
-    },
-  };
+  const flaky = withPublish(t.bus, async (e) => {
+    calls++;
+    // Fails on the 4th and 5th attempts, and on every 11th after that.
+    if (calls === 4 || calls === 5 || calls % 11 === 0) throw new Error('bus unavailable (simulated)');
+    await t.bus.publish(e);
+  });
   const ids: string[] = [];
   for (let i = 0; i < 40; i++) {
     ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: `obr.n`, data: enc(String(i)) })));
@@ -146,23 +142,19 @@ test('publishes are pipelined, and each workspace keeps commit order even when a
   let calls = 0;
   let inFlight = 0;
   let maxInFlight = 0;
-  const slow: EventBus = {
-    ...t.bus,
-    kind: t.bus.kind,
-    async publish(e: BusEvent) {
-      calls++;
-      inFlight++;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      try {
-        // Acknowledgements come back in any order.
-        await sleep(Math.random() * 8);
-        if (calls === 9 || calls === 23) throw new Error('bus unavailable (simulated)');
-        await t.bus.publish(e);
-      } finally {
-        inFlight--;
-      }
-    },
-  };
+  const slow = withPublish(t.bus, async (e) => {
+    calls++;
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      // Acknowledgements come back in any order.
+      await sleep(Math.random() * 8);
+      if (calls === 9 || calls === 23) throw new Error('bus unavailable (simulated)');
+      await t.bus.publish(e);
+    } finally {
+      inFlight--;
+    }
+  });
   const rows: { id: string; ws: string }[] = [];
   for (let i = 0; i < 60; i++) {
     const ws = workspaces[i % 3 === 0 ? 0 : 1 + (i % 3)]!;
@@ -187,21 +179,17 @@ test("an encoder's order keys: one listing at a time, listings of a workspace to
   let together = 0;
   const conflicts: string[] = [];
   const keyOf = (h: Record<string, string>) => h.k!.split('/');
-  const slow: EventBus = {
-    ...t.bus,
-    kind: t.bus.kind,
-    async publish(e: BusEvent) {
-      const k = e.headers!.k!;
-      for (const other of inFlight.values()) {
-        if (k.startsWith(other) || other.startsWith(k)) conflicts.push(`${other} with ${k}`);
-        else together++;
-      }
-      inFlight.set(e.id, k);
-      await sleep(Math.random() * 5);
-      inFlight.delete(e.id);
-      await t.bus.publish(e);
-    },
-  };
+  const slow = withPublish(t.bus, async (e) => {
+    const k = e.headers!.k!;
+    for (const other of inFlight.values()) {
+      if (k.startsWith(other) || other.startsWith(k)) conflicts.push(`${other} with ${k}`);
+      else together++;
+    }
+    inFlight.set(e.id, k);
+    await sleep(Math.random() * 5);
+    inFlight.delete(e.id);
+    await t.bus.publish(e);
+  });
   const keys = ['w/a', 'w/b', 'w/a', 'v/a', 'w/b', 'w', 'w/a', 'w/b', 'v/a', 'v/b', 'w/a', 'v', 'v/b', 'w/b'];
   const ids: string[] = [];
   for (const [i, k] of keys.entries()) ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: 'obk.n', data: enc(String(i)), headers: { k } })));
@@ -231,17 +219,13 @@ test('rows without a workspace are one aggregate: published one at a time, in co
   const got = await collect('outbox-serial-reader', ['obs.>']);
   let inFlight = 0;
   let maxInFlight = 0;
-  const slow: EventBus = {
-    ...t.bus,
-    kind: t.bus.kind,
-    async publish(e: BusEvent) {
-      inFlight++;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      await sleep(1);
-      await t.bus.publish(e);
-      inFlight--;
-    },
-  };
+  const slow = withPublish(t.bus, async (e) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    await sleep(1);
+    await t.bus.publish(e);
+    inFlight--;
+  });
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) ids.push(await db.sql.begin((tx) => appendToOutbox(tx, SCHEMA, { subject: 'obs.n', data: enc(String(i)) })));
   const r = relay(slow, { batchSize: 50 });
@@ -254,15 +238,11 @@ test('rows without a workspace are one aggregate: published one at a time, in co
 test('two relays on one schema (replicas) publish every row once, in order', async () => {
   const got = await collect('outbox-replicas-reader', ['obx.>']);
   const published: string[] = [];
-  const counting: EventBus = {
-    ...t.bus,
-    kind: t.bus.kind,
-    async publish(e: BusEvent) {
-      published.push(e.id);
-      await new Promise((r) => setTimeout(r, 1));
-      await t.bus.publish(e);
-    },
-  };
+  const counting = withPublish(t.bus, async (e) => {
+    published.push(e.id);
+    await new Promise((r) => setTimeout(r, 1));
+    await t.bus.publish(e);
+  });
   const a = relay(counting, { batchSize: 5 });
   const b = relay(counting, { batchSize: 5 });
   a.start();

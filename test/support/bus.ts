@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect } from 'nats';
 import pino from 'pino';
-import type { EventBus } from '../../services/kit/bus';
+import type { BusEvent, EventBus } from '../../services/kit/bus';
 import { createMemoryBus } from '../../services/kit/bus-memory';
 import { connectNatsBus } from '../../services/kit/bus-nats';
 import type { Logger } from '../../services/kit/logger';
@@ -20,6 +20,15 @@ export interface TestBus {
   /** True on real NATS. */
   real: boolean;
   stop(): Promise<void>;
+}
+
+/**
+ * `bus` with its `publish` replaced by a test's own (a fault, a delay or a record around
+ * the real one, which it calls as `bus.publish`). `kind` is a getter, which a spread
+ * does not copy.
+ */
+export function withPublish(bus: EventBus, publish: (e: BusEvent) => Promise<void>): EventBus {
+  return { ...bus, kind: bus.kind, publish };
 }
 
 /** A logger that prints errors only (set LOG_LEVEL to see more). */
