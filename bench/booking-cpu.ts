@@ -31,7 +31,6 @@
  * `node --cpu-prof` and the load window's CPU is summarised by origin and function
  * (the profiler's own cost is then in the CPU figures).
  */
-import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -47,7 +46,7 @@ import { createSql, type Sql } from '../services/kit/database';
 import { credentialInterceptor } from '../test/support/credentials';
 import { createCertificates } from '../test/support/tls';
 import { echoAndAccept, Receiver } from '../test/notifications/support/receiver';
-import { createBenchDatabase } from './support/bench-system';
+import { createBenchDatabase, fullSystemEnv } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
 import { profileIn, summariseFunctions, summariseInclusive, summariseProfile } from './support/cpu-profile';
 import { formatShares, PERF_NODE_ARGS, startPerf, type PerfRecording } from './support/perf-profile';
@@ -103,16 +102,8 @@ async function main(): Promise<void> {
     await receiver.listen();
     const system = await startFull(
       build,
-      {
-        DATABASE_URL: db.url,
-        LOG_LEVEL: 'info',
-        EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
-        NODE_EXTRA_CA_CERTS: certs.caFile,
-        TOKEN_SIGNING_KEY: randomBytes(32).toString('base64'),
-        SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-        BUS_PREFIX: `benchbook${randomBytes(3).toString('hex')}`,
-        METRICS_PORT: '0',
-      },
+      // The receiver is on loopback, signed by the throwaway CA.
+      fullSystemEnv(db.url, 'benchbook', { EGRESS_ALLOW_CIDRS: '127.0.0.0/8', NODE_EXTRA_CA_CERTS: certs.caFile }),
       PROFILE === 'v8' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : PROFILE === 'perf' ? PERF_NODE_ARGS : [],
     );
     stopSystem = () => system.stop();
