@@ -6,7 +6,8 @@
  *   → validation of path, query and body, all violations at once (400), including
  *     text that cannot be stored in any decoded string (storable-text.ts)
  *   → 501 not_enabled for a production workspace, and for the route's own 501 cases
- *   → the internal call and the presenter.
+ *   → the internal call and the presenter; a validation failure behind the gateway
+ *     is answered in the contract's field names (internal-fields.ts).
  *
  * So a 501 always means the request was valid, and nothing is looked up or written
  * for a production workspace (docs/contract-gaps.md "production workspaces").
@@ -16,6 +17,7 @@ import { Environment } from '../gen/psync/common/v1/environment_pb';
 import type { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import type { Logger } from '../services/kit/logger';
 import { authorizeContractRequest } from './auth';
+import { inContractNames, type InternalFields } from './internal-fields';
 import { readJsonBody, ReadJsonOptions } from './body';
 import type { HttpMethod, Route } from './contract-router';
 import { ProblemError, validationFailed, Violation } from './problems';
@@ -47,6 +49,12 @@ export interface ContractSpec<P, Q, B> {
   rules?(body: Record<string, unknown>, found: readonly Violation[]): Violation[];
   /** The route's own 501 cases after validation, in every environment (blocks by provider_id). */
   notEnabled?(input: ContractInput<P, Q, B>): boolean;
+  /**
+   * Which fields of the internal request stand for which public ones: a validation
+   * failure behind the gateway is answered in the contract's names, or as an internal
+   * error for any other field (internal-fields.ts).
+   */
+  internalFields: InternalFields;
   /** Calls the internal service and writes the response. */
   call(ctx: GatewayContext, input: ContractInput<P, Q, B>, caller: Principal): Promise<void>;
 }
@@ -118,7 +126,11 @@ export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, 
       const input: ContractInput<P, Q, B> = { params: decoded.values as P, query: query as Q, body: body as B };
       // Only a sandbox workspace reaches a service; production answers 501 after full validation.
       if (caller.environment !== Environment.SANDBOX || spec.notEnabled?.(input)) throw new ProblemError('not_enabled');
-      await spec.call(ctx, input, caller);
+      try {
+        await spec.call(ctx, input, caller);
+      } catch (err) {
+        throw inContractNames(err, spec.internalFields);
+      }
     },
   };
 }

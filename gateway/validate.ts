@@ -17,6 +17,7 @@
  */
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { isAbsoluteUri } from '../services/kit/absolute-uri';
 import { storableDate, storableDateTime } from './instant-formats';
 import type { Violation, ViolationCode } from './problems';
 import propertySchema from './schemas/property.json';
@@ -36,6 +37,8 @@ addFormats(ajv);
 // Only dates and instants the system can store, wherever a schema says `date` or `date-time`.
 ajv.addFormat('date', storableDate);
 ajv.addFormat('date-time', storableDateTime);
+// The URI rule the catalog applies too (services/kit/absolute-uri.ts): one function for both sides.
+ajv.addFormat('uri', isAbsoluteUri);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
 for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema]) ajv.addSchema(s);

@@ -8,6 +8,7 @@
  * - GET → CalendarService.ListBlocks, 200 `{items, has_more}`.
  */
 import { contractRoute } from '../contract-route';
+import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest } from '../presenters/blocks';
@@ -52,6 +53,7 @@ export function blockRoutes(deps: RouteDeps): Route[] {
         rules: blockRangeViolations,
         // Addressing by provider_id is published but not enabled (spec "What the service does").
         notEnabled: ({ body }) => body.provider_id !== undefined,
+        internalFields: { ...sameNames('external_uid', 'listing_id', 'provider_id', 'check_in', 'check_out', 'reason'), target: 'listing_id' },
         async call(ctx, { params, body }, caller) {
           const res = await calendar.putBlock(putBlockRequest(caller.workspaceId, params.external_uid, body));
           sendJson(ctx, 200, presentBlockPut(res));
@@ -65,6 +67,7 @@ export function blockRoutes(deps: RouteDeps): Route[] {
         path: '/v1/blocks/:external_uid',
         params: schemas.blockPath,
         query: schemas.noParameters,
+        internalFields: sameNames('external_uid'),
         async call(ctx, { params }, caller) {
           await calendar.deleteBlock({ workspaceId: caller.workspaceId, externalUid: params.external_uid });
           sendNoContent(ctx);
@@ -79,6 +82,7 @@ export function blockRoutes(deps: RouteDeps): Route[] {
         params: schemas.noParameters,
         query: schemas.blocksQuery,
         integerQuery: ['page', 'page_size'],
+        internalFields: sameNames('from', 'to', 'page', 'page_size'),
         async call(ctx, { query }, caller) {
           const res = await calendar.listBlocks(listBlocksRequest(caller.workspaceId, query));
           sendJson(ctx, 200, presentBlockList(res));

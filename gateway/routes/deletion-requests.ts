@@ -5,6 +5,7 @@
  * `completed_at` defaults to the time of receipt.
  */
 import { contractRoute } from '../contract-route';
+import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { acknowledgeDeletionRequest, dateTimeMs, presentAcknowledgement } from '../presenters/deletion-requests';
@@ -42,6 +43,7 @@ export function deletionRequestRoutes(deps: RouteDeps): Route[] {
         query: schemas.noParameters,
         body: { schema: schemas.acknowledge, empty: 'empty-object' },
         rules: acknowledgeViolations,
+        internalFields: sameNames('event_id', 'completed_at'),
         async call(ctx, { params, body }, caller) {
           const res = await deps.upstreams.notifications.acknowledgeDeletion(acknowledgeDeletionRequest(caller.workspaceId, params.event_id, body));
           sendJson(ctx, 200, presentAcknowledgement(res));

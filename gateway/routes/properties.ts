@@ -9,6 +9,9 @@ import { sendJson } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
 
+/** UpsertPropertyRequest's fields in the contract's names: `property` is the body, `property.photos[0].url` is `photos[0].url`. */
+export const PROPERTY_INTERNAL_FIELDS = { provider_id: 'provider_id', property: '' } as const;
+
 export function propertyRoutes(deps: RouteDeps): Route[] {
   return [
     contractRoute(
@@ -18,6 +21,7 @@ export function propertyRoutes(deps: RouteDeps): Route[] {
         params: schemas.propertyPath,
         query: schemas.noParameters,
         body: { schema: schemas.property, empty: 'required' },
+        internalFields: PROPERTY_INTERNAL_FIELDS,
         async call(ctx, { params, body }, caller) {
           const res = await deps.upstreams.catalog.upsertProperty(upsertPropertyRequest(caller.workspaceId, params.provider_id, body));
           sendJson(ctx, 200, presentPropertyUpsert(res));

@@ -15,6 +15,7 @@
  */
 import { resolveTestStay } from '../../services/kit/test-stay';
 import { contractRoute } from '../contract-route';
+import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { listDeliveryLogRequest, presentDelivery, presentDeliveryList, triggerTestEventRequest } from '../presenters/deliveries';
@@ -54,6 +55,7 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
         query: schemas.noParameters,
         body: { schema: schemas.testEvent, empty: 'required' },
         rules: testEventViolations,
+        internalFields: sameNames('listing_id', 'event_type', 'booking_reference', 'check_in', 'check_out', 'initiated_by'),
         async call(ctx, { body }, caller) {
           const res = await notifications.triggerTestEvent(triggerTestEventRequest(caller.workspaceId, body));
           sendJson(ctx, 202, presentDelivery(res.delivery));
@@ -68,6 +70,7 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
         params: schemas.noParameters,
         query: schemas.deliveriesQuery,
         integerQuery: ['page', 'page_size'],
+        internalFields: sameNames('page', 'page_size', 'state', 'event_type'),
         async call(ctx, { query }, caller) {
           const res = await notifications.listDeliveryLog(listDeliveryLogRequest(caller.workspaceId, query));
           sendJson(ctx, 200, presentDeliveryList(res));
@@ -81,6 +84,7 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
         path: '/v1/webhooks/deliveries/:event_id',
         params: schemas.deliveryPath,
         query: schemas.noParameters,
+        internalFields: sameNames('event_id'),
         async call(ctx, { params }, caller) {
           const res = await notifications.getDelivery({ workspaceId: caller.workspaceId, eventId: params.event_id.toLowerCase() });
           sendJson(ctx, 200, presentDelivery(res.delivery));
@@ -94,6 +98,7 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
         path: '/v1/webhooks/deliveries/:event_id/resend',
         params: schemas.deliveryPath,
         query: schemas.noParameters,
+        internalFields: sameNames('event_id'),
         async call(ctx, { params }, caller) {
           const res = await notifications.resendDelivery({ workspaceId: caller.workspaceId, eventId: params.event_id.toLowerCase() });
           sendJson(ctx, 202, presentDelivery(res.delivery));

@@ -11,6 +11,7 @@
  */
 import { checkUrl, WEBHOOK_URL_RULES } from '../../services/kit/egress';
 import { contractRoute } from '../contract-route';
+import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { presentEndpoint, putEndpointRequest } from '../presenters/webhooks';
@@ -44,6 +45,7 @@ export function webhookRoutes(deps: RouteDeps): Route[] {
         query: schemas.noParameters,
         body: { schema: schemas.webhookEndpoint, empty: 'required' },
         rules: webhookUrlViolations,
+        internalFields: sameNames('url', 'events'),
         async call(ctx, { body }, caller) {
           const res = await deps.upstreams.notifications.putEndpoint(putEndpointRequest(caller.workspaceId, body));
           sendJson(ctx, 200, presentEndpoint(res));

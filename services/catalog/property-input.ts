@@ -2,9 +2,13 @@
  * An UpsertProperty request in the catalog's own, protobuf-free shape. The request's
  * shape rules (lengths, patterns, ranges, the country list) are declared in
  * catalog.proto and enforced before the handler runs (services/kit/validation.ts), so
- * this only converts: what reaches it has a property, an address and an occupancy.
+ * what reaches it has a property, an address and an occupancy. The one rule checked
+ * here is a photo URL's: an absolute URI by the public schema's own function
+ * (services/kit/absolute-uri.ts), which protovalidate's `string.uri` does not match.
  */
 import type { UpsertPropertyRequest } from '../../gen/psync/catalog/v1/catalog_pb';
+import { isAbsoluteUri } from '../kit/absolute-uri';
+import { validationFailed } from '../kit/errors';
 import { canonicalUuid } from '../kit/uuid';
 import { propertyStatuses } from './messages';
 
@@ -33,9 +37,15 @@ export interface PropertyInput {
   status: 'listed' | 'unlisted';
 }
 
-/** The validated request's workspace (canonical lower case), provider id and property. */
+/**
+ * The validated request's workspace (canonical lower case), provider id and property;
+ * INVALID_ARGUMENT / VALIDATION_FAILED (`property.photos[i].url`, `format`) for a photo
+ * URL that is not an absolute URI, before anything is read or written.
+ */
 export function propertyInput(req: UpsertPropertyRequest): { workspaceId: string; providerId: string; property: PropertyInput } {
   const p = req.property!;
+  const badUrls = p.photos.flatMap((ph, i) => (isAbsoluteUri(ph.url) ? [] : [{ field: `property.photos[${i}].url`, code: 'format' }]));
+  if (badUrls.length > 0) throw validationFailed(badUrls, 'photo url: must be an absolute URI');
   const a = p.address!;
   const o = p.occupancy!;
   return {

@@ -242,6 +242,15 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
       ],
       ['photo url not a URI', (p) => (p.photos = [{ $typeName: 'psync.catalog.v1.Photo', url: 'not a uri', position: 0 }]), { field: 'property.photos[0].url', code: 'format' }],
       [
+        'second photo url not a URI',
+        (p) =>
+          (p.photos = [
+            { $typeName: 'psync.catalog.v1.Photo', url: 'https://[::ffff:127.0.0.1]:8443/a.png', position: 0 },
+            { $typeName: 'psync.catalog.v1.Photo', url: 'https://x.example/a b.jpg', position: 1 },
+          ]),
+        { field: 'property.photos[1].url', code: 'format' },
+      ],
+      [
         'photo position negative',
         (p) => (p.photos = [{ $typeName: 'psync.catalog.v1.Photo', url: 'https://x.example/a.jpg', position: -1 }]),
         { field: 'property.photos[0].position', code: 'minimum' },
@@ -334,6 +343,38 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
       check_out_time: '11:00',
       status: 'listed',
       ...over,
+    });
+
+    test('a photo URL the schema accepts is never refused whole: loopback spellings, the IPv4-mapped one included, are forbidden_url (#28)', async () => {
+      const p = await partner();
+      const spellings = [
+        'https://[::ffff:127.0.0.1]:8443/a.png',
+        'https://[::ffff:7f00:1]:8443/a.png',
+        'https://[::1]:8443/a.png',
+        'https://0x7f000001:8443/a.png',
+        'https://127.1:8443/a.png',
+        'https://user:pass@localhost:8443/a.png',
+      ];
+      for (const url of spellings) {
+        const res = await p.put(pid('mapped'), body([url]));
+        expect({ url, status: res.status }).toEqual({ url, status: 200 });
+        expect(res.json.photos_rejected).toEqual([{ url, reason: 'forbidden_url' }]);
+      }
+      // All of them in one property: each one rejected, the property stored.
+      const all = await p.put(pid('mapped-all'), body(spellings));
+      expect(all.status).toBe(200);
+      expect(all.json.photos_rejected).toEqual(spellings.map((url) => ({ url, reason: 'forbidden_url' })));
+    });
+
+    test('a photo URL that is not a URI is refused by the schema under the contract name photos[i].url, never property.photos[i].url', async () => {
+      const p = await partner();
+      const id = pid('not-uri');
+      const res = await p.put(id, body([`${photos.base}/a.jpg`, 'not a uri']));
+      expect(res.status).toBe(400);
+      expect(res.json.errors).toEqual([{ field: 'photos[1].url', code: 'format' }]);
+      expect(JSON.stringify(res.json)).not.toContain('property.');
+      const gone = await connectErrorOf(c.catalog.getProperty({ workspaceId: p.workspaceId, providerId: id }));
+      expect(gone.code).toBe(Code.NotFound);
     });
 
     test('the upsert response as partners see it: null listing_id, photos_processing, then a listing id', async () => {
