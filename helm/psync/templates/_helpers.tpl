@@ -183,8 +183,9 @@ One env entry read from a Secret. Call with
 - name: internal-tls
   secret:
     secretName: {{ include "psync.internalTlsSecretName" . }}
-    # Readable by the pod's group (fsGroup) only.
-    defaultMode: 0440
+    # 0440, readable by the pod's group (fsGroup) only. Decimal: a YAML 1.2 reader
+    # would take 0440 for four hundred and forty (0670 octal).
+    defaultMode: 288
     items:
       - key: tls.crt
         path: tls.crt
@@ -210,8 +211,9 @@ One env entry read from a Secret. Call with
 - name: nats-credentials
   secret:
     secretName: {{ $c.existingSecret }}
-    # Readable by the pod's group (fsGroup) only.
-    defaultMode: 0440
+    # 0440, readable by the pod's group (fsGroup) only. Decimal: a YAML 1.2 reader
+    # would take 0440 for four hundred and forty (0670 octal).
+    defaultMode: 288
     items:
       - key: {{ $c.existingSecretKey }}
         path: nats.creds
