@@ -29,7 +29,10 @@ import { Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { CalendarSubjects } from '../../services/calendar/event-codec';
+import { LISTING_SUBJECTS } from '../../services/catalog/events';
 import { ACCESS_POLICY, ROLES, type Role } from '../../services/kit/access-policy';
+import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { CHART_DIR, REPO_ROOT, helmAsync, HelmResult, K8sObject, lintArgs, renderChart, RenderOptions, templateArgs } from '../support/helm';
 
 const COMPONENTS = ['gateway', 'identity', 'catalog', 'calendar', 'notifications'] as const;
@@ -1298,6 +1301,76 @@ describe('internal trust boundary modes', () => {
     }
     const job = envOf(o, 'Job', 'psync-migrate');
     expect([...job.keys()].filter((k) => k.endsWith('DATABASE_URL'))).toEqual(['DATABASE_URL']);
+  });
+});
+
+describe('the NATS authorization example in README.md', () => {
+  /** The example block: role → allowed publish and subscribe subjects. */
+  function example(): Map<string, { pub: string[]; sub: string[] }> {
+    const readme = readFileSync(join(CHART_DIR, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### NATS credentials per role'));
+    const block = /```conf\n([\s\S]*?)```/.exec(section)![1]!;
+    const out = new Map<string, { pub: string[]; sub: string[] }>();
+    for (const m of block.matchAll(/\{ user: ([a-z]+),[\s\S]*?publish: \{ allow: \[([^\]]*)\] \}[\s\S]*?subscribe: \{ allow: \[([^\]]*)\] \}/g)) {
+      const list = (raw: string) => [...raw.matchAll(/"([^"]+)"/g)].map((x) => x[1]!);
+      out.set(m[1]!, { pub: list(m[2]!), sub: list(m[3]!) });
+    }
+    return out;
+  }
+  /** NATS subject matching: `*` one token, `>` the rest. */
+  const matches = (pattern: string, subject: string): boolean => {
+    const p = pattern.split('.');
+    const t = subject.split('.');
+    for (let i = 0; i < p.length; i++) {
+      if (p[i] === '>') return t.length > i;
+      if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
+    }
+    return p.length === t.length;
+  };
+  const values = parseDocument(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')).toJS();
+  const prefix: string = values.config.busPrefix;
+  const stream = prefix.toUpperCase();
+  const calendarEvents = Object.values(CalendarSubjects).map((x) => `${prefix}.${x}`);
+  const listingEvents = Object.values(LISTING_SUBJECTS).map((x) => `${prefix}.${x}`);
+  const may = (role: string, subject: string) =>
+    example()
+      .get(role)!
+      .pub.some((p) => matches(p, subject));
+
+  test('names exactly the roles that use NATS, each with only its own inbox', () => {
+    expect([...example().keys()].sort()).toEqual([...NATS_ROLES].sort());
+    for (const [role, { sub }] of example()) expect(sub).toEqual([`_INBOX_${role}.>`]);
+  });
+
+  test('calendar alone publishes its events, catalog alone its listing events, and no one else publishes either', () => {
+    for (const role of NATS_ROLES) {
+      for (const e of calendarEvents) expect({ role, e, may: may(role, e) }).toEqual({ role, e, may: role === 'calendar' });
+      for (const e of listingEvents) expect({ role, e, may: may(role, e) }).toEqual({ role, e, may: role === 'catalog' });
+    }
+    // Every published subject is JetStream's API or an event of the role's own.
+    for (const [role, { pub }] of example()) for (const p of pub) expect({ role, p, ok: p.startsWith('$JS.') || p.startsWith(`${prefix}.`) }).toEqual({ role, p, ok: true });
+  });
+
+  test('notifications reads only through its own durable consumer of the stream; every role can look the stream up, only calendar change it', () => {
+    const calendarTypes: string[] = Object.values(CalendarSubjects);
+    expect(Object.values(CALENDAR_SUBJECTS).every((x) => calendarTypes.includes(x))).toBe(true);
+    for (const role of NATS_ROLES) {
+      const consumerApi = example()
+        .get(role)!
+        .pub.filter((p) => p.startsWith('$JS.API.CONSUMER.') || p.startsWith('$JS.ACK.'));
+      if (role !== 'notifications') expect({ role, consumerApi }).toEqual({ role, consumerApi: [] });
+      else for (const p of consumerApi) expect(p).toContain(`.${stream}.${INTAKE_CONSUMER}`);
+      for (const api of ['$JS.API.INFO', `$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`])
+        expect({ role, api, may: may(role, api) }).toEqual({ role, api, may: true });
+      expect({ role, update: may(role, `$JS.API.STREAM.UPDATE.${stream}`) }).toEqual({ role, update: role === 'calendar' });
+      for (const api of [`$JS.API.STREAM.DELETE.${stream}`, `$JS.API.STREAM.PURGE.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`])
+        expect({ role, api, may: may(role, api) }).toEqual({ role, api, may: false });
+    }
+    for (const api of ['INFO', 'CREATE', 'DURABLE.CREATE', 'MSG.NEXT']) {
+      const subject = api === 'DURABLE.CREATE' ? `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${INTAKE_CONSUMER}` : `$JS.API.CONSUMER.${api}.${stream}.${INTAKE_CONSUMER}`;
+      expect({ subject, may: may('notifications', subject) }).toEqual({ subject, may: true });
+    }
+    expect(may('notifications', `$JS.ACK.${stream}.${INTAKE_CONSUMER}.1.2.3.4.5`)).toBe(true);
   });
 });
 
