@@ -210,6 +210,11 @@ const BAD_COMBINATIONS: [string, string[], RegExp, string[]?][] = [
     /internalTls\.catalog and internalTls\.calendar use the same Secret "shared-tls"/,
   ],
   [
+    "a component's existing Secret that is another's certificate Secret",
+    ['internalTls.identity.existingSecret=psync-catalog-internal-tls'],
+    /internalTls\.identity and internalTls\.catalog use the same Secret "psync-catalog-internal-tls"/,
+  ],
+  [
     'two roles sharing one NATS credentials Secret',
     ['nats.credentials.catalog.existingSecret=shared-nats', 'nats.credentials.notifications.urlExistingSecret=shared-nats'],
     /nats\.credentials\.catalog and nats\.credentials\.notifications use the same Secret "shared-nats"/,

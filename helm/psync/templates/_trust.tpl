@@ -299,11 +299,12 @@ in Secrets of their own, and a destination for PostgreSQL and NATS egress.
 {{- if and (not $own) (not $root.Values.internalTls.existingSecret) (not $root.Values.internalTls.certManager.enabled) -}}
 {{- fail (printf "internalTls.enabled needs a certificate for %s: set internalTls.%s.existingSecret (a kubernetes.io/tls Secret with ca.crt), or internalTls.certManager.enabled=true; or set internalTls.enabled=false (e.g. a service mesh's mutual TLS)" . .) -}}
 {{- end -}}
-{{- if $own -}}
-{{- if hasKey $tlsSeen $own -}}
-{{- fail (printf "internalTls.%s and internalTls.%s use the same Secret %q: each component's certificate and key must live in a Secret of its own" (get $tlsSeen $own) . $own) -}}
+{{- $name := include "psync.internalTlsSecretName" (dict "root" $root "component" .) -}}
+{{- if ne $name $root.Values.internalTls.existingSecret -}}
+{{- if hasKey $tlsSeen $name -}}
+{{- fail (printf "internalTls.%s and internalTls.%s use the same Secret %q: each component's certificate and key must live in a Secret of its own" (get $tlsSeen $name) . $name) -}}
 {{- end -}}
-{{- $_ := set $tlsSeen $own . -}}
+{{- $_ := set $tlsSeen $name . -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
