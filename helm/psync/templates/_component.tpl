@@ -147,8 +147,22 @@ spec:
             {{- else }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "DATABASE_URL" "ref" $root.Values.database) | nindent 12 }}
             {{- end }}
-            {{- if $root.Values.nats.existingSecret }}
+            {{- end }}
+            {{- if has $name (include "psync.natsRoles" $root | splitList " ") }}
+            {{- $nc := index $root.Values.nats.credentials $name }}
+            # NATS (only the components that use it): the role's own URL, else the shared one.
+            {{- if $nc.urlExistingSecret }}
+            {{- include "psync.secretEnv" (dict "root" $root "env" "NATS_URL" "ref" (dict "existingSecret" $nc.urlExistingSecret "existingSecretKey" $nc.urlExistingSecretKey)) | nindent 12 }}
+            {{- else if $root.Values.nats.existingSecret }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "NATS_URL" "ref" $root.Values.nats) | nindent 12 }}
+            {{- else }}
+            - name: NATS_URL
+              value: {{ $root.Values.nats.url | quote }}
+            {{- end }}
+            {{- if $nc.existingSecret }}
+            # The role's own NATS credentials file (user JWT and NKey seed), mounted read-only.
+            - name: NATS_CREDS
+              value: {{ printf "%s/nats.creds" $root.Values.nats.credentialsMountPath | quote }}
             {{- end }}
             {{- end }}
             {{- if eq $name "identity" }}
@@ -217,9 +231,15 @@ spec:
             {{- with include "psync.internalTlsVolumeMount" $root }}
             {{- . | nindent 12 }}
             {{- end }}
+            {{- with include "psync.natsCredentialsVolumeMount" . }}
+            {{- . | nindent 12 }}
+            {{- end }}
       volumes:
         {{- include "psync.volumes" $root | nindent 8 }}
-        {{- with include "psync.internalTlsVolume" $root }}
+        {{- with include "psync.internalTlsVolume" . }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- with include "psync.natsCredentialsVolume" . }}
         {{- . | nindent 8 }}
         {{- end }}
 {{- end -}}
@@ -346,9 +366,11 @@ configured peers) on its HTTP port; a service on the gRPC port only from the
 release components that call it (psync.callees: identity ← gateway, catalog,
 calendar, notifications; catalog ← gateway, calendar; calendar and notifications
 ← gateway), plus <component>.networkPolicy.extraIngressFrom (marketplace clients,
-operators); metrics from networkPolicy.metricsFrom. Egress: DNS; the gRPC port of
-exactly the services it calls (none for identity); PostgreSQL and NATS (services
-only); the OTLP collector when tracing is on; the public internet on
+operators); metrics from networkPolicy.metricsFrom only (default: the monitoring
+namespace). Egress: DNS; the gRPC port of exactly the services it calls (none for
+identity); PostgreSQL (services only) and NATS (catalog, calendar, notifications:
+psync.natsRoles), each only to its configured cidrs and peers; the OTLP collector
+when tracing is on; the public internet on
 networkPolicy.internet.ports for catalog (photos) and notifications (webhooks),
 with private, link-local, loopback and the cluster's own ranges excepted.
 */}}
@@ -400,13 +422,14 @@ spec:
         {{- end }}
     {{- end }}
     {{- end }}
+    {{- with $np.metricsFrom }}
+    # Prometheus scrapes (default: the monitoring namespace only; empty: nobody).
     - ports:
         - protocol: TCP
           port: {{ $root.Values.ports.metrics }}
-      {{- with $np.metricsFrom }}
       from:
         {{- toYaml . | nindent 8 }}
-      {{- end }}
+    {{- end }}
   egress:
     # DNS.
     - ports:
@@ -428,9 +451,13 @@ spec:
             {{- include "psync.componentsSelector" (dict "root" $root "components" .) | nindent 12 }}
     {{- end }}
     {{- if not $isGateway }}
-    # PostgreSQL.
+    # PostgreSQL: only networkPolicy.postgres's cidrs and peers (psync.validateTrust
+    # refuses neither).
     {{- include "psync.egressRule" $np.postgres | nindent 4 }}
-    # NATS JetStream.
+    {{- end }}
+    {{- if has $name (include "psync.natsRoles" $root | splitList " ") }}
+    # NATS JetStream, only from the components that use it (psync.natsRoles), only to
+    # networkPolicy.nats's cidrs and peers.
     {{- include "psync.egressRule" $np.nats | nindent 4 }}
     {{- end }}
     {{- if $root.Values.telemetry.otlpEndpoint }}
@@ -469,6 +496,57 @@ spec:
               - {{ . | quote }}
               {{- end }}
         {{- end }}
+    {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The cert-manager Certificate of one component (README.md, "Internal TLS"): only its
+own names (psync.internalDnsNames) and usages (psync.internalTlsUsages), into a
+Secret that only its own pods mount. Issued by internalTls.certManager.issuerRef, or
+by the chart's own CA (internal-tls/ca-issuer.yaml); every Secret carries that CA as
+ca.crt. Not rendered when the component has an existing Secret.
+*/}}
+{{- define "psync.component.internalTlsCertificate" -}}
+{{- $root := .root -}}
+{{- if include "psync.internalTlsCertManager" . -}}
+{{- $cm := $root.Values.internalTls.certManager -}}
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: {{ include "psync.internalTlsSecretName" . }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "psync.labels" . | nindent 4 }}
+spec:
+  secretName: {{ include "psync.internalTlsSecretName" . }}
+  secretTemplate:
+    labels:
+      {{- include "psync.labels" . | nindent 6 }}
+  commonName: {{ include "psync.componentName" . | trunc 64 }}
+  dnsNames:
+    {{- include "psync.internalDnsNames" . | nindent 4 }}
+  {{- if include "psync.internalTlsServes" . }}
+  # The pod itself: bin/psync inside it (`kubectl exec`) calls https://127.0.0.1.
+  ipAddresses:
+    - 127.0.0.1
+    - ::1
+  {{- end }}
+  duration: {{ $cm.duration }}
+  renewBefore: {{ $cm.renewBefore }}
+  privateKey:
+    algorithm: {{ $cm.privateKey.algorithm }}
+    size: {{ $cm.privateKey.size }}
+    rotationPolicy: Always
+  usages:
+    {{- include "psync.internalTlsUsages" . | nindent 4 }}
+  issuerRef:
+    {{- if $cm.issuerRef }}
+    {{- toYaml $cm.issuerRef | nindent 4 }}
+    {{- else }}
+    name: {{ include "psync.internalCaName" (dict "root" $root "suffix" "ca") }}
+    kind: Issuer
+    group: cert-manager.io
     {{- end }}
 {{- end -}}
 {{- end -}}

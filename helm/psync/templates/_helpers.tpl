@@ -177,14 +177,15 @@ One env entry read from a Secret. Call with
   mountPath: {{ .Values.config.dataDir }}
 {{- end -}}
 
-{{/* The internal certificate, key and CA (read-only), for the Deployments when internal TLS is on. */}}
+{{/* A component's own internal certificate, key and CA (read-only) when internal TLS is on. Call with (dict "root" $ "component" "identity"). */}}
 {{- define "psync.internalTlsVolume" -}}
-{{- if .Values.internalTls.enabled -}}
+{{- if .root.Values.internalTls.enabled -}}
 - name: internal-tls
   secret:
     secretName: {{ include "psync.internalTlsSecretName" . }}
-    # Readable by the pod's group (fsGroup) only.
-    defaultMode: 0440
+    # 0440, readable by the pod's group (fsGroup) only. Decimal: a YAML 1.2 reader
+    # would take 0440 for four hundred and forty (0670 octal).
+    defaultMode: 288
     items:
       - key: tls.crt
         path: tls.crt
@@ -200,6 +201,40 @@ One env entry read from a Secret. Call with
 - name: internal-tls
   mountPath: {{ .Values.internalTls.mountPath }}
   readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* A role's own NATS credentials file (read-only), when nats.credentials.<role>.existingSecret is set. Call with (dict "root" $ "component" "calendar"). */}}
+{{- define "psync.natsCredentialsVolume" -}}
+{{- $c := include "psync.natsCredentials" . | fromYaml -}}
+{{- if $c.existingSecret -}}
+- name: nats-credentials
+  secret:
+    secretName: {{ $c.existingSecret }}
+    # 0440, readable by the pod's group (fsGroup) only. Decimal: a YAML 1.2 reader
+    # would take 0440 for four hundred and forty (0670 octal).
+    defaultMode: 288
+    items:
+      - key: {{ $c.existingSecretKey }}
+        path: nats.creds
+{{- end -}}
+{{- end -}}
+
+{{- define "psync.natsCredentialsVolumeMount" -}}
+{{- $c := include "psync.natsCredentials" . | fromYaml -}}
+{{- if $c.existingSecret -}}
+- name: nats-credentials
+  mountPath: {{ .root.Values.nats.credentialsMountPath }}
+  readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* A role's nats.credentials entry as YAML ({} for a component that uses no NATS). Call with (dict "root" $ "component" "calendar"). */}}
+{{- define "psync.natsCredentials" -}}
+{{- if has .component (include "psync.natsRoles" .root | splitList " ") -}}
+{{- toYaml (index .root.Values.nats.credentials .component) -}}
+{{- else -}}
+{}
 {{- end -}}
 {{- end -}}
 
@@ -230,7 +265,8 @@ One env entry read from a Secret. Call with
 {{/*
 A NetworkPolicy egress rule to a dependency: ipBlocks from .cidrs, peers from .peers
 (raw NetworkPolicyPeer objects), TCP .ports. With neither cidrs nor peers the rule
-allows those ports to any destination. Call with the dependency's values.
+allows those ports to any destination: psync.validateTrust refuses that for
+PostgreSQL and NATS; the OTLP collector keeps it. Call with the dependency's values.
 */}}
 {{- define "psync.egressRule" -}}
 - ports:

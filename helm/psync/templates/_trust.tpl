@@ -28,6 +28,17 @@ catalog calendar
 gateway identity catalog calendar notifications operator
 {{- end -}}
 
+{{/*
+Components that connect to NATS: catalog and calendar publish their events through
+their outboxes (catalog.listing.*, psync.calendar.v1.*), notifications consumes
+calendar's booking events. Identity and the gateway use no bus: they get no NATS_URL,
+no NATS egress and no NATS credentials (identity then runs the in-process bus, which
+nothing uses).
+*/}}
+{{- define "psync.natsRoles" -}}
+catalog calendar notifications
+{{- end -}}
+
 {{/* The callees of a component as a space-separated list. Call with (dict "root" $ "component" "calendar"). */}}
 {{- define "psync.calleesOf" -}}
 {{- $all := include "psync.callees" .root | fromYaml -}}
@@ -133,23 +144,45 @@ static marketplace hashes. Call with (dict "root" $ "component" "catalog").
 {{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" .root.Values.internalTls.enabled) (include "psync.componentName" .) .root.Release.Namespace (int .root.Values.ports.internal) -}}
 {{- end -}}
 
-{{/* Name of the Secret holding the internal certificate, key and CA. */}}
+{{/*
+Internal TLS: one credential per workload (README.md, "Internal TLS"). Each component
+has its own certificate and key in a Secret of its own, with only its own names and
+only the usages it needs (psync.internalTlsUsages); every Secret carries the same CA
+(ca.crt). Call the helpers below with (dict "root" $ "component" "identity").
+*/}}
+
+{{/*
+Name of the Secret holding a component's certificate, key and CA:
+internalTls.<component>.existingSecret, else the shared internalTls.existingSecret
+(one certificate for every pod, the chart's earlier layout), else the Secret its
+cert-manager Certificate writes, "<fullname>-<component>-internal-tls".
+*/}}
 {{- define "psync.internalTlsSecretName" -}}
-{{- if .Values.internalTls.existingSecret -}}
-{{- .Values.internalTls.existingSecret -}}
+{{- $t := .root.Values.internalTls -}}
+{{- $own := (index $t .component).existingSecret -}}
+{{- if $own -}}
+{{- $own -}}
+{{- else if $t.existingSecret -}}
+{{- $t.existingSecret -}}
 {{- else -}}
-{{- printf "%s-internal-tls" (include "psync.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s-internal-tls" (include "psync.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
-{{/* True (non-empty) when the chart renders the cert-manager Certificate. */}}
+{{/* True (non-empty) when the chart renders a component's cert-manager Certificate (no existing Secret for it). */}}
 {{- define "psync.internalTlsCertManager" -}}
-{{- if and .Values.internalTls.enabled (not .Values.internalTls.existingSecret) .Values.internalTls.certManager.enabled -}}true{{- end -}}
+{{- $t := .root.Values.internalTls -}}
+{{- if and $t.enabled $t.certManager.enabled (not $t.existingSecret) (not (index $t .component).existingSecret) -}}true{{- end -}}
 {{- end -}}
 
-{{/* True (non-empty) when the chart renders its own self-signed CA for the Certificate. */}}
+{{/* True (non-empty) when the chart renders its own self-signed CA: some component's Certificate is rendered and no issuerRef is given. Call with the root context. */}}
 {{- define "psync.internalTlsOwnCa" -}}
-{{- if and (include "psync.internalTlsCertManager" .) (not .Values.internalTls.certManager.issuerRef) -}}true{{- end -}}
+{{- $root := . -}}
+{{- if not .Values.internalTls.certManager.issuerRef -}}
+{{- range (include "psync.components" . | splitList " ") -}}
+{{- if include "psync.internalTlsCertManager" (dict "root" $root "component" .) -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Name of the chart's own CA objects (Issuers, CA Certificate and its Secret). Call with (dict "root" $ "suffix" "ca"). */}}
@@ -157,17 +190,57 @@ static marketplace hashes. Call with (dict "root" $ "component" "catalog").
 {{- printf "%s-internal-%s" (include "psync.fullname" .root) .suffix | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* Every DNS name the internal certificate covers: each service's short, namespaced and fully-qualified names, localhost, extras. */}}
+{{/*
+The DNS names of a component's certificate: its own Service's short, namespaced,
+.svc and fully-qualified names, then (services only, which serve the internal port)
+localhost and internalTls.extraDnsNames, then internalTls.<component>.extraDnsNames.
+localhost names only the pod itself (`kubectl exec … psync`, a port-forward): no
+network peer is reachable under it.
+*/}}
 {{- define "psync.internalDnsNames" -}}
-{{- $root := . -}}
-{{- $ns := .Release.Namespace -}}
-{{- $names := list -}}
-{{- range (include "psync.services" . | splitList " ") -}}
-{{- $svc := include "psync.componentName" (dict "root" $root "component" .) -}}
-{{- $names = concat $names (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns $root.Values.internalTls.clusterDomain)) -}}
+{{- $root := .root -}}
+{{- $t := $root.Values.internalTls -}}
+{{- $ns := $root.Release.Namespace -}}
+{{- $svc := include "psync.componentName" . -}}
+{{- $names := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns $t.clusterDomain) -}}
+{{- if include "psync.internalTlsServes" . -}}
+{{- $names = concat $names (list "localhost") $t.extraDnsNames -}}
 {{- end -}}
-{{- $names = concat $names (list "localhost") $root.Values.internalTls.extraDnsNames -}}
+{{- $names = concat $names (index $t .component).extraDnsNames -}}
 {{- toYaml (uniq $names) -}}
+{{- end -}}
+
+{{/* True (non-empty) when a component serves the internal API (a server certificate): every service, not the gateway. */}}
+{{- define "psync.internalTlsServes" -}}
+{{- if has .component (include "psync.services" .root | splitList " ") -}}true{{- end -}}
+{{- end -}}
+
+{{/* True (non-empty) when a component calls other services over the network (a client certificate): psync.callees. */}}
+{{- define "psync.internalTlsCalls" -}}
+{{- if include "psync.calleesOf" . -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+Extended key usages of a component's certificate: "server auth" for the services
+(they serve the internal port), "client auth" for the components that call another
+service over the network (gateway, catalog, calendar, notifications; not identity).
+"client auth" does not depend on internalTls.requireClientCert: switching mutual TLS
+on must not wait for cert-manager to re-issue every certificate while the pods roll
+(they read the files at start-up), and a client certificate naming only its own
+component grants nothing the role's bearer token does not.
+*/}}
+{{- define "psync.internalTlsUsages" -}}
+{{- $u := list "digital signature" -}}
+{{- if eq .root.Values.internalTls.certManager.privateKey.algorithm "RSA" -}}
+{{- $u = append $u "key encipherment" -}}
+{{- end -}}
+{{- if include "psync.internalTlsServes" . -}}
+{{- $u = append $u "server auth" -}}
+{{- end -}}
+{{- if include "psync.internalTlsCalls" . -}}
+{{- $u = append $u "client auth" -}}
+{{- end -}}
+{{- toYaml $u -}}
 {{- end -}}
 
 {{/*
@@ -194,7 +267,9 @@ grpc:
 Checks that values cannot express in the schema; rendered by configmap.yaml, so a
 bad combination fails every render: each role's token in a Secret of its own (no
 Secret lets one pod present another's credential), each service's database URL in
-a Secret of its own, and a certificate source when internal TLS is on.
+a Secret of its own, each component's certificate in a Secret of its own and a
+certificate source for each when internal TLS is on, each role's NATS credentials
+in Secrets of their own, and a destination for PostgreSQL and NATS egress.
 */}}
 {{- define "psync.validateTrust" -}}
 {{- $root := . -}}
@@ -217,8 +292,40 @@ a Secret of its own, and a certificate source when internal TLS is on.
 {{- $_ := set $dbSeen $name (printf "database.perServiceRoles.%s" .) -}}
 {{- end -}}
 {{- end -}}
-{{- if and .Values.internalTls.enabled (not .Values.internalTls.existingSecret) (not .Values.internalTls.certManager.enabled) -}}
-{{- fail "internalTls.enabled needs a certificate: set internalTls.existingSecret (a kubernetes.io/tls Secret with ca.crt) or internalTls.certManager.enabled=true; or set internalTls.enabled=false (e.g. a service mesh's mutual TLS)" -}}
+{{- if .Values.internalTls.enabled -}}
+{{- $tlsSeen := dict -}}
+{{- range (include "psync.components" . | splitList " ") -}}
+{{- $own := (index $root.Values.internalTls .).existingSecret -}}
+{{- if and (not $own) (not $root.Values.internalTls.existingSecret) (not $root.Values.internalTls.certManager.enabled) -}}
+{{- fail (printf "internalTls.enabled needs a certificate for %s: set internalTls.%s.existingSecret (a kubernetes.io/tls Secret with ca.crt), or internalTls.certManager.enabled=true; or set internalTls.enabled=false (e.g. a service mesh's mutual TLS)" . .) -}}
+{{- end -}}
+{{- $name := include "psync.internalTlsSecretName" (dict "root" $root "component" .) -}}
+{{- if ne $name $root.Values.internalTls.existingSecret -}}
+{{- if hasKey $tlsSeen $name -}}
+{{- fail (printf "internalTls.%s and internalTls.%s use the same Secret %q: each component's certificate and key must live in a Secret of its own" (get $tlsSeen $name) . $name) -}}
+{{- end -}}
+{{- $_ := set $tlsSeen $name . -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $natsSeen := dict -}}
+{{- range (include "psync.natsRoles" . | splitList " ") -}}
+{{- $role := . -}}
+{{- $c := index $root.Values.nats.credentials $role -}}
+{{- range (list $c.existingSecret $c.urlExistingSecret | compact | uniq) -}}
+{{- if hasKey $natsSeen . -}}
+{{- fail (printf "nats.credentials.%s and nats.credentials.%s use the same Secret %q: each role's NATS credentials must live in a Secret of its own" (get $natsSeen .) $role .) -}}
+{{- end -}}
+{{- $_ := set $natsSeen . $role -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.networkPolicy.enabled -}}
+{{- range (list "postgres" "nats") -}}
+{{- $dep := index $root.Values.networkPolicy . -}}
+{{- if not (or $dep.cidrs $dep.peers) -}}
+{{- fail (printf "networkPolicy.%s needs cidrs or peers (where the servers are); cidrs: [0.0.0.0/0] allows any destination" .) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.internalTls.requireClientCert (not .Values.internalTls.enabled) -}}
 {{- fail "internalTls.requireClientCert needs internalTls.enabled" -}}
