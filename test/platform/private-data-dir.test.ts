@@ -37,6 +37,8 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
 
   beforeAll(async () => {
     env = { METRICS_PORT: String(await freePort()) };
+    // On a real PostgreSQL nothing of this run writes to DATA_DIR (the test credentials are configured): give it one to watch.
+    mkdirSync(dataDir, { mode: 0o700 });
   });
 
   afterAll(async () => {
