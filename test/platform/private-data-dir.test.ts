@@ -127,5 +127,14 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
       expect(res.code).toBe(1);
       expect(res.stderr).toMatch(/another process serves the embedded database/);
     }, 60_000);
+
+    test('a socket left by a killed process is cleared at the next start', async () => {
+      await system.stop('SIGKILL');
+      expect(lstatSync(join(dataDir, 'postgres.sock')).isSocket()).toBe(true);
+      system = await startSystem({ dataDir, env });
+      expect(jsonLogs(system.logs()).find((l) => l.backend === 'embedded')).toMatchObject({ socket: join(dataDir, 'postgres.sock') });
+      await system.stop();
+      expect(openEntries(dataDir)).toEqual([]);
+    }, 120_000);
   });
 });
