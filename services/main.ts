@@ -26,7 +26,7 @@ const modules: Record<string, ServiceModule> = {
 const role = process.argv[2] ?? 'all';
 
 if (role === 'all') {
-  void runProcess({ name: 'psync', services: Object.values(modules), gateway: startGateway, internalOnLoopback: true });
+  void runProcess({ name: 'psync', services: Object.values(modules), gateway: startGateway, loopbackByDefault: true });
 } else if (role === 'gateway') {
   void runProcess({ name: 'gateway', services: [], gateway: startGateway });
 } else if (role === 'migrate') {

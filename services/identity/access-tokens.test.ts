@@ -47,6 +47,23 @@ describe('access tokens', () => {
     expect(tokens.verify(flipped, T0)).toEqual({ ok: false, reason: 'bad_signature' });
   });
 
+  test('only the canonical base64url spelling of the mac verifies (its last character has two spare bits)', () => {
+    const { token, claims } = issue();
+    const [head, mac] = token.split('.') as [string, string];
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(mac.at(-1)!);
+    expect(last & 0b11).toBe(0);
+    // The four characters that decode to the same 256 bits: the spare bits 00, 01, 10, 11.
+    const spellings = [0, 1, 2, 3].map((spare) => `${head}.${mac.slice(0, -1)}${alphabet[last | spare]}`);
+    expect(new Set(spellings.map((t) => Buffer.from(t.split('.')[1]!, 'base64url').toString('hex'))).size).toBe(1);
+    expect(spellings.map((t) => tokens.verify(t, T0))).toEqual([
+      { ok: true, claims },
+      { ok: false, reason: 'malformed' },
+      { ok: false, reason: 'malformed' },
+      { ok: false, reason: 'malformed' },
+    ]);
+  });
+
   test('anything not shaped like a token is malformed', () => {
     const { token } = issue();
     for (const bad of ['', 'pst_', 'Bearer x', token.slice(4), `${token}.x`, `x${token}`, `pst_${'a'.repeat(2000)}.${'b'.repeat(43)}`]) {

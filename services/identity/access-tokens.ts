@@ -6,7 +6,7 @@
  * MAC key derived (HKDF-SHA256) from the token-signing key, so the configured key
  * material is never used directly and a future token version gets its own key.
  *
- * Verification is in memory: shape, then the MAC in constant time — before the
+ * Verification is in memory: shape (the MAC in its canonical base64url spelling only), then the MAC in constant time — before the
  * payload is parsed at all — then the claims and expiry. Whether the key behind a
  * token is still live is Authorize's SQL re-check, not this module's.
  */
@@ -90,6 +90,10 @@ export class AccessTokens {
     if (!m) return { ok: false, reason: 'malformed' };
     const payload = m[1]!;
     const presented = Buffer.from(m[2]!, 'base64url');
+    // 43 characters carry 258 bits for the MAC's 256: the last character's two spare
+    // bits must be zero, or four spellings of one token would all verify. Only the
+    // canonical encoding (the one issue() produces) is accepted.
+    if (presented.toString('base64url') !== m[2]) return { ok: false, reason: 'malformed' };
     const current = macMatches(this.macKey, payload, presented);
     const previous = this.previousMacKey !== undefined && macMatches(this.previousMacKey, payload, presented);
     if (!current && !previous) return { ok: false, reason: 'bad_signature' };

@@ -12,7 +12,7 @@
  *   index probe.
  */
 import { randomBytes } from 'node:crypto';
-import { CLIENT_TOKEN_PREFIX, tokenSha256 } from '../kit/internal-auth';
+import { CLIENT_TOKEN_PREFIX, CLIENT_TOKEN_SHAPE, tokenSha256 } from '../kit/internal-auth';
 import { base32 } from './api-keys';
 
 export { CLIENT_TOKEN_PREFIX };
@@ -28,7 +28,6 @@ const SECRET_BYTES = 32;
 export const TOKEN_HASH_BYTES = 32;
 
 const CLIENT_ID = /^[a-z2-7]{16}$/;
-const CLIENT_TOKEN = /^psmc_[a-z2-7]{16}_[A-Za-z0-9_-]{43}$/;
 /** `psmc_` (5) + client id (16) + `_` (1) + secret (43). */
 const CLIENT_TOKEN_LENGTH = 65;
 
@@ -56,7 +55,7 @@ export function hashClientToken(token: string): Buffer {
 
 /** Whether `value` has the exact shape of a client token. */
 export function isClientToken(value: string): boolean {
-  return value.length === CLIENT_TOKEN_LENGTH && CLIENT_TOKEN.test(value);
+  return value.length === CLIENT_TOKEN_LENGTH && CLIENT_TOKEN_SHAPE.test(value);
 }
 
 /** Whether `value` has the shape of a client id. */

@@ -14,6 +14,7 @@
 import { mkdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from './logger';
+import { PRIVATE_DIR_MODE } from './private-dir';
 
 function markerPath(dataDir: string): string {
   return join(dataDir, 'bus', 'drained');
@@ -33,8 +34,8 @@ export function takeDrainedMarker(dataDir: string): boolean {
 /** Records that this run ended drained; a failure costs only a replay at the next start. */
 export function writeDrainedMarker(dataDir: string, log: Logger): void {
   try {
-    mkdirSync(join(dataDir, 'bus'), { recursive: true });
-    writeFileSync(markerPath(dataDir), `${new Date().toISOString()}\n`);
+    mkdirSync(join(dataDir, 'bus'), { recursive: true, mode: PRIVATE_DIR_MODE });
+    writeFileSync(markerPath(dataDir), `${new Date().toISOString()}\n`, { mode: 0o600 });
   } catch (err) {
     log.warn({ err }, 'in-process bus: could not record a drained shutdown; the next start re-publishes retained events');
   }

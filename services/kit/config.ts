@@ -151,6 +151,7 @@ export const settings = {
   ),
   metricsPort: setting('METRICS_PORT', 9464, int(0, 65535), 'Prometheus metrics port (/metrics) of every process'),
   host: setting('HOST', '0.0.0.0', text, 'address the servers bind to'),
+  metricsHost: setting<string | undefined>('METRICS_HOST', undefined, text, 'address the metrics port binds to; default 127.0.0.1 with role all (the all-in-one), HOST otherwise'),
   internalHost: setting<string | undefined>(
     'INTERNAL_HOST',
     undefined,

@@ -5,7 +5,7 @@
  *   instance per service, pool of DATABASE_POOL_SIZE connections, connecting with
  *   the service's own URL when set (its least-privilege role, database-roles.ts),
  *   else with DATABASE_URL (the all-in-one on one shared role).
- * - Embedded default (none of them set): PGlite served on loopback; it has ONE session,
+ * - Embedded default (none of them set): PGlite served on a Unix socket in DATA_DIR; it has ONE session,
  *   so every service in the process shares ONE instance with `max: 1`
  *   (PGlite resets a second connection).
  *
@@ -15,6 +15,7 @@ import postgres from 'postgres';
 import { join } from 'node:path';
 import type { Logger } from './logger';
 import { startEmbeddedPostgres, EmbeddedPostgres } from './embedded-postgres';
+import { makePrivateDir } from './private-dir';
 import type { ServiceName } from './service-module';
 
 /** The postgres.js instance type every query module uses (tagged templates only). */
@@ -39,9 +40,10 @@ export function connectionLost(err: unknown): boolean {
 const closedConnections = new WeakMap<Sql, { count: number }>();
 
 /** Creates a postgres.js instance with the project's defaults. */
-export function createSql(url: string, opts: { max?: number; applicationName?: string; asyncCommit?: boolean } = {}): Sql {
+export function createSql(url: string, opts: { max?: number; applicationName?: string; asyncCommit?: boolean; path?: string } = {}): Sql {
   const closed = { count: 0 };
   const sql: Sql = postgres(url, {
+    ...(opts.path ? { path: opts.path } : {}),
     max: opts.max ?? 10,
     onnotice: () => {},
     onclose: () => void closed.count++,
@@ -106,6 +108,11 @@ export function databaseUrlFor(cfg: DatabaseSettings, service: string): string |
  */
 export function usesPostgresServer(cfg: DatabaseSettings): boolean {
   return Boolean(cfg.databaseUrl) || SERVICE_NAMES.some((s) => ownDatabaseUrl(cfg, s) !== undefined);
+}
+
+/** The embedded database's Unix socket: `DATA_DIR/postgres.sock` (embedded-postgres.ts). */
+export function embeddedSocketPath(dataDir: string): string {
+  return join(dataDir, 'postgres.sock');
 }
 
 /** Where the services of one process get their SQL connection from. */
@@ -186,10 +193,14 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
       },
     };
   }
+  makePrivateDir(cfg.dataDir);
   const dir = join(cfg.dataDir, 'postgres');
-  const embedded: EmbeddedPostgres = await startEmbeddedPostgres(dir);
-  const shared = createSql(embedded.url, { max: 1, applicationName: 'psync-embedded' });
-  log.info({ backend: 'embedded', data_dir: dir }, 'database: embedded PGlite (one shared connection)');
+  const embedded: EmbeddedPostgres = await startEmbeddedPostgres(dir, { socket: embeddedSocketPath(cfg.dataDir) });
+  const shared = createSql(embedded.url, { max: 1, applicationName: 'psync-embedded', path: embedded.path });
+  log.info(
+    { backend: 'embedded', data_dir: dir, socket: embedded.path, narrowed_at_open: embedded.narrowed },
+    'database: embedded PGlite (one shared connection over a Unix socket only this account can open)',
+  );
   return {
     kind: 'embedded',
     sqlFor: () => shared,

@@ -5,10 +5,13 @@
  *
  * A service is SERVING only once its migrations ran and its live checks (database
  * `select 1`, bus ping) pass; the empty service name "" stands for the whole process.
+ * Only an authenticated caller learns about one service, or that a name is not hosted
+ * (NOT_FOUND); anyone else is answered about the whole process (askedAbout).
  */
 import type { ConnectRouter } from '@connectrpc/connect';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { Health, HealthCheckResponse_ServingStatus as Status } from '../../gen/grpc/health/v1/health_pb';
+import { CALLER } from './internal-auth';
 
 export { Status as ServingStatus };
 
@@ -95,19 +98,31 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+/**
+ * What `service` means to a caller: an authenticated one (a configured role, or in
+ * process) asks about that service; an anonymous one (a kubelet probe, a scanner) is
+ * answered about the whole process whatever the name, so the answer never says which
+ * services a port hosts (docs/security/internal-access.md). A probe naming the service
+ * of its pod still gets that pod's truth: a process is SERVING only when all it hosts is.
+ */
+function askedAbout(service: string, authenticated: boolean): string {
+  return authenticated || service === LIVENESS ? service : '';
+}
+
 /** Registers grpc.health.v1.Health on `router`, answering from `state`. */
 export function registerHealth(router: ConnectRouter, state: HealthState): void {
   router.service(Health, {
-    async check(req) {
-      const status = await state.status(req.service);
+    async check(req, ctx) {
+      const status = await state.status(askedAbout(req.service, ctx.values.get(CALLER) !== undefined));
       if (status === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);
       return { status };
     },
     async *watch(req, ctx) {
+      const service = askedAbout(req.service, ctx.values.get(CALLER) !== undefined);
       // Per the protocol: send the current status now and again on every change.
       let last: Status | undefined;
       while (!ctx.signal.aborted) {
-        const status = (await state.status(req.service)) ?? Status.SERVICE_UNKNOWN;
+        const status = (await state.status(service)) ?? Status.SERVICE_UNKNOWN;
         if (status !== last) {
           last = status;
           yield { status };

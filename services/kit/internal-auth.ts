@@ -2,7 +2,8 @@
  * Authentication and authorisation of internal API callers.
  *
  * Every call to the internal Connect/gRPC port except `grpc.health.v1.Health` must
- * prove a caller role (access-policy.ts):
+ * prove a caller role (access-policy.ts); Health is open to all, and tells a caller
+ * that proves a configured role more than an anonymous one (health.ts):
  *
  * - Over the network: `authorization: Bearer <token>`. The token is hashed (SHA-256)
  *   and the hash looked up among the accepted credentials: INTERNAL_CALLERS
@@ -11,7 +12,9 @@
  *   OPERATOR_TOKEN_PREVIOUS. Comparing by hash keeps the secret out of any
  *   data-dependent comparison. Marketplace clients' tokens (`psmc_…`, issued by
  *   `psync client issue`, stored hashed by identity) are checked with
- *   IdentityService.AuthenticateClient, cached for INTERNAL_AUTH_CACHE_SECONDS.
+ *   IdentityService.AuthenticateClient, cached for INTERNAL_AUTH_CACHE_SECONDS; only a
+ *   token of the exact issued shape is looked up, never-seen ones at a bounded rate,
+ *   and refusals never displace live clients from the cache (ClientVerifier).
  * - In process (the all-in-one): the in-process transport binds the calling
  *   component's role to the request's context values, which a network request can
  *   never set; no credential is needed, and the allow-list applies all the same.
@@ -47,6 +50,13 @@ export const CALLER = createContextKey<Caller | undefined>(undefined, { descript
 
 /** Prefix of issued marketplace client tokens (`psmc_<client_id>_<secret>`). */
 export const CLIENT_TOKEN_PREFIX = 'psmc_';
+
+/**
+ * The exact shape of an issued client token: `psmc_`, 16 base32 characters (the client
+ * id), `_`, 43 base64url characters (256 secret bits). Anything else is refused before
+ * identity is asked.
+ */
+export const CLIENT_TOKEN_SHAPE = /^psmc_[a-z2-7]{16}_[A-Za-z0-9_-]{43}$/;
 
 /** Lower-case hex SHA-256 of a token's UTF-8 bytes: the form in which credentials are configured and stored. */
 export function tokenSha256(token: string): Buffer {
@@ -87,8 +97,19 @@ export interface ClientLookup {
   role: string;
 }
 
-/** At most this many verified client tokens are remembered (oldest dropped first). */
-const CLIENT_CACHE_MAX = 10_000;
+/** At most this many live client credentials are remembered (least recently verified dropped first). */
+const LIVE_CACHE_MAX = 10_000;
+/** At most this many refused credentials are remembered (oldest dropped first), apart from the live ones. */
+const REFUSED_CACHE_MAX = 10_000;
+/**
+ * Look-ups of credentials this process has never seen live: at most this many per
+ * second on average, in bursts of up to NEW_LOOKUP_BURST. Beyond that a new credential
+ * is answered UNAVAILABLE (retry later) without asking identity, so a flood of random
+ * `psmc_` tokens costs identity at most this rate. Clients seen live before are never
+ * held back: their re-checks after the TTL bypass the budget.
+ */
+export const NEW_LOOKUPS_PER_SECOND = 20;
+export const NEW_LOOKUP_BURST = 100;
 
 /**
  * Checks issued client tokens with identity and remembers the answer for `ttlMs`
@@ -96,27 +117,43 @@ const CLIENT_CACHE_MAX = 10_000;
  * hides a fresh issue; a revocation takes effect within `ttlMs`). Concurrent checks of
  * one token share one call. A failed call (identity unreachable) is not remembered and
  * fails the request with UNAVAILABLE.
+ *
+ * Live and refused answers are kept in two tables of their own, so unknown tokens, however
+ * many, never displace a live client (which would send its next request to identity), and
+ * look-ups of never-seen tokens are rate-limited (NEW_LOOKUPS_PER_SECOND).
  */
 export class ClientVerifier {
-  private readonly cache = new Map<string, { caller: Caller | undefined; until: number }>();
+  /** Live clients by token hash; an expired entry stays until displaced, marking the hash as known live. */
+  private readonly live = new Map<string, { caller: Caller; until: number }>();
+  private readonly refused = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<Caller | undefined>>();
+  private budget: number;
+  private budgetAt: number;
 
   constructor(
     private readonly lookup: (sha256: Buffer) => Promise<ClientLookup>,
     private readonly ttlMs: number,
-  ) {}
+    private readonly newLookups = { perSecond: NEW_LOOKUPS_PER_SECOND, burst: NEW_LOOKUP_BURST },
+  ) {
+    this.budget = newLookups.burst;
+    this.budgetAt = Date.now();
+  }
 
   async verify(hash: Buffer, hashHex: string): Promise<Caller | undefined> {
     const now = Date.now();
-    const hit = this.cache.get(hashHex);
-    if (hit && hit.until > now) return hit.caller;
+    const live = this.live.get(hashHex);
+    if (live && live.until > now) return live.caller;
+    const refusedUntil = this.refused.get(hashHex);
+    if (refusedUntil !== undefined && refusedUntil > now) return undefined;
     let pending = this.inFlight.get(hashHex);
     if (!pending) {
+      if (!live && !this.takeNewLookup(now)) {
+        throw new ConnectError('too many unrecognised internal API credentials right now; retry later', Code.Unavailable);
+      }
       pending = this.lookup(hash).then(
         (res) => {
           const caller = res.authenticated && isRole(res.role) ? { role: res.role, id: `client:${res.clientId}` } : undefined;
-          if (this.cache.size >= CLIENT_CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
-          this.cache.set(hashHex, { caller, until: Date.now() + this.ttlMs });
+          this.remember(hashHex, caller);
           return caller;
         },
         (err: unknown) => {
@@ -127,6 +164,32 @@ export class ClientVerifier {
       this.inFlight.set(hashHex, pending);
     }
     return pending;
+  }
+
+  private remember(hashHex: string, caller: Caller | undefined): void {
+    const until = Date.now() + this.ttlMs;
+    if (caller) {
+      this.refused.delete(hashHex);
+      // Re-inserted, so the map's order is least recently verified first.
+      this.live.delete(hashHex);
+      if (this.live.size >= LIVE_CACHE_MAX) this.live.delete(this.live.keys().next().value!);
+      this.live.set(hashHex, { caller, until });
+    } else {
+      this.live.delete(hashHex);
+      this.refused.delete(hashHex);
+      if (this.refused.size >= REFUSED_CACHE_MAX) this.refused.delete(this.refused.keys().next().value!);
+      this.refused.set(hashHex, until);
+    }
+  }
+
+  /** Takes one look-up of a never-seen credential from the token bucket; false when it is empty. */
+  private takeNewLookup(now: number): boolean {
+    const { perSecond, burst } = this.newLookups;
+    this.budget = Math.min(burst, this.budget + ((now - this.budgetAt) / 1000) * perSecond);
+    this.budgetAt = now;
+    if (this.budget < 1) return false;
+    this.budget -= 1;
+    return true;
   }
 }
 
@@ -148,6 +211,11 @@ export function authInterceptor(opts: AuthInterceptorOptions): Interceptor {
       : new ConnectError(`the caller role "${role}" may not call ${service}/${method}`, Code.PermissionDenied);
   };
 
+  const configuredRole = (header: string | null): Role | undefined => {
+    const token = bearerToken(header);
+    return token === undefined ? undefined : opts.registry.roleOf(tokenSha256(token).toString('hex'));
+  };
+
   const authenticate = async (header: string | null): Promise<Caller | undefined> => {
     const token = bearerToken(header);
     if (!token) return undefined;
@@ -155,15 +223,22 @@ export function authInterceptor(opts: AuthInterceptorOptions): Interceptor {
     const hex = hash.toString('hex');
     const role = opts.registry.roleOf(hex);
     if (role) return { role, id: role };
-    if (token.startsWith(CLIENT_TOKEN_PREFIX) && opts.clients) return opts.clients.verify(hash, hex);
+    if (CLIENT_TOKEN_SHAPE.test(token) && opts.clients) return opts.clients.verify(hash, hex);
     return undefined;
   };
 
   return (next) => async (req) => {
     const service = req.service.typeName;
-    if (UNAUTHENTICATED_SERVICES.has(service)) return next(req);
-    const method = req.method.name;
     const local = req.contextValues.get(IN_PROCESS_CALLER);
+    if (UNAUTHENTICATED_SERVICES.has(service)) {
+      // Open to all, but a caller that proves a configured role (or calls in process) is
+      // told more (health.ts: per-service status). Marketplace tokens are not looked up
+      // here: an open RPC must not be a way to make identity work.
+      const known = local ?? configuredRole(req.header.get('authorization'));
+      if (known) req.contextValues.set(CALLER, { role: known, id: known });
+      return next(req);
+    }
+    const method = req.method.name;
     const caller = local ? { role: local, id: local } : await authenticate(req.header.get('authorization'));
     if (!caller) return refuse('unauthenticated', '', service, method);
     if (!isAllowed(caller.role, service, method)) return refuse('permission_denied', caller.role, service, method);

@@ -3,7 +3,7 @@
  * gateway) in one Node.js process.
  *
  * Start-up order, chosen so probes tell the truth at every moment:
- *   config → logger → telemetry (tracing, /metrics on METRICS_PORT) → database + bus (logged: which backends) → internal server
+ *   config → logger → DATA_DIR made private (private-dir.ts) → telemetry (tracing, /metrics on METRICS_PORT) → database + bus (logged: which backends) → internal server
  *   (health NOT_SERVING) → migrations (advisory-locked) → outbox relays and workers →
  *   health SERVING → gateway → the `listening` line.
  * SIGTERM reverses it: health NOT_SERVING, gateway and internal server drain,
@@ -26,6 +26,7 @@ import { KIT_MIGRATIONS, runMigrations } from './migrate';
 import { provisionServiceRoles } from './database-roles';
 import { OutboxRelay } from './outbox';
 import { Shutdown } from './shutdown';
+import { securePrivateDataDir } from './private-dir';
 import { startTelemetry } from './telemetry';
 import type { ServiceContext, ServiceModule, ServiceUrls } from './service-module';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
@@ -45,10 +46,12 @@ export interface RunOptions {
   /** Process name in logs. */
   name: string;
   /**
-   * Bind the internal port to 127.0.0.1 unless INTERNAL_HOST says otherwise (role
-   * `all`: the all-in-one is a one-machine install; its gateway calls in process).
+   * Bind the internal port and the metrics port to 127.0.0.1 unless INTERNAL_HOST /
+   * METRICS_HOST say otherwise (role `all`: the all-in-one is a one-machine install;
+   * its gateway calls in process, and its metrics are scraped on the machine). Only
+   * the gateway's PORT follows HOST.
    */
-  internalOnLoopback?: boolean;
+  loopbackByDefault?: boolean;
 }
 
 /** What the gateway receives from the runner. */
@@ -152,6 +155,7 @@ export async function runMigrationsOnly(services: ServiceModule[]): Promise<void
   // Logs go to stderr so stdout carries only the one JSON result line.
   const log = createLogger({ level: config.logLevel, name: 'migrate', format: config.logFormat }, pino.destination(2));
   try {
+    secureDataDir(config, log);
     const db = await openDatabaseOrExplain(
       config,
       log,
@@ -189,7 +193,20 @@ async function openDatabaseOrExplain(config: Config, log: Logger, hosted: string
   return db;
 }
 
+/**
+ * DATA_DIR and everything in it private (private-dir.ts), before anything reads or
+ * writes there; a shared directory given as DATA_DIR stops start-up.
+ */
+function secureDataDir(config: Config, log: Logger): void {
+  try {
+    securePrivateDataDir(config.dataDir, log);
+  } catch (err) {
+    throw new StartupError(`DATA_DIR (${config.dataDir}) cannot be made private: ${reasonOf(err)}`, { cause: err });
+  }
+}
+
 async function start(opts: RunOptions, config: Config, log: Logger): Promise<void> {
+  secureDataDir(config, log);
   const shutdown = new Shutdown(log, config.shutdownGraceMs);
   shutdown.installSignalHandlers();
   // First up, registered first so it shuts down last: spans of the drain still export.
@@ -197,7 +214,13 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
   // another process on the machine (the process then runs without /metrics).
   const metricsPortRequired = Boolean(process.env[settings.metricsPort.env]);
   const telemetry = await bindingPort('METRICS_PORT', config.metricsPort, () =>
-    startTelemetry({ name: opts.name, host: config.host, metricsPort: config.metricsPort, metricsPortRequired, log }),
+    startTelemetry({
+      name: opts.name,
+      host: config.metricsHost ?? (opts.loopbackByDefault ? '127.0.0.1' : config.host),
+      metricsPort: config.metricsPort,
+      metricsPortRequired,
+      log,
+    }),
   );
   shutdown.add('telemetry', () => telemetry.shutdown());
   if (config.egressAllowCidrs.length > 0) {
@@ -275,7 +298,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     const serverInterceptors = [serverTracingInterceptor, ...interceptors];
     const server = await bindingPort('INTERNAL_PORT', config.internalPort, () =>
       startInternalServer({
-        host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
+        host: config.internalHost ?? (opts.loopbackByDefault ? '127.0.0.1' : config.host),
         port: config.internalPort,
         log,
         health,
@@ -302,7 +325,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
       const healthPort = config.healthPort;
       const healthServer = await bindingPort('HEALTH_PORT', healthPort, () =>
         startInternalServer({
-          host: config.internalHost ?? (opts.internalOnLoopback ? '127.0.0.1' : config.host),
+          host: config.internalHost ?? (opts.loopbackByDefault ? '127.0.0.1' : config.host),
           port: healthPort,
           log,
           health,

@@ -235,7 +235,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
       });
     });
     metricsPort = (server.address() as AddressInfo).port;
-    opts.log.info({ port: metricsPort, otlp, trace_file: file || undefined }, 'metrics served at /metrics');
+    opts.log.info({ host: opts.host, port: metricsPort, otlp, trace_file: file || undefined }, 'metrics served at /metrics');
   } catch (err) {
     if (opts.metricsPortRequired) {
       unbind();

@@ -18,8 +18,12 @@ export interface HealthClient {
 
 let definition: protoLoader.PackageDefinition | undefined;
 
-/** A client for the server at `baseUrl` (http://host:port). */
-export function healthClient(baseUrl: string): HealthClient {
+/**
+ * A client for the server at `baseUrl` (http://host:port); with `token`, every call
+ * carries `authorization: Bearer <token>` (an authenticated caller is told about one
+ * service; an anonymous one about the whole process: services/kit/health.ts).
+ */
+export function healthClient(baseUrl: string, token?: string): HealthClient {
   definition ??= protoLoader.loadSync(join(ROOT, 'proto/grpc/health/v1/health.proto'), {
     keepCase: true,
     enums: String,
@@ -28,16 +32,23 @@ export function healthClient(baseUrl: string): HealthClient {
   const pkg = grpc.loadPackageDefinition(definition) as any;
   const Health = pkg.grpc.health.v1.Health as grpc.ServiceClientConstructor;
   const client = new Health(new URL(baseUrl).host, grpc.credentials.createInsecure()) as any;
+  const metadata = () => {
+    const m = new grpc.Metadata();
+    if (token) m.set('authorization', `Bearer ${token}`);
+    return m;
+  };
   return {
     check(service, deadlineMs = 5000) {
       return new Promise((resolve, reject) => {
-        client.Check({ service }, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: { status: string }) => (err ? reject(err) : resolve(res.status)));
+        client.Check({ service }, metadata(), { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: { status: string }) =>
+          err ? reject(err) : resolve(res.status),
+        );
       });
     },
     watch(service, count = 1, timeoutMs = 10000) {
       return new Promise((resolve, reject) => {
         const seen: string[] = [];
-        const call = client.Watch({ service }) as grpc.ClientReadableStream<{ status: string }>;
+        const call = client.Watch({ service }, metadata()) as grpc.ClientReadableStream<{ status: string }>;
         const timer = setTimeout(() => {
           call.cancel();
           reject(new Error(`Watch(${service}) streamed ${JSON.stringify(seen)} within ${timeoutMs} ms, wanted ${count}`));

@@ -1,10 +1,11 @@
 /**
  * The internal port of the all-in-one process speaks standard gRPC: a stock
  * @grpc/grpc-js client gets SERVING from grpc.health.v1.Health for the process and for
- * each of the four services, NOT_FOUND for a name it does not host, and Watch streams;
+ * each of the four services, the whole process's status for any name asked anonymously
+ * and NOT_FOUND for a name it does not host asked by a configured role, and Watch streams;
  * a Connect client calls psync.admin.v1.AdminService/Migrate.
  */
-import { credentialInterceptor } from '../support/credentials';
+import { credentialInterceptor, TEST_TOKENS } from '../support/credentials';
 import * as grpc from '@grpc/grpc-js';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
@@ -42,18 +43,27 @@ describe(`internal gRPC health and admin (database: ${backends.database}, bus: $
     await expect(health!.check(service)).resolves.toBe('SERVING');
   });
 
-  test('Check of a service the process does not host is NOT_FOUND', async () => {
-    await expect(health!.check('psync.nope.v1.NopeService')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
-    await expect(health!.check('grpc.health.v1.Health.Unknown')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+  test('anonymous: any name is answered about the whole process, so the port never says which services it hosts', async () => {
+    await expect(health!.check('psync.nope.v1.NopeService')).resolves.toBe('SERVING');
+    await expect(health!.check('grpc.health.v1.Health.Unknown')).resolves.toBe('SERVING');
+    await expect(health!.watch('psync.nope.v1.NopeService')).resolves.toEqual(['SERVING']);
+  });
+
+  test('authenticated (a configured role): Check of a service the process does not host is NOT_FOUND', async () => {
+    const operator = healthClient(system.internalUrl, TEST_TOKENS.operator);
+    try {
+      await expect(operator.check(SERVICES[0]!)).resolves.toBe('SERVING');
+      await expect(operator.check('psync.nope.v1.NopeService')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+      await expect(operator.check('grpc.health.v1.Health.Unknown')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+      await expect(operator.watch('psync.nope.v1.NopeService')).resolves.toEqual(['SERVICE_UNKNOWN']);
+    } finally {
+      operator.close();
+    }
   });
 
   test('Watch streams SERVING at once', async () => {
     await expect(health!.watch('')).resolves.toEqual(['SERVING']);
     await expect(health!.watch(SERVICES[1]!)).resolves.toEqual(['SERVING']);
-  });
-
-  test('Watch of an unknown service streams SERVICE_UNKNOWN', async () => {
-    await expect(health!.watch('psync.nope.v1.NopeService')).resolves.toEqual(['SERVICE_UNKNOWN']);
   });
 
   test('a Connect client calls AdminService/Migrate: migrated, nothing left to apply', async () => {

@@ -27,6 +27,7 @@ import {
   uniqueBusPrefix,
 } from '../support/system';
 import { healthClient } from './grpc-health';
+import { TEST_TOKENS } from '../support/credentials';
 
 const ROLES = ['identity', 'catalog', 'calendar', 'notifications'] as const;
 type Role = (typeof ROLES)[number];
@@ -88,17 +89,22 @@ maybe('one service per process (needs DATABASE_URL and NATS_URL: a database and 
     }
   });
 
-  test('each process answers grpc.health.v1 SERVING for its own service and NOT_FOUND for the others', async () => {
+  test('each process answers grpc.health.v1 SERVING for its own service; NOT_FOUND for the others only to a configured role', async () => {
     for (const role of ROLES) {
-      const client = healthClient(services[role].internalUrl);
+      const anonymous = healthClient(services[role].internalUrl);
+      const operator = healthClient(services[role].internalUrl, TEST_TOKENS.operator);
       try {
-        await expect(client.check('')).resolves.toBe('SERVING');
-        await expect(client.check(PROTO[role])).resolves.toBe('SERVING');
+        await expect(anonymous.check('')).resolves.toBe('SERVING');
+        await expect(anonymous.check(PROTO[role])).resolves.toBe('SERVING');
+        await expect(operator.check(PROTO[role])).resolves.toBe('SERVING');
         for (const other of ROLES.filter((r) => r !== role)) {
-          await expect(client.check(PROTO[other])).rejects.toMatchObject({ code: 5 /* NOT_FOUND */ });
+          // Anonymous (a probe, a scanner): the process's status, whatever the name.
+          await expect(anonymous.check(PROTO[other])).resolves.toBe('SERVING');
+          await expect(operator.check(PROTO[other])).rejects.toMatchObject({ code: 5 /* NOT_FOUND */ });
         }
       } finally {
-        client.close();
+        anonymous.close();
+        operator.close();
       }
     }
   });

@@ -7,7 +7,7 @@ import { startEmbeddedPostgres } from '../../services/kit/embedded-postgres';
 async function main(): Promise<void> {
   const dir = process.argv[2];
   if (!dir) throw new Error('usage: embedded-postgres-server <data-dir>');
-  const pg = await startEmbeddedPostgres(dir);
+  const pg = await startEmbeddedPostgres(dir, { loopbackPort: 0 });
   process.stdout.write(`url ${pg.url}\n`);
   process.once('SIGTERM', () => {
     void pg.stop().finally(() => process.exit(0));
