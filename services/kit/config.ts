@@ -297,6 +297,12 @@ export const settings = {
   deletionEscalationSeconds: setting('DELETION_ESCALATION_SECONDS', 604800, int(1, 31_536_000), 'unacknowledged deletion requests escalate to operators after this many seconds'),
   egressAllowCidrs: setting<string[]>('EGRESS_ALLOW_CIDRS', [], cidrs, 'CIDRs exempt from the non-public address refusal (test/dev only)'),
   photoConcurrency: setting('PHOTO_CONCURRENCY', 4, int(1, 64), 'photos fetched and processed at once per catalog process'),
+  photoWorkspaceConcurrency: setting(
+    'PHOTO_WORKSPACE_CONCURRENCY',
+    2,
+    int(1, 64),
+    'photos of one workspace fetched at once per catalog process, and the slots all slow workspaces share; below PHOTO_CONCURRENCY, the rest stay free for other workspaces (docs/catalog.md)',
+  ),
   photoFetchTimeoutMs: setting('PHOTO_FETCH_TIMEOUT_MS', 30000, int(1000, 600000), 'deadline of one photo fetch (connect at most 5 s, silence at most 10 s within it)'),
   photoLeaseSeconds: setting('PHOTO_LEASE_SECONDS', 60, int(2, 3600), 'a claimed photo returns to the queue this long after its worker stops renewing the claim (crash)'),
   holdTtlSeconds: setting('HOLD_TTL_SECONDS', 900, int(1, 86400), 'default lifetime of a marketplace hold when PlaceHold gives none (docs/calendar.md)'),
