@@ -23,6 +23,10 @@ export interface PhotoServer {
   /** Requests received per path. */
   hits(path: string): number;
   totalHits(): number;
+  /** Paths of the requests received, in order of arrival. */
+  arrivals(): string[];
+  /** Requests under the directory `prefix` (`/` or e.g. `/tenant-a/`) open at once (received, not yet answered or closed), at most so far. */
+  maxInFlight(prefix: string): number;
   route(path: string, route: Route): void;
   /** Serves a generated image. */
   image(path: string, width: number, height: number, format?: 'jpeg' | 'png' | 'webp' | 'gif', seed?: number): Promise<void>;
@@ -57,10 +61,32 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
   const held = new Map<string, (() => void)[]>();
   const waiters: (() => void)[] = [];
   const sockets = new Set<Socket>();
+  const arrivals: string[] = [];
+  const open = new Set<string>();
+  const openPaths = new Map<string, number>();
+  const maxOpen = new Map<string, number>();
+
+  /** Keeps the highest number of open requests seen per prefix of `path` (every leading directory). */
+  const noteOpen = (path: string, delta: number) => {
+    const dirs = path.split('/').slice(1, -1);
+    for (let i = 0; i <= dirs.length; i++) {
+      const prefix = `/${dirs.slice(0, i).join('/')}${i > 0 ? '/' : ''}`;
+      const n = (openPaths.get(prefix) ?? 0) + delta;
+      openPaths.set(prefix, n);
+      if (n > (maxOpen.get(prefix) ?? 0)) maxOpen.set(prefix, n);
+    }
+  };
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     counts.set(path, (counts.get(path) ?? 0) + 1);
+    arrivals.push(path);
+    const id = `${arrivals.length}`;
+    open.add(id);
+    noteOpen(path, 1);
+    res.on('close', () => {
+      if (open.delete(id)) noteOpen(path, -1);
+    });
     for (const w of [...waiters]) w();
     const r = routes.get(path);
     if (!r) {
@@ -114,6 +140,8 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
     port,
     hits: (path) => counts.get(path) ?? 0,
     totalHits: () => [...counts.values()].reduce((a, b) => a + b, 0),
+    arrivals: () => [...arrivals],
+    maxInFlight: (prefix) => maxOpen.get(prefix) ?? 0,
     route: (path, route) => void routes.set(path, route),
     async image(path, width, height, format = 'jpeg', seed = 0) {
       const body = await makeImage(width, height, format, seed);
