@@ -32,9 +32,10 @@
  * hosts never hold the workers the others need. A claim walks the workspaces that have
  * pending photos and takes each one's oldest, at most PHOTO_WORKSPACE_CONCURRENCY of a
  * workspace in flight in this process, round-robin with the workspaces that have the
- * fewest in flight first (every workspace's first before anyone's second), and the
- * workspaces whose fetches are slow share one slow lane of PHOTO_WORKSPACE_CONCURRENCY
- * slots between them (photo-lanes.ts). The per-photo time budget is unchanged: a time-out is still `unreachable`.
+ * fewest in flight first (every workspace's first before anyone's second); a photo
+ * still running after SLOW_FETCH_MS moves from the fast lane (PHOTO_CONCURRENCY slots)
+ * to a slow lane of as many, and slow workspaces draw from the slow lane only
+ * (photo-lanes.ts). The per-photo time budget is unchanged: a time-out is still `unreachable`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../kit/database';
@@ -57,9 +58,9 @@ const ADOPT_EVERY_MS = 5000;
 export interface PhotoPipelineOptions {
   sql: Sql;
   log: Logger;
-  /** PHOTO_CONCURRENCY: photos in flight at once in this process. */
+  /** PHOTO_CONCURRENCY: photos in flight at once in this process in each lane (fast, slow: photo-lanes.ts). */
   concurrency: number;
-  /** PHOTO_WORKSPACE_CONCURRENCY: photos of one workspace in flight at once in this process (and the slow lane's slots). */
+  /** PHOTO_WORKSPACE_CONCURRENCY: photos of one workspace in flight at once in this process. */
   workspaceConcurrency: number;
   /** PHOTO_LEASE_SECONDS. */
   leaseSeconds: number;
@@ -140,16 +141,24 @@ export class PhotoPipeline {
   /** Claims work for the free slots and starts it; a finished job nudges the worker (a slot is free). */
   private async round(): Promise<RoundResult> {
     const allowance = this.lanes.allowance();
-    if (allowance.free <= 0) return { items: 0, more: false };
+    if (allowance.freeFast <= 0 && allowance.freeSlow <= 0) return { items: 0, more: false };
     if (Date.now() - this.lastAdopt >= ADOPT_EVERY_MS) {
       this.lastAdopt = Date.now();
       await this.adoptUnassigned();
     }
     const claims = await this.claim(allowance);
-    for (const c of claims) this.startJob(c);
-    // Every free slot found work: more may be waiting (if a slot is still free). A claim
-    // held back by a workspace's limit or the slow lane is not: a job's end nudges.
-    return { items: claims.length, more: claims.length === allowance.free && this.lanes.inFlight < this.opts.concurrency };
+    const slow = new Set(allowance.slow);
+    let fast = 0;
+    for (const c of claims) {
+      const slowLane = slow.has(c.workspace_id);
+      if (!slowLane) fast++;
+      this.startJob(c, slowLane);
+    }
+    // A lane filled: more may be waiting. A claim held back by a workspace's limit is
+    // not; a job's end nudges, and a photo moving to the slow lane (which frees a fast
+    // slot without an event) is seen by the next idle poll.
+    const filled = (fast > 0 && fast === allowance.freeFast) || (claims.length - fast > 0 && claims.length - fast === allowance.freeSlow);
+    return { items: claims.length, more: filled };
   }
 
   /**
@@ -171,12 +180,12 @@ export class PhotoPipeline {
    * 1. ws: the workspaces that have pending photos, by a skip scan of
    *    photos_pending_by_workspace_idx (one index probe per workspace, however long its backlog);
    * 2. eps: each one's room (PHOTO_WORKSPACE_CONCURRENCY less what this process has in
-   *    flight for it) and lane (slow or not);
+   *    flight for it) and lane (slow or not: photo-lanes.ts);
    * 3. cand: each workspace's oldest free photos up to its room, each with its turn: the
    *    workspace's in-flight count plus its rank, so the workspaces with the fewest in
    *    flight come first and every workspace's next photo comes before anyone's one after;
-   * 4. chosen: by turn (then age), the slow lane's candidates only up to its free slots,
-   *    all of them up to the free workers;
+   * 4. chosen: by turn (then age), each lane's candidates up to its free slots, all of
+   *    them up to the room left within both lanes;
    * 5. locked/claimed: lock (SKIP LOCKED: a row another replica is claiming is skipped,
    *    re-checked after the lock) and lease them.
    */
@@ -218,7 +227,7 @@ export class PhotoPipeline {
       ), chosen as (
         select property_id, url from (
           select lane.property_id, lane.url, row_number() over (order by lane.turn, lane.created_at, lane.property_id, lane.url) as n
-          from lane where not lane.slow_lane or lane.pos <= ${a.freeSlow}::int
+          from lane where lane.pos <= case when lane.slow_lane then ${a.freeSlow}::int else ${a.freeFast}::int end
         ) e
         where e.n <= ${a.free}::int
       ), locked as (
@@ -238,10 +247,10 @@ export class PhotoPipeline {
     return rows.map((r) => ({ ...r, token }));
   }
 
-  private startJob(c: Claim & { token: string }): void {
+  private startJob(c: Claim & { token: string }, slowLane: boolean): void {
     const key = `${c.property_id} ${c.url}`;
     this.inflight.set(key, c.token);
-    const startedAt = this.lanes.started(c.workspace_id);
+    const running = this.lanes.started(c.workspace_id, slowLane);
     let sample = false;
     this.worker.spawn((signal) =>
       this.runJob(c, signal)
@@ -249,7 +258,7 @@ export class PhotoPipeline {
         .catch((err) => this.log.error({ err, property_id: c.property_id }, 'photo pipeline: job failed; the photo is retried when its lease ends'))
         .finally(() => {
           this.inflight.delete(key);
-          this.lanes.ended(c.workspace_id, startedAt, sample);
+          this.lanes.ended(running, sample);
         }),
     );
   }

@@ -12,6 +12,12 @@ export type Route =
   | { kind: 'bytes'; body: Buffer; contentType?: string; status?: number; headers?: Record<string, string> }
   /** Accepts the request and answers only when released (or never). */
   | { kind: 'hold'; body: Buffer; contentType?: string }
+  /**
+   * A slow host: answers the headers at once, then one byte of the body every
+   * `everyMs` (default 1000: never silent long enough for the fetch's silence limit),
+   * and the rest only when released.
+   */
+  | { kind: 'trickle'; body: Buffer; contentType?: string; everyMs?: number }
   | { kind: 'redirect'; location: string }
   /** Streams `bytes` of filler without a Content-Length. */
   | { kind: 'stream'; bytes: number };
@@ -25,6 +31,8 @@ export interface PhotoServer {
   totalHits(): number;
   /** Paths of the requests received, in order of arrival. */
   arrivals(): string[];
+  /** Requests under the directory `prefix` (`/` or e.g. `/tenant-a/`) open now. */
+  openNow(prefix: string): number;
   /** Requests under the directory `prefix` (`/` or e.g. `/tenant-a/`) open at once (received, not yet answered or closed), at most so far. */
   maxInFlight(prefix: string): number;
   route(path: string, route: Route): void;
@@ -124,6 +132,23 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
         held.set(path, [...(held.get(path) ?? []), answer]);
         return;
       }
+      case 'trickle': {
+        res.writeHead(200, { 'content-type': r.contentType ?? 'image/jpeg', 'content-length': String(r.body.length) });
+        let sent = 0;
+        const finish = () => {
+          clearInterval(timer);
+          if (!res.writableEnded && !res.destroyed) res.end(r.body.subarray(sent));
+        };
+        // Keeps the last byte back, so the answer never completes before its release.
+        const timer = setInterval(() => {
+          if (sent < r.body.length - 1 && !res.destroyed) res.write(r.body.subarray(sent, ++sent));
+        }, r.everyMs ?? 1000);
+        timer.unref();
+        res.on('close', () => clearInterval(timer));
+        if (released.has(path)) return finish();
+        held.set(path, [...(held.get(path) ?? []), finish]);
+        return;
+      }
     }
   };
 
@@ -142,6 +167,7 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
     totalHits: () => [...counts.values()].reduce((a, b) => a + b, 0),
     arrivals: () => [...arrivals],
     maxInFlight: (prefix) => maxOpen.get(prefix) ?? 0,
+    openNow: (prefix) => openPaths.get(prefix) ?? 0,
     route: (path, route) => void routes.set(path, route),
     async image(path, width, height, format = 'jpeg', seed = 0) {
       const body = await makeImage(width, height, format, seed);
