@@ -16,7 +16,7 @@
  *   contended: first BENCH_SLOW_TENANTS (1) other tenant(s) push a property with
  *              BENCH_SLOW_PHOTOS (30) photos on a slow host (headers at once, then a
  *              byte a second, never finished: each fetch runs into the whole
- *              PHOTO_FETCH_TIMEOUT_MS and ends `unreachable`, the issue's case); once
+ *              PHOTO_FETCH_TIMEOUT_MS and ends `unreachable`: the worst a host can do); once
  *              their first fetches are open, the healthy tenant pushes as in `clean`.
  *
  * Each round's figure is the healthy property's time to publishable: from the push to

@@ -1,5 +1,5 @@
 /**
- * Fair photo fetching (docs/catalog.md "Fair scheduling", issue 23 item 4) against the
+ * Fair photo fetching (docs/catalog.md "Fair scheduling") against the
  * running system with a real slow photo host on loopback: it sends a byte a second
  * and the rest of a photo only when the test releases it (never silent long enough
  * for the fetch's silence limit), so "slow" lasts exactly as long as the test says and every

@@ -1,4 +1,4 @@
--- Fair photo fetching (issue 23, docs/catalog.md "Fair scheduling"): the pipeline
+-- Fair photo fetching (docs/catalog.md "Fair scheduling"): the pipeline
 -- claims per workspace, so a photo row names its workspace (the property's, which
 -- never changes) and pending photos are indexed by it: the claim finds the workspaces
 -- with pending photos by a skip scan (one index probe per workspace) and takes each
