@@ -4,8 +4,8 @@
  *
  * The queue is `catalog.photos` itself: a `pending` row is work. A worker claims up
  * to its free slots, fairly per workspace (below), with `FOR UPDATE SKIP LOCKED` (so
- * replicas never take the same row) and stamps a lease (`lease_token`, `lease_until` = now + PHOTO_LEASE_SECONDS),
- * renewed every third of the lease while the fetch runs. If the process dies, the
+ * replicas never take the same row) and stamps a lease (`lease_token`, `lease_until`
+ * = now + PHOTO_LEASE_SECONDS), renewed every third of the lease while the fetch runs. If the process dies, the
  * renewals stop, the lease runs out and any replica (or the restarted process)
  * claims the row again: processing resumes after a crash. A row claimed more than
  * MAX_ATTEMPTS times (a photo that kills its worker every time) is rejected as
@@ -35,7 +35,8 @@
  * fewest in flight first (every workspace's first before anyone's second); a photo
  * still running after SLOW_FETCH_MS moves from the fast lane (PHOTO_CONCURRENCY slots)
  * to a slow lane of as many, and slow workspaces draw from the slow lane only
- * (photo-lanes.ts). The per-photo time budget is unchanged: a time-out is still `unreachable`.
+ * (photo-lanes.ts). The per-photo time budget is unchanged: a time-out is still
+ * `unreachable`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../kit/database';
