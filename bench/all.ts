@@ -90,6 +90,7 @@ const BENCHES: BenchSpec[] = [
   { name: 'catalog', file: 'catalog.ts', modes: ['embedded', 'real'], nats: true, quick: { BENCH_PROPERTIES: '8', BENCH_PHOTOS: '2', BENCH_SECONDS: '4' } },
   { name: 'photos', file: 'photo-memory.ts', modes: ['embedded'], quick: { BENCH_PROPERTIES: '6', BENCH_BOMBS: '4', BENCH_HEAVY: '1', BENCH_NORMAL: '6' } },
   { name: 'deliveries-isolation', file: 'deliveries-isolation.ts', modes: ['real'], nats: true, quick: { BENCH_SECONDS: '15', BENCH_DRAIN_SECONDS: '20' } },
+  { name: 'photo-fairness', file: 'photo-fairness.ts', modes: ['real'], nats: true, quick: { BENCH_ROUNDS: '3' } },
 ];
 
 function listBenches(): string {

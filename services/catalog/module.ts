@@ -19,6 +19,7 @@ function pipelineFor(ctx: Parameters<NonNullable<ServiceModule['start']>>[0]): P
       sql: ctx.sql,
       log: ctx.log.child({ component: 'catalog-photos' }),
       concurrency: ctx.config.photoConcurrency,
+      workspaceConcurrency: ctx.config.photoWorkspaceConcurrency,
       leaseSeconds: ctx.config.photoLeaseSeconds,
       fetchTimeoutMs: ctx.config.photoFetchTimeoutMs,
       allowCidrs: ctx.config.egressAllowCidrs,

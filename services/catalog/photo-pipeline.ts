@@ -3,9 +3,9 @@
  * durably, with bounded concurrency.
  *
  * The queue is `catalog.photos` itself: a `pending` row is work. A worker claims up
- * to its free slots with `FOR UPDATE SKIP LOCKED` (so replicas never take the same
- * row) and stamps a lease (`lease_token`, `lease_until` = now + PHOTO_LEASE_SECONDS),
- * renewed every third of the lease while the fetch runs. If the process dies, the
+ * to its free slots, fairly per workspace (below), with `FOR UPDATE SKIP LOCKED` (so
+ * replicas never take the same row) and stamps a lease (`lease_token`, `lease_until`
+ * = now + PHOTO_LEASE_SECONDS), renewed every third of the lease while the fetch runs. If the process dies, the
  * renewals stop, the lease runs out and any replica (or the restarted process)
  * claims the row again: processing resumes after a crash. A row claimed more than
  * MAX_ATTEMPTS times (a photo that kills its worker every time) is rejected as
@@ -26,6 +26,17 @@
  *
  * At shutdown in-flight fetches are aborted and their claims released, so the next
  * process picks them up at once instead of after the lease.
+ *
+ * Fair scheduling (docs/catalog.md "Fair scheduling", house rule 17), the same shape
+ * as the webhook dispatcher's per-endpoint claim: one workspace's slow or hostile photo
+ * hosts never hold the workers the others need. A claim walks the workspaces that have
+ * pending photos and takes each one's oldest, at most PHOTO_WORKSPACE_CONCURRENCY of a
+ * workspace in flight in this process, round-robin with the workspaces that have the
+ * fewest in flight first (every workspace's first before anyone's second); a photo
+ * still running after SLOW_FETCH_MS moves from the fast lane (PHOTO_CONCURRENCY slots)
+ * to a slow lane of as many, and slow workspaces draw from the slow lane only
+ * (photo-lanes.ts). The per-photo time budget is unchanged: a time-out is still
+ * `unreachable`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../kit/database';
@@ -35,18 +46,23 @@ import { republishById } from './publication';
 import { recordPhotoProcessed } from '../kit/metrics';
 import { PeriodicJob } from '../kit/periodic';
 import { Worker, type RoundResult } from '../kit/worker';
+import { PhotoLanes, type ClaimAllowance } from './photo-lanes';
 
 /** Claims of one photo before it is given up as unreachable. */
 export const MAX_ATTEMPTS = 5;
 /** Unreferenced stored images older than this are deleted by housekeeping. */
 const ORPHAN_GRACE_HOURS = 1;
 const HOUSEKEEPING_EVERY_MS = 10 * 60 * 1000;
+/** How often pending photos queued by a previous release (no workspace yet) are looked for. */
+const ADOPT_EVERY_MS = 5000;
 
 export interface PhotoPipelineOptions {
   sql: Sql;
   log: Logger;
-  /** PHOTO_CONCURRENCY: photos in flight at once in this process. */
+  /** PHOTO_CONCURRENCY: photos in flight at once in this process in each lane (fast, slow: photo-lanes.ts). */
   concurrency: number;
+  /** PHOTO_WORKSPACE_CONCURRENCY: photos of one workspace in flight at once in this process. */
+  workspaceConcurrency: number;
   /** PHOTO_LEASE_SECONDS. */
   leaseSeconds: number;
   /** PHOTO_FETCH_TIMEOUT_MS. */
@@ -66,6 +82,7 @@ export type PhotoStep = (url: string, signal: AbortSignal, opts: { alone: boolea
 
 interface Claim {
   property_id: string;
+  workspace_id: string;
   url: string;
   attempts: number;
 }
@@ -78,11 +95,15 @@ export class PhotoPipeline {
   private readonly inflight = new Map<string, string>();
   private readonly worker: Worker;
   private readonly housekeeping: PeriodicJob;
+  /** In-flight counts per workspace and slow workspaces: the fair claim's inputs. */
+  private readonly lanes: PhotoLanes;
+  private lastAdopt = 0;
 
   constructor(private readonly opts: PhotoPipelineOptions) {
     this.sql = opts.sql;
     this.log = opts.log;
     const pollMs = opts.pollMs ?? 1000;
+    this.lanes = new PhotoLanes({ concurrency: opts.concurrency, perWorkspace: opts.workspaceConcurrency });
     this.process = opts.process ?? ((url, signal, { alone }) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal, alone }));
     this.worker = new Worker({
       name: 'photo-pipeline',
@@ -120,53 +141,140 @@ export class PhotoPipeline {
 
   /** Claims work for the free slots and starts it; a finished job nudges the worker (a slot is free). */
   private async round(): Promise<RoundResult> {
-    const free = this.opts.concurrency - this.worker.inFlight;
-    if (free <= 0) return { items: 0, more: false };
-    const claims = await this.claim(free);
-    for (const c of claims) this.startJob(c);
-    // Every free slot found work: more may be waiting (if a slot is still free).
-    return { items: claims.length, more: claims.length === free && this.worker.inFlight < this.opts.concurrency };
+    const allowance = this.lanes.allowance();
+    if (allowance.freeFast <= 0 && allowance.freeSlow <= 0) return { items: 0, more: false };
+    if (Date.now() - this.lastAdopt >= ADOPT_EVERY_MS) {
+      this.lastAdopt = Date.now();
+      await this.adoptUnassigned();
+    }
+    const claims = await this.claim(allowance);
+    const slow = new Set(allowance.slow);
+    let fast = 0;
+    for (const c of claims) {
+      const slowLane = slow.has(c.workspace_id);
+      if (!slowLane) fast++;
+      this.startJob(c, slowLane);
+    }
+    // A lane filled: more may be waiting. A claim held back by a workspace's limit is
+    // not; a job's end nudges, and a photo moving to the slow lane (which frees a fast
+    // slot without an event) is seen by the next idle poll.
+    const filled = (fast > 0 && fast === allowance.freeFast) || (claims.length - fast > 0 && claims.length - fast === allowance.freeSlow);
+    return { items: claims.length, more: filled };
   }
 
-  /** Claims up to `n` pending photos whose lease is free. */
-  private async claim(n: number): Promise<(Claim & { token: string })[]> {
+  /**
+   * Gives pending photos queued by the previous release (during an upgrade, which
+   * writes no workspace_id: migration 0002) their property's workspace, so the fair
+   * claim sees them.
+   */
+  private async adoptUnassigned(): Promise<void> {
+    const adopted = await this.sql`
+      update catalog.photos p set workspace_id = pr.workspace_id
+      from catalog.properties pr
+      where p.workspace_id is null and p.state = 'pending' and pr.id = p.property_id
+    `;
+    if (adopted.count > 0) this.log.info({ adopted: adopted.count }, 'photo pipeline: pending photos queued without a workspace were given theirs');
+  }
+
+  /**
+   * Claims pending photos whose lease is free, fairly (one statement):
+   * 1. ws: the workspaces that have pending photos, by a skip scan of
+   *    photos_pending_by_workspace_idx (one index probe per workspace, however long its backlog);
+   * 2. eps: each one's room (PHOTO_WORKSPACE_CONCURRENCY less what this process has in
+   *    flight for it) and lane (slow or not: photo-lanes.ts);
+   * 3. cand: each workspace's oldest free photos up to its room, each with its turn: the
+   *    workspace's in-flight count plus its rank, so the workspaces with the fewest in
+   *    flight come first and every workspace's next photo comes before anyone's one after;
+   * 4. chosen: by turn (then age), each lane's candidates up to its free slots, all of
+   *    them up to the room left within both lanes;
+   * 5. locked/claimed: lock (SKIP LOCKED: a row another replica is claiming is skipped,
+   *    re-checked after the lock) and lease them.
+   */
+  private async claim(a: ClaimAllowance): Promise<(Claim & { token: string })[]> {
+    const sql = this.sql;
     const token = randomUUID();
-    const rows = await this.sql<Claim[]>`
+    const rows = await sql<Claim[]>`
+      with recursive ws(workspace_id) as (
+        (select workspace_id from catalog.photos
+         where state = 'pending' and workspace_id is not null order by workspace_id limit 1)
+        union all
+        select (select p.workspace_id from catalog.photos p
+                where p.state = 'pending' and p.workspace_id > ws.workspace_id order by p.workspace_id limit 1)
+        from ws where ws.workspace_id is not null
+      ), used as (
+        select * from unnest(${sql.array(a.busy.map(([w]) => w))}::uuid[], ${sql.array(a.busy.map(([, n]) => n))}::int[]) as u(workspace_id, n)
+      ), slow as (
+        select * from unnest(${sql.array(a.slow)}::uuid[]) as s(workspace_id)
+      ), eps as (
+        select ws.workspace_id, coalesce(u.n, 0) as busy, ${this.lanes.limits.perWorkspace}::int - coalesce(u.n, 0) as room,
+               s.workspace_id is not null as slow_lane
+        from ws
+        left join used u on u.workspace_id = ws.workspace_id
+        left join slow s on s.workspace_id = ws.workspace_id
+        where ws.workspace_id is not null
+      ), cand as (
+        select eps.workspace_id, eps.slow_lane, x.property_id, x.url, x.created_at,
+               eps.busy + row_number() over (partition by eps.workspace_id order by x.created_at, x.property_id, x.url) as turn
+        from eps cross join lateral (
+          select p.property_id, p.url, p.created_at from catalog.photos p
+          where p.workspace_id = eps.workspace_id and p.state = 'pending' and (p.lease_until is null or p.lease_until < now())
+          order by p.created_at, p.property_id, p.url
+          limit greatest(eps.room, 0)
+        ) x
+        where eps.room > 0
+      ), lane as (
+        select cand.*, row_number() over (partition by cand.slow_lane order by cand.turn, cand.created_at, cand.property_id, cand.url) as pos
+        from cand
+      ), chosen as (
+        select property_id, url from (
+          select lane.property_id, lane.url, row_number() over (order by lane.turn, lane.created_at, lane.property_id, lane.url) as n
+          from lane where lane.pos <= case when lane.slow_lane then ${a.freeSlow}::int else ${a.freeFast}::int end
+        ) e
+        where e.n <= ${a.free}::int
+      ), locked as (
+        select p.property_id, p.url from catalog.photos p
+        where (p.property_id, p.url) in (select property_id, url from chosen)
+          and p.state = 'pending' and (p.lease_until is null or p.lease_until < now())
+        for update of p skip locked
+      )
       update catalog.photos p
       set lease_token = ${token},
           lease_until = now() + make_interval(secs => ${this.opts.leaseSeconds}),
           attempts = p.attempts + 1
-      from (
-        select property_id, url from catalog.photos
-        where state = 'pending' and (lease_until is null or lease_until < now())
-        order by created_at, property_id, url
-        limit ${n}
-        for update skip locked
-      ) c
-      where p.property_id = c.property_id and p.url = c.url
-      returning p.property_id, p.url, p.attempts
+      from locked
+      where p.property_id = locked.property_id and p.url = locked.url
+      returning p.property_id, p.workspace_id, p.url, p.attempts
     `;
     return rows.map((r) => ({ ...r, token }));
   }
 
-  private startJob(c: Claim & { token: string }): void {
+  private startJob(c: Claim & { token: string }, slowLane: boolean): void {
     const key = `${c.property_id} ${c.url}`;
     this.inflight.set(key, c.token);
+    const running = this.lanes.started(c.workspace_id, slowLane);
+    let sample = false;
     this.worker.spawn((signal) =>
       this.runJob(c, signal)
+        .then((fetched) => void (sample = fetched))
         .catch((err) => this.log.error({ err, property_id: c.property_id }, 'photo pipeline: job failed; the photo is retried when its lease ends'))
-        .finally(() => this.inflight.delete(key)),
+        .finally(() => {
+          this.inflight.delete(key);
+          this.lanes.ended(running, sample);
+        }),
     );
   }
 
-  private async runJob(c: Claim & { token: string }, signal: AbortSignal): Promise<void> {
+  /** Fetches, processes and settles one claimed photo; true when its time says something about its host (it was fetched, not aborted). */
+  private async runJob(c: Claim & { token: string }, signal: AbortSignal): Promise<boolean> {
     let outcome: PhotoOutcome;
+    let fetched = false;
     if (c.attempts > MAX_ATTEMPTS) {
       outcome = { ok: false, reason: 'unreachable', detail: `given up after ${MAX_ATTEMPTS} attempts` };
     } else {
       const started = Date.now();
       // attempts > 1: an earlier claim ended without a result (a crash, a lost lease, or a shutdown).
       outcome = await this.process(c.url, signal, { alone: c.attempts > 1 });
+      fetched = true;
       this.log.debug({ property_id: c.property_id, ok: outcome.ok, reason: outcome.ok ? undefined : outcome.reason, ms: Date.now() - started }, 'photo processed');
     }
     if (!outcome.ok && outcome.reason === 'aborted') {
@@ -174,12 +282,13 @@ export class PhotoPipeline {
         update catalog.photos set lease_token = null, lease_until = null
         where property_id = ${c.property_id} and url = ${c.url} and lease_token = ${c.token} and state = 'pending'
       `;
-      return;
+      return false;
     }
     if (!outcome.ok) this.log.info({ property_id: c.property_id, reason: outcome.reason, detail: outcome.detail }, 'photo rejected');
     recordPhotoProcessed(outcome.ok ? 'ready' : outcome.reason);
     const events = await this.settle(c, outcome);
     if (events > 0) this.opts.onEvents();
+    return fetched;
   }
 
   /** Writes the outcome and republishes the property; returns how many events were written. */

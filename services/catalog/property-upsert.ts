@@ -108,7 +108,7 @@ export async function upsertProperty(sql: Sql, args: { workspaceId: string; prov
   return sql.begin<UpsertOutcome>(async (tx) => {
     const { row, created, contentChanged } = await writeProperty(tx, args, columns);
     let current = await readPhotos(tx, row.id);
-    const { changed: photosChanged, queued } = await syncPhotos(tx, row.id, current, photos);
+    const { changed: photosChanged, queued } = await syncPhotos(tx, row, current, photos);
     if (photosChanged) current = await readPhotos(tx, row.id);
     // Publishability depends only on the property and its photos' states; the pipeline
     // republishes when a state changes. An identical push therefore has nothing to redo.
@@ -163,7 +163,8 @@ async function writeProperty(
  * pipeline cannot settle a photo of it meanwhile); reports whether anything changed
  * and how many fetches were queued.
  */
-async function syncPhotos(tx: Tx, propertyId: string, existing: PhotoRow[], photos: PhotoPlan[]): Promise<{ changed: boolean; queued: number }> {
+async function syncPhotos(tx: Tx, property: Pick<PropertyRow, 'id' | 'workspace_id'>, existing: PhotoRow[], photos: PhotoPlan[]): Promise<{ changed: boolean; queued: number }> {
+  const propertyId = property.id;
   const known = new Map(existing.map((e) => [e.url, e]));
   const wanted = new Set(photos.map((p) => p.url));
   const dropped = existing.filter((e) => !wanted.has(e.url)).map((e) => e.url);
@@ -178,8 +179,8 @@ async function syncPhotos(tx: Tx, propertyId: string, existing: PhotoRow[], phot
   }
   if (added.length > 0) {
     await tx`
-      insert into catalog.photos (property_id, url, position, ordinal, state, rejection_reason, finished_at)
-      select ${propertyId}, t.url, t.position, t.ordinal,
+      insert into catalog.photos (property_id, workspace_id, url, position, ordinal, state, rejection_reason, finished_at)
+      select ${propertyId}, ${property.workspace_id}, t.url, t.position, t.ordinal,
              case when t.rejection is null then 'pending' else 'rejected' end,
              t.rejection,
              case when t.rejection is null then null else now() end

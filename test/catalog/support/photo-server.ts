@@ -12,6 +12,12 @@ export type Route =
   | { kind: 'bytes'; body: Buffer; contentType?: string; status?: number; headers?: Record<string, string> }
   /** Accepts the request and answers only when released (or never). */
   | { kind: 'hold'; body: Buffer; contentType?: string }
+  /**
+   * A slow host: answers the headers at once, then one byte of the body every
+   * `everyMs` (default 1000: never silent long enough for the fetch's silence limit),
+   * and the rest only when released.
+   */
+  | { kind: 'trickle'; body: Buffer; contentType?: string; everyMs?: number }
   | { kind: 'redirect'; location: string }
   /** Streams `bytes` of filler without a Content-Length. */
   | { kind: 'stream'; bytes: number };
@@ -23,6 +29,12 @@ export interface PhotoServer {
   /** Requests received per path. */
   hits(path: string): number;
   totalHits(): number;
+  /** Paths of the requests received, in order of arrival. */
+  arrivals(): string[];
+  /** Requests under the directory `prefix` (`/` or e.g. `/tenant-a/`) open now. */
+  openNow(prefix: string): number;
+  /** Requests under the directory `prefix` (`/` or e.g. `/tenant-a/`) open at once (received, not yet answered or closed), at most so far. */
+  maxInFlight(prefix: string): number;
   route(path: string, route: Route): void;
   /** Serves a generated image. */
   image(path: string, width: number, height: number, format?: 'jpeg' | 'png' | 'webp' | 'gif', seed?: number): Promise<void>;
@@ -57,10 +69,32 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
   const held = new Map<string, (() => void)[]>();
   const waiters: (() => void)[] = [];
   const sockets = new Set<Socket>();
+  const arrivals: string[] = [];
+  const open = new Set<string>();
+  const openPaths = new Map<string, number>();
+  const maxOpen = new Map<string, number>();
+
+  /** Keeps the highest number of open requests seen per prefix of `path` (every leading directory). */
+  const noteOpen = (path: string, delta: number) => {
+    const dirs = path.split('/').slice(1, -1);
+    for (let i = 0; i <= dirs.length; i++) {
+      const prefix = `/${dirs.slice(0, i).join('/')}${i > 0 ? '/' : ''}`;
+      const n = (openPaths.get(prefix) ?? 0) + delta;
+      openPaths.set(prefix, n);
+      if (n > (maxOpen.get(prefix) ?? 0)) maxOpen.set(prefix, n);
+    }
+  };
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     counts.set(path, (counts.get(path) ?? 0) + 1);
+    arrivals.push(path);
+    const id = `${arrivals.length}`;
+    open.add(id);
+    noteOpen(path, 1);
+    res.on('close', () => {
+      if (open.delete(id)) noteOpen(path, -1);
+    });
     for (const w of [...waiters]) w();
     const r = routes.get(path);
     if (!r) {
@@ -98,6 +132,23 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
         held.set(path, [...(held.get(path) ?? []), answer]);
         return;
       }
+      case 'trickle': {
+        res.writeHead(200, { 'content-type': r.contentType ?? 'image/jpeg', 'content-length': String(r.body.length) });
+        let sent = 0;
+        const finish = () => {
+          clearInterval(timer);
+          if (!res.writableEnded && !res.destroyed) res.end(r.body.subarray(sent));
+        };
+        // Keeps the last byte back, so the answer never completes before its release.
+        const timer = setInterval(() => {
+          if (sent < r.body.length - 1 && !res.destroyed) res.write(r.body.subarray(sent, ++sent));
+        }, r.everyMs ?? 1000);
+        timer.unref();
+        res.on('close', () => clearInterval(timer));
+        if (released.has(path)) return finish();
+        held.set(path, [...(held.get(path) ?? []), finish]);
+        return;
+      }
     }
   };
 
@@ -114,6 +165,9 @@ export async function startPhotoServer(tls?: { key: string; cert: string }): Pro
     port,
     hits: (path) => counts.get(path) ?? 0,
     totalHits: () => [...counts.values()].reduce((a, b) => a + b, 0),
+    arrivals: () => [...arrivals],
+    maxInFlight: (prefix) => maxOpen.get(prefix) ?? 0,
+    openNow: (prefix) => openPaths.get(prefix) ?? 0,
     route: (path, route) => void routes.set(path, route),
     async image(path, width, height, format = 'jpeg', seed = 0) {
       const body = await makeImage(width, height, format, seed);
