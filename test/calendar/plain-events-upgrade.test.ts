@@ -128,7 +128,6 @@ beforeAll(async () => {
         check_in_time: '15:00',
         check_out_time: '10:00',
         party_size: 2,
-        guest_name: 'Ada Lovelace',
         amount_paid: { value: '120.00', currency: 'EUR' },
       }),
     ]);

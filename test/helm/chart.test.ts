@@ -104,7 +104,7 @@ const CALLEES: Record<Component, ServiceName[]> = {
   identity: [],
   catalog: ['identity'],
   calendar: ['catalog', 'identity'],
-  notifications: ['identity', 'catalog'],
+  notifications: ['identity', 'catalog', 'calendar'],
 };
 type ServiceName = (typeof SERVICES)[number];
 const callersOf = (s: ServiceName): Component[] => COMPONENTS.filter((c) => CALLEES[c].includes(s));

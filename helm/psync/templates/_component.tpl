@@ -344,8 +344,8 @@ spec:
 NetworkPolicy of one component. Ingress: the gateway from anywhere (or the
 configured peers) on its HTTP port; a service on the gRPC port only from the
 release components that call it (psync.callees: identity ← gateway, catalog,
-calendar, notifications; catalog ← gateway, calendar; calendar and notifications
-← gateway), plus <component>.networkPolicy.extraIngressFrom (marketplace clients,
+calendar, notifications; catalog ← gateway, calendar; calendar ← gateway,
+notifications; notifications ← gateway), plus <component>.networkPolicy.extraIngressFrom (marketplace clients,
 operators); metrics from networkPolicy.metricsFrom. Egress: DNS; the gRPC port of
 exactly the services it calls (none for identity); PostgreSQL and NATS (services
 only); the OTLP collector when tracing is on; the public internet on
