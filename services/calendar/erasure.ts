@@ -40,17 +40,18 @@ export async function eraseGuest(deps: CalendarDeps, req: EraseGuestRequest): Pr
     `;
     const refs = rows.map((r) => r.booking_reference);
     if (refs.length > 0) {
-      // The guest's name also sits in booking_confirmed events kept for WatchEvents and
-      // in the outbox (unrelayed, or relayed and kept for investigations): emptied in
-      // the body, or in the encoded message of a row written before migration 0008.
+      // Events written by an earlier release also hold the guest's name (new ones never
+      // do), in calendar.events and the outbox (unrelayed, or relayed and kept for
+      // investigations): emptied in the body, or in the encoded message of a row
+      // written before migration 0008. Nothing is added to a body without it.
       const logged = await tx<{ id: string; data: Buffer | null }[]>`
-        update calendar.events set body = jsonb_set(body, '{guest_name}', '""')
+        update calendar.events set body = jsonb_set(body, '{guest_name}', '""', false)
         where booking_reference in ${tx(refs)} and type = 'booking_confirmed'
         returning id, data
       `;
       if (logged.length > 0) {
         await tx`
-          update calendar.outbox set body = jsonb_set(body, '{guest_name}', '""')
+          update calendar.outbox set body = jsonb_set(body, '{guest_name}', '""', false)
           where id in ${tx(logged.map((e) => e.id))} and body is not null
         `;
       }

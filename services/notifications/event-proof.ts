@@ -91,10 +91,7 @@ export async function proveUserErased(owner: EventOwner, e: UserErased): Promise
   const refs = new Set(r.bookingReferences);
   const providers = new Set(r.providerIds);
   const same =
-    r.environment === e.environment &&
-    ms(r.erasedAt) === ms(e.occurredAt) &&
-    e.bookingReferences.every((x) => refs.has(x)) &&
-    e.providerIds.every((x) => providers.has(x));
+    r.environment === e.environment && ms(r.erasedAt) === ms(e.occurredAt) && e.bookingReferences.every((x) => refs.has(x)) && e.providerIds.every((x) => providers.has(x));
   return same ? { ok: true, value: r } : refuse('mismatch');
 }
 

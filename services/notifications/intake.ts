@@ -68,10 +68,7 @@ interface Decoded {
 }
 
 /** An event as it arrived, decoded but not yet proven. */
-type Received =
-  | { kind: 'booking.confirmed'; message: BookingConfirmed }
-  | { kind: 'booking.cancelled'; message: BookingCancelled }
-  | { kind: 'user.erased'; message: UserErased };
+type Received = { kind: 'booking.confirmed'; message: BookingConfirmed } | { kind: 'booking.cancelled'; message: BookingCancelled } | { kind: 'user.erased'; message: UserErased };
 
 /** The public kind of each subject. */
 const KIND_OF_SUBJECT: ReadonlyMap<string, Received['kind']> = new Map([
