@@ -47,14 +47,17 @@ export function natsPermissions(prefix: string): Record<NatsRole, Permissions> {
     ],
     subscribe: [`${inboxPrefixOf('notifications')}.>`],
   };
-  const only = (role: string): Permissions => ({ publish: base, subscribe: [`${inboxPrefixOf(role)}.>`] });
+  const catalog: Permissions = {
+    publish: [...base, `${prefix}.catalog.>`],
+    subscribe: [`${inboxPrefixOf('catalog')}.>`],
+  };
   return {
     calendar,
     notifications,
-    identity: only('identity'),
-    catalog: only('catalog'),
+    identity: { publish: base, subscribe: [`${inboxPrefixOf('identity')}.>`] },
+    catalog,
     psync: {
-      publish: [...new Set([...calendar.publish, ...notifications.publish])],
+      publish: [...new Set([...calendar.publish, ...notifications.publish, ...catalog.publish])],
       subscribe: [`${inboxPrefixOf('psync')}.>`],
     },
   };
