@@ -176,7 +176,7 @@ async function withDatabaseOf(system: RunningSystem, fn: (sql: Sql) => Promise<v
     }
   }
   await system.stop();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/support/embedded-postgres-server.ts'), system.dataDir], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/support/embedded-postgres-server.ts'), join(system.dataDir, 'postgres')], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
