@@ -89,9 +89,9 @@ function decode(kind: Received['kind'], data: Uint8Array): Received {
 }
 
 /**
- * The delivery of a received event once its owner proved it (event-proof.ts), built
- * from what the owner said wherever the two could differ, and with the guest's name
- * only the owner has; or the reason it was refused.
+ * The delivery of a received event once its owner proved it (event-proof.ts): the
+ * event's facts, each of which the owner confirmed, and the guest's name, which only
+ * the owner has; or the reason it was refused.
  */
 async function proven(owner: EventOwner, r: Received): Promise<Proof<Decoded>> {
   switch (r.kind) {
