@@ -16,7 +16,9 @@
  *   signed in with its own user: bookings are still delivered; a publish without
  *   credentials is refused by the server, one with another role's credentials by its
  *   permissions, and one with the system's own (stolen) credentials by the calendar's
- *   read-back, counted. The partner receives none of them.
+ *   read-back, counted. The partner receives none of them. In split mode (real
+ *   PostgreSQL) each service signs in as its own role: the calendar's user publishes,
+ *   notifications' user pulls, catalog's user cannot publish a booking event.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
@@ -38,7 +40,9 @@ import { waitForLine, ROOT } from '../support/process';
 import { startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { freePort, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { createCertificates, type Certificates } from '../support/tls';
-import { eventDriver, eventually, SystemClients, sleep, startWebhookSystem, type EventDriver } from './support/harness';
+import { SERVICE_ROLES } from '../../services/kit/access-policy';
+import { canSplit, startSplitSystem, type PerRoleEnv } from '../support/split-system';
+import { eventDriver, eventually, SystemClients, sleep, startWebhookSystem, webhookEnv, type EventDriver } from './support/harness';
 import { Receiver } from './support/receiver';
 
 const ALL = [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.BOOKING_CANCELLED, WebhookEventType.USER_ERASED];
@@ -322,4 +326,60 @@ describe('a private nats-server with per-role authorization', () => {
       await r.close();
     }
   }, 300_000);
+
+  (canSplit ? test : test.skip)(
+    'split mode, each service with its own NATS user: deliveries work; catalog cannot publish a booking event, the calendar user only true ones',
+    async () => {
+      const prefix = uniqueBusPrefix();
+      const own = await startPrivateNats(prefix);
+      const metricsPort = await freePort();
+      const perRole: PerRoleEnv = Object.fromEntries(SERVICE_ROLES.map((role) => [role, { NATS_URL: own.urlFor(role) }]));
+      perRole.notifications = { ...perRole.notifications, METRICS_PORT: String(metricsPort) };
+      let r: Running | undefined;
+      let stolen: EventBus | undefined;
+      try {
+        const split = await startSplitSystem({ ...webhookEnv(certs), BUS_PREFIX: prefix }, 'http', perRole);
+        const c = new SystemClients(split.urls);
+        const d = await eventDriver(split.services.calendar, c);
+        r = {
+          system: split.services.notifications,
+          c,
+          d,
+          metricsPort,
+          async close() {
+            await d.close();
+            c.close();
+            await split.stop();
+          },
+        };
+        const victim = await partner(r);
+        const ok = await partner(r);
+        const real = await d.confirmBooking(ok.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Katherine Johnson' });
+        const [delivered] = await receiver.waitFor(() => deliveries(ok.path, 'booking.confirmed').length > 0 && deliveries(ok.path, 'booking.confirmed'));
+        expect(delivered!.json.data).toMatchObject({ booking_reference: real.bookingReference, guest_name: 'Katherine Johnson' });
+        const before = await refusals(r);
+
+        const catalog = await connectNatsBus({ url: own.urlFor('catalog'), inboxOwner: 'catalog', prefix, log: testLogger() });
+        try {
+          await expect(catalog.publish(forgedConfirmation(victim.ws))).rejects.toThrow();
+        } finally {
+          await catalog.close();
+        }
+        stolen = await connectNatsBus({ url: own.urlFor('calendar'), inboxOwner: 'calendar', prefix, log: testLogger() });
+        await stolen.publish(forgedConfirmation(victim.ws));
+        await eventually(
+          async () => ((await refusals(r!)).get('booking.confirmed/unknown_booking') ?? 0) > (before.get('booking.confirmed/unknown_booking') ?? 0),
+          30_000,
+          'refusal counted',
+        );
+        await sleep(QUIET_MS);
+        expect(deliveries(victim.path)).toEqual([]);
+      } finally {
+        await stolen?.close();
+        await r?.close();
+        await own.stop();
+      }
+    },
+    300_000,
+  );
 });

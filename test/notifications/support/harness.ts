@@ -37,21 +37,27 @@ export function startWebhookSystem(certs: Certificates, opts: StartOptions = {})
   return startSystem({ ...opts, env: webhookEnv(certs, opts.env) });
 }
 
-/** Connect clients of one system's internal API. */
+/** Where each service of a system is served. */
+export type ServiceUrls = Record<'identity' | 'catalog' | 'calendar' | 'notifications', string>;
+
+/** Connect clients of one system's internal API: one URL for all services, or one each (split mode). */
 export class SystemClients {
   private readonly clients = new InternalClients([credentialInterceptor()], 30_000);
-  constructor(private readonly baseUrl: string) {}
+  private readonly urls: ServiceUrls;
+  constructor(baseUrl: string | ServiceUrls) {
+    this.urls = typeof baseUrl === 'string' ? { identity: baseUrl, catalog: baseUrl, calendar: baseUrl, notifications: baseUrl } : baseUrl;
+  }
   get notifications(): Client<typeof NotificationsService> {
-    return this.clients.client(NotificationsService, this.baseUrl);
+    return this.clients.client(NotificationsService, this.urls.notifications);
   }
   get calendar(): Client<typeof CalendarService> {
-    return this.clients.client(CalendarService, this.baseUrl);
+    return this.clients.client(CalendarService, this.urls.calendar);
   }
   get catalog(): Client<typeof CatalogService> {
-    return this.clients.client(CatalogService, this.baseUrl);
+    return this.clients.client(CatalogService, this.urls.catalog);
   }
   get identity(): Client<typeof IdentityService> {
-    return this.clients.client(IdentityService, this.baseUrl);
+    return this.clients.client(IdentityService, this.urls.identity);
   }
   close(): void {
     this.clients.close();
