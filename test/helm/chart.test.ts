@@ -720,7 +720,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     const expected = {
       identity: ['gateway', 'catalog', 'calendar', 'notifications'],
       catalog: ['gateway', 'calendar', 'notifications'],
-      calendar: ['gateway'],
+      calendar: ['gateway', 'notifications'],
       notifications: ['gateway'],
     }[s];
     expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(expected.map((c) => deploymentOwner(v.fullname, c)).sort());
@@ -766,7 +766,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         identity: [],
         catalog: ['identity'],
         calendar: ['catalog', 'identity'],
-        notifications: ['identity', 'catalog'],
+        notifications: ['identity', 'catalog', 'calendar'],
         migrate: [],
       };
       const reached = grpc.length > 0 ? selectedOwners(o, grpc[0].to[0].podSelector) : [];
