@@ -1,5 +1,5 @@
 /**
- * House rule 15, "the bus carries facts, not people", end to end (issue #23; docs/decisions.md
+ * House rule 15, "the bus carries facts, not people", end to end (docs/decisions.md
  * "No guest data on the bus"; docs/notifications.md "Events are proven by their owner"):
  *
  * - A booking is confirmed for a guest with a unique name, delivered to the partner
