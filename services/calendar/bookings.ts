@@ -28,6 +28,7 @@ import {
 } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { checkRange, type NightSpan } from './dates';
 import { notFound, type Violation } from '../kit/errors';
 import { conflict, failedPrecondition, invalidArgument } from './errors';
@@ -102,6 +103,7 @@ function toBooking(r: BookingRow): Booking {
     cancelledAt: r.cancelled_at ? timestampFromDate(r.cancelled_at) : undefined,
     initiatedBy: r.cancelled_by ? initiator(r.cancelled_by) : undefined,
     holdId: r.hold_id ?? undefined,
+    environment: r.environment === 'production' ? Environment.PRODUCTION : Environment.SANDBOX,
   });
 }
 
@@ -178,7 +180,6 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
           check_in_time: listing.checkInTime,
           check_out_time: listing.checkOutTime,
           party_size: req.partySize,
-          guest_name: req.guestName,
           amount_paid: { value: amount.value, currency: amount.currency },
         }),
       ];

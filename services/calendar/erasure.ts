@@ -7,10 +7,17 @@
  *
  * Nothing identifying the guest is kept: the erasure row has counts only, and a later
  * erasure of the same guest id finds nothing left to erase.
+ *
+ * GetErasure reads an erasure back for the notifications service, which sends a
+ * user.erased only for what the calendar really erased (docs/notifications.md,
+ * "Events are proven by their owner"). The erasure row and its bookings' `erased_at`
+ * are written with one timestamp in one transaction, which is what links them.
  */
 import { randomUUID } from 'node:crypto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { EraseGuestRequest, EraseGuestResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { EraseGuestRequest, EraseGuestResponseSchema, GetErasureRequest, GetErasureResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
+import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { withoutGuestName } from './event-codec';
 import { appendEvents, userErased, type PendingEvent } from './event-log';
 import type { CalendarDeps } from './calendar-deps';
@@ -33,17 +40,18 @@ export async function eraseGuest(deps: CalendarDeps, req: EraseGuestRequest): Pr
     `;
     const refs = rows.map((r) => r.booking_reference);
     if (refs.length > 0) {
-      // The guest's name also sits in booking_confirmed events kept for WatchEvents and
-      // in the outbox (unrelayed, or relayed and kept for investigations): emptied in
-      // the body, or in the encoded message of a row written before migration 0008.
+      // Events written by an earlier release also hold the guest's name (new ones never
+      // do), in calendar.events and the outbox (unrelayed, or relayed and kept for
+      // investigations): emptied in the body, or in the encoded message of a row
+      // written before migration 0008. Nothing is added to a body without it.
       const logged = await tx<{ id: string; data: Buffer | null }[]>`
-        update calendar.events set body = jsonb_set(body, '{guest_name}', '""')
+        update calendar.events set body = jsonb_set(body, '{guest_name}', '""', false)
         where booking_reference in ${tx(refs)} and type = 'booking_confirmed'
         returning id, data
       `;
       if (logged.length > 0) {
         await tx`
-          update calendar.outbox set body = jsonb_set(body, '{guest_name}', '""')
+          update calendar.outbox set body = jsonb_set(body, '{guest_name}', '""', false)
           where id in ${tx(logged.map((e) => e.id))} and body is not null
         `;
       }
@@ -81,4 +89,22 @@ export async function eraseGuest(deps: CalendarDeps, req: EraseGuestRequest): Pr
   });
   if (result.workspacesNotified > 0) deps.eventsCommitted();
   return { erasureId, ...result };
+}
+
+/** GetErasure: the bookings `erasure_id` erased in `workspace_id`, and their provider ids. */
+export async function getErasure(deps: CalendarDeps, req: GetErasureRequest): Promise<MessageInitShape<typeof GetErasureResponseSchema>> {
+  const rows = await deps.sql<{ erased_at: Date; booking_reference: string; environment: ErasedRow['environment']; provider_id: string | null }[]>`
+    select e.requested_at as erased_at, b.booking_reference, b.environment, b.provider_id
+    from calendar.erasures e
+    join calendar.bookings b on b.erased_at = e.requested_at and b.workspace_id = ${req.workspaceId}
+    where e.erasure_id = ${req.erasureId}
+    order by b.booking_reference
+  `;
+  if (rows.length === 0) return {};
+  return {
+    erasedAt: timestampFromDate(rows[0]!.erased_at),
+    environment: rows[0]!.environment === 'production' ? Environment.PRODUCTION : Environment.SANDBOX,
+    bookingReferences: rows.map((r) => r.booking_reference),
+    providerIds: [...new Set(rows.flatMap((r) => (r.provider_id ? [r.provider_id] : [])))].sort(),
+  };
 }

@@ -101,8 +101,12 @@ export type BookingConfirmedBody = BookingEventBody & {
   check_in_time: string;
   check_out_time: string;
   party_size: number;
-  /** Emptied by EraseGuest (erasure.ts). */
-  guest_name: string;
+  /**
+   * Never written: events carry no personal data (docs/decisions.md, "No guest data on
+   * the bus"). A body written by an earlier release may still hold the name (EraseGuest
+   * empties it); it is never encoded.
+   */
+  guest_name?: never;
   amount_paid: { value: string; currency: string };
 };
 
@@ -233,7 +237,6 @@ const MESSAGES = {
         checkInTime: text(b, 'check_in_time'),
         checkOutTime: text(b, 'check_out_time'),
         partySize: integer(b, 'party_size'),
-        guestName: text(b, 'guest_name'),
         amountPaid: { value: text(amount, 'value'), currency: text(amount, 'currency') },
       });
     },
@@ -294,7 +297,7 @@ export function encodeEvent(type: EventType, id: string, body: unknown): { subje
  * type) becomes the message under its subject; an encoded row goes out as stored.
  */
 export function encodeOutboxRow(row: OutboxRow): OutboxMessage {
-  if (row.data !== null) return { subject: row.subject, data: row.data, headers: row.headers };
+  if (row.data !== null) return { subject: row.subject, data: withoutPersonalData(row.subject, row.data), headers: row.headers };
   if (!isEventType(row.subject)) throw new Error(`calendar outbox row ${row.id}: unknown event type ${JSON.stringify(row.subject)}`);
   return { ...encodeEvent(row.subject, row.id, row.body), headers: row.headers, orderKey: listingOrderKey(row.body) };
 }
@@ -324,7 +327,9 @@ export type StreamEvent =
 /** Decodes (a row written before migration 0008) or builds (a plain row) the streamed message. */
 export function streamEvent(row: StreamRow): StreamEvent {
   const message = <T extends StreamType>(type: T) =>
-    row.data === null ? eventMessage(type, row.id, row.body) : (fromBinary(MESSAGES[type].schema, row.data) as ReturnType<Messages[T]['build']>);
+    row.data === null
+      ? eventMessage(type, row.id, row.body)
+      : (fromBinary(MESSAGES[type].schema, withoutPersonalData(CalendarSubjects[type], row.data)) as ReturnType<Messages[T]['build']>);
   switch (row.type) {
     case 'calendar_changed':
       return { case: 'calendarChanged', value: message('calendar_changed') };
@@ -340,4 +345,12 @@ export function withoutGuestName(data: Uint8Array): Uint8Array {
   const msg = fromBinary(BookingConfirmedSchema, data);
   msg.guestName = '';
   return toBinary(BookingConfirmedSchema, msg);
+}
+
+/**
+ * An encoded event as stored (a row written before migration 0008) as it may leave the
+ * calendar: a BookingConfirmed loses the guest's name, which no event carries.
+ */
+function withoutPersonalData(subject: string, data: Uint8Array): Uint8Array {
+  return subject === CalendarSubjects.booking_confirmed ? withoutGuestName(data) : data;
 }

@@ -11,7 +11,7 @@ import { getAvailability } from './availability';
 import { deleteBlock, listBlocks, putBlock } from './blocks';
 import { cancelBooking, confirmBooking, getBooking } from './bookings';
 import type { CalendarDeps } from './calendar-deps';
-import { eraseGuest } from './erasure';
+import { eraseGuest, getErasure } from './erasure';
 import { placeHold, releaseHold } from './holds';
 import { watchEvents, type WatchHub } from './watch';
 
@@ -29,6 +29,7 @@ export function registerCalendarService(router: ConnectRouter, deps: CalendarDep
     getBooking: (req) => getBooking(deps, req),
     getAvailability: (req) => getAvailability(deps, req),
     eraseGuest: (req) => eraseGuest(deps, req),
+    getErasure: (req) => getErasure(deps, req),
     async *watchEvents(req, ctx: HandlerContext) {
       try {
         yield* watchEvents(deps.sql, hub, req, ctx);

@@ -34,7 +34,8 @@ const ANY_SERVICE = SERVICE_ROLES;
  * - gateway: exactly the RPCs the public contract's routes use (gateway/routes/).
  * - identity, catalog, calendar, notifications: what each calls on the others
  *   (catalog: a workspace's environment; calendar: listings; notifications: the
- *   listing a partner's test event is about; every service: AuthenticateClient, to
+ *   listing a partner's test event is about, and the booking or erasure an event
+ *   names, read back before a delivery is made; every service: AuthenticateClient, to
  *   verify a marketplace credential presented to it).
  * - marketplace: holds, bookings, availability, public listing reads, WatchEvents.
  * - operator: what `bin/psync` does (docs/operator-cli.md).
@@ -81,10 +82,11 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     ReleaseHold: ['marketplace', 'operator'],
     ConfirmBooking: ['marketplace', 'operator'],
     CancelBooking: ['marketplace', 'operator'],
-    GetBooking: ['marketplace', 'operator'],
+    GetBooking: ['marketplace', 'notifications', 'operator'],
     GetAvailability: ['marketplace'],
     WatchEvents: ['marketplace'],
     EraseGuest: ['operator'],
+    GetErasure: ['notifications'],
   },
   'psync.notifications.v1.NotificationsService': {
     PutEndpoint: ['gateway'],

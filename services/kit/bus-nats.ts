@@ -8,7 +8,11 @@
  *   a throwing handler gets a `nak` with a growing delay.
  * - Stream and consumers are created idempotently: several replicas may start at the
  *   same time and race to create them.
+ * - Credentials (nats-credentials.ts): user and password from the URL, or a `.creds`
+ *   file (NATS_CREDS) read at every connect; the server's authorization block decides
+ *   what each role may publish and subscribe to (docs/operations.md).
  */
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import {
   AckPolicy,
@@ -25,11 +29,13 @@ import {
   StorageType,
   StreamConfig,
   connect,
+  credsAuthenticator,
   headers as natsHeaders,
   nanos,
 } from 'nats';
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
+import { natsServers } from './nats-credentials';
 import type { Logger } from './logger';
 import { inConsumerSpan } from './telemetry';
 import { backoffMs, Worker, type RoundResult } from './worker';
@@ -116,8 +122,26 @@ async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & 
   throw new Error(`bus: could not create or read stream ${cfg.name}`);
 }
 
-/** Connects to NATS, ensures the stream exists, and returns the bus. */
-export async function connectNatsBus(opts: { url: string; prefix: string; log: Logger }): Promise<EventBus> {
+/** The connection's server list and credentials: user/password from the URL, or the `.creds` file. */
+function connectionAuth(url: string, credsFile: string | undefined) {
+  const { servers, user, pass } = natsServers(url);
+  if (credsFile) return { servers, authenticator: credsAuthenticator(() => readFileSync(credsFile)) };
+  return user === undefined ? { servers } : { servers, user, pass };
+}
+
+/** Inbox subjects (request replies: JetStream acks, pulled messages) start with `_INBOX_<inboxOwner>.`. */
+export function inboxPrefixOf(owner: string): string {
+  return `_INBOX_${owner}`;
+}
+
+/**
+ * Connects to NATS, ensures the stream exists, and returns the bus. `credsFile`: a
+ * NATS `.creds` file (NATS_CREDS); otherwise credentials come from the URL, if any.
+ * `inboxOwner` (the process's role) gives the connection inboxes of its own, so the
+ * server can let each role subscribe only to its own replies: with the shared
+ * `_INBOX.>` any client could read the messages another one pulls.
+ */
+export async function connectNatsBus(opts: { url: string; credsFile?: string; inboxOwner?: string; prefix: string; log: Logger }): Promise<EventBus> {
   const { url, prefix } = opts;
   const log = opts.log;
   if (!PREFIX_PATTERN.test(prefix)) throw new Error(`bus: invalid subject prefix "${prefix}" (want ${PREFIX_PATTERN})`);
@@ -125,7 +149,8 @@ export async function connectNatsBus(opts: { url: string; prefix: string; log: L
   const where = safeUrl(url);
 
   const nc = await connect({
-    servers: url.split(','),
+    ...connectionAuth(url, opts.credsFile),
+    ...(opts.inboxOwner ? { inboxPrefix: inboxPrefixOf(opts.inboxOwner) } : {}),
     name: `psync-${prefix}-${randomBytes(3).toString('hex')}`,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,

@@ -7,9 +7,11 @@
  * ConfigError whose message is one clear line, and the entry points exit non-zero
  * with it (see exitOnConfigError).
  */
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { isRole, type Role } from './access-policy';
 import { MAX_TOKEN_TTL_SECONDS, RATE_WINDOW_SECONDS } from './limits';
+import { checkCredsFile, natsServers, NatsCredentialsError } from './nats-credentials';
 
 /** A configuration value that cannot be used; the message is one line for the operator. */
 export class ConfigError extends Error {
@@ -43,6 +45,35 @@ const url =
   };
 
 const text: Parser<string> = (raw) => raw;
+
+/** Runs a nats-credentials.ts check, reporting its refusal as a ConfigError. */
+function natsCheck<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof NatsCredentialsError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+/** NATS_URL: comma-separated nats/tls/ws/wss URLs, credentials (if any) the same in each. */
+const natsUrl: Parser<string> = (raw, name) => {
+  natsCheck(() => natsServers(raw, name));
+  return raw;
+};
+
+/** NATS_CREDS: a readable .creds file. */
+const credsFile: Parser<string> = (raw, name) => {
+  let content: string;
+  try {
+    accessSync(raw, constants.R_OK);
+    content = readFileSync(raw, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${name} (${raw}) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  natsCheck(() => checkCredsFile(content, raw, name));
+  return raw;
+};
 
 const logLevel: Parser<string> = (raw, name) => {
   const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -229,7 +260,18 @@ export const settings = {
     "the notifications service's own PostgreSQL role (default DATABASE_URL)",
   ),
   databasePoolSize: setting('DATABASE_POOL_SIZE', 10, int(1, 100), 'connections per service to a real PostgreSQL'),
-  natsUrl: setting<string | undefined>('NATS_URL', undefined, url(['nats', 'tls', 'ws', 'wss']), 'real NATS server with JetStream'),
+  natsUrl: setting<string | undefined>(
+    'NATS_URL',
+    undefined,
+    natsUrl,
+    'real NATS server with JetStream; comma-separated URLs; nats://user:password@host:4222 authenticates with a user and password',
+  ),
+  natsCreds: setting<string | undefined>(
+    'NATS_CREDS',
+    undefined,
+    credsFile,
+    'path of a NATS .creds file (user JWT and nkey seed) to authenticate with instead of URL credentials; re-read at every reconnect',
+  ),
   busPrefix: setting(
     'BUS_PREFIX',
     'psync',
@@ -366,6 +408,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.operatorTokenPrevious && !config.operatorToken) {
     throw new ConfigError('OPERATOR_TOKEN_PREVIOUS needs OPERATOR_TOKEN (the new token) to be set');
+  }
+  if (config.natsCreds && !config.natsUrl) {
+    throw new ConfigError('NATS_CREDS needs NATS_URL (without NATS_URL the bus is in-process and needs no credentials)');
+  }
+  if (config.natsCreds && config.natsUrl && natsServers(config.natsUrl).user !== undefined) {
+    throw new ConfigError('NATS_CREDS and credentials in NATS_URL exclude each other: use one');
   }
   if (Boolean(config.internalTlsCert) !== Boolean(config.internalTlsKey)) {
     throw new ConfigError('INTERNAL_TLS_CERT and INTERNAL_TLS_KEY must be set together');

@@ -26,6 +26,7 @@ interface Instruments {
   internalAuthRefusals: Counter;
   webhookEndpointEvents: Counter;
   webhookAttemptDuration: Histogram;
+  busEventsRefused: Counter;
   workerRounds: Counter;
   workerRoundsFailed: Counter;
   workerRoundItems: Histogram;
@@ -99,6 +100,10 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       description: "Time spent in worker rounds, by worker (idle waits excluded; a bus consumer's round is a whole consume session, its waits for messages included)",
       unit: 's',
     }),
+    busEventsRefused: meter.createCounter('psync_bus_events_refused_total', {
+      description:
+        'Domain events from the bus dropped without a delivery because their owner does not prove them (forged, altered or malformed), by event_type and reason (undecodable, malformed, unknown_booking, unknown_erasure, mismatch)',
+    }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
       description:
         'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
@@ -110,6 +115,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   inst.webhookAbandoned.add(0);
   inst.webhookEndpointEvents.add(0, { event: 'breaker_opened' });
   inst.internalAuthRefusals.add(0, { code: 'unauthenticated', role: '' });
+  inst.busEventsRefused.add(0, { event_type: 'booking.confirmed', reason: 'unknown_booking' });
 
   const lag = meter.createObservableGauge('psync_outbox_lag_seconds', {
     description: 'Age of the oldest unpublished outbox event, per schema',
@@ -236,6 +242,11 @@ export function registerOutboxLag(schema: string, read: OutboxLag): () => void {
 /** One internal API call refused by the authentication interceptor (internal-auth.ts). */
 export function recordInternalAuthRefusal(code: 'unauthenticated' | 'permission_denied', role: string): void {
   current?.internalAuthRefusals.add(1, { code, role });
+}
+
+/** One domain event dropped because its owner does not prove it (services/notifications/event-proof.ts). */
+export function recordBusEventRefused(eventType: string, reason: string): void {
+  current?.busEventsRefused.add(1, { event_type: eventType, reason });
 }
 
 /** A per-endpoint delivery control event (psync_webhook_endpoint_events_total). */

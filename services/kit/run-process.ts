@@ -62,11 +62,14 @@ export interface GatewayDeps {
   urls: ServiceUrls;
 }
 
-/** Opens the bus the configuration points at and logs which one. */
-export async function openBus(config: Config, log: Logger): Promise<EventBus> {
+/**
+ * Opens the bus the configuration points at and logs which one. `processName` (psync,
+ * identity, catalog, calendar, notifications) names the connection's NATS inboxes.
+ */
+export async function openBus(config: Config, log: Logger, processName?: string): Promise<EventBus> {
   if (config.natsUrl) {
     try {
-      return await connectNatsBus({ url: config.natsUrl, prefix: config.busPrefix, log });
+      return await connectNatsBus({ url: config.natsUrl, credsFile: config.natsCreds, inboxOwner: processName, prefix: config.busPrefix, log });
     } catch (err) {
       throw new StartupError(`cannot use the NATS server at NATS_URL (${urlWithoutSecrets(config.natsUrl)}): ${reasonOf(err)}`, { cause: err });
     }
@@ -243,7 +246,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     );
     const database = db;
     shutdown.add('database', () => database.close());
-    const bus = await openBus(config, log);
+    const bus = await openBus(config, log, opts.name);
     shutdown.add('bus', async () => {
       await bus.close();
       // Read after close: consumers have stopped, relays too (their hooks ran first).

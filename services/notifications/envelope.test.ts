@@ -21,9 +21,9 @@ describe('delivery envelopes', () => {
         checkInTime: '15:00',
         checkOutTime: '11:00',
         partySize: 3,
-        guestName: 'Ada',
         amountPaid: { value: '10.00', currency: 'EUR' },
       }),
+      'Ada',
     );
     expect(src.body).toBe(
       '{"event_id":"b3b1c6d4-3a8e-4a43-9f1e-6a3f7b0c2d11","event_type":"booking.confirmed","occurred_at":"2030-03-04T05:06:07.089Z",' +

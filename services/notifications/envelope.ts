@@ -86,7 +86,11 @@ function deliverySource(
   };
 }
 
-export function fromBookingConfirmed(e: BookingConfirmed): DeliverySource {
+/**
+ * The booking.confirmed of `e`. The event carries no personal data: `guestName` is read
+ * from the calendar (null once the guest was erased).
+ */
+export function fromBookingConfirmed(e: BookingConfirmed, guestName: string | null): DeliverySource {
   const data = {
     booking_reference: e.bookingReference,
     listing_id: e.listingId,
@@ -96,7 +100,7 @@ export function fromBookingConfirmed(e: BookingConfirmed): DeliverySource {
     check_in_time: e.checkInTime,
     check_out_time: e.checkOutTime,
     party_size: e.partySize,
-    guest_name: e.guestName,
+    guest_name: guestName,
     amount_paid: { value: e.amountPaid?.value ?? '0', currency: e.amountPaid?.currency ?? '' },
   };
   return deliverySource('booking.confirmed', e, data, e.bookingReference);

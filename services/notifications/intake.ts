@@ -9,6 +9,9 @@
  * on the bus, to be handled again.
  *
  * A delivery is created only when, at the time the event is handled:
+ * - the calendar proves the event (event-proof.ts): anything else is dropped and
+ *   counted; the guest's name in a booking.confirmed comes from that read-back, as no
+ *   event carries it;
  * - the event's workspace is a sandbox one (spec: "Delivery to production workspaces
  *   is not enabled"; the events carry the environment);
  * - the workspace's endpoint is `active` and subscribed to the kind. Events that
@@ -27,9 +30,18 @@ import type { PendingQuery, Row } from 'postgres';
 import type { Sql, Tx } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { BookingCancelledSchema, BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
+import {
+  BookingCancelledSchema,
+  BookingConfirmedSchema,
+  UserErasedSchema,
+  type BookingCancelled,
+  type BookingConfirmed,
+  type UserErased,
+} from '../../gen/psync/calendar/v1/events_pb';
 import { fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName, type DeliverySource } from './envelope';
 import { isUuid } from './errors';
+import { proveBookingCancelled, proveBookingConfirmed, proveUserErased, type EventOwner, type Proof, type RefusalReason } from './event-proof';
+import { recordBusEventRefused } from '../kit/metrics';
 import { GroupCommit } from '../kit/group-commit';
 import { currentTraceHeaders } from '../kit/telemetry';
 
@@ -55,26 +67,53 @@ interface Decoded {
   traceparent?: string;
 }
 
-function decode(event: ReceivedEvent): Decoded | null {
-  switch (event.subject) {
-    case CALENDAR_SUBJECTS.bookingConfirmed: {
-      const m = fromBinary(BookingConfirmedSchema, event.data);
-      return { source: fromBookingConfirmed(m), environment: m.environment };
+/** An event as it arrived, decoded but not yet proven. */
+type Received = { kind: 'booking.confirmed'; message: BookingConfirmed } | { kind: 'booking.cancelled'; message: BookingCancelled } | { kind: 'user.erased'; message: UserErased };
+
+/** The public kind of each subject. */
+const KIND_OF_SUBJECT: ReadonlyMap<string, Received['kind']> = new Map([
+  [CALENDAR_SUBJECTS.bookingConfirmed, 'booking.confirmed'],
+  [CALENDAR_SUBJECTS.bookingCancelled, 'booking.cancelled'],
+  [CALENDAR_SUBJECTS.userErased, 'user.erased'],
+]);
+
+function decode(kind: Received['kind'], data: Uint8Array): Received {
+  switch (kind) {
+    case 'booking.confirmed':
+      return { kind, message: fromBinary(BookingConfirmedSchema, data) };
+    case 'booking.cancelled':
+      return { kind, message: fromBinary(BookingCancelledSchema, data) };
+    case 'user.erased':
+      return { kind, message: fromBinary(UserErasedSchema, data) };
+  }
+}
+
+/**
+ * The delivery of a received event once its owner proved it (event-proof.ts): the
+ * event's facts, each of which the owner confirmed, and the guest's name, which only
+ * the owner has; or the reason it was refused.
+ */
+async function proven(owner: EventOwner, r: Received): Promise<Proof<Decoded>> {
+  switch (r.kind) {
+    case 'booking.confirmed': {
+      const p = await proveBookingConfirmed(owner, r.message);
+      if (!p.ok) return p;
+      return { ok: true, value: { source: fromBookingConfirmed(r.message, p.value.guestName || null), environment: r.message.environment } };
     }
-    case CALENDAR_SUBJECTS.bookingCancelled: {
-      const m = fromBinary(BookingCancelledSchema, event.data);
-      return { source: fromBookingCancelled(m), environment: m.environment };
+    case 'booking.cancelled': {
+      const p = await proveBookingCancelled(owner, r.message);
+      if (!p.ok) return p;
+      return { ok: true, value: { source: fromBookingCancelled(r.message), environment: r.message.environment } };
     }
-    case CALENDAR_SUBJECTS.userErased: {
-      const m = fromBinary(UserErasedSchema, event.data);
+    case 'user.erased': {
+      const p = await proveUserErased(owner, r.message);
+      if (!p.ok) return p;
+      const m = r.message;
       return {
-        source: fromUserErased(m),
-        environment: m.environment,
-        erased: { bookingReferences: [...m.bookingReferences], providerIds: [...m.providerIds] },
+        ok: true,
+        value: { source: fromUserErased(m), environment: m.environment, erased: { bookingReferences: [...m.bookingReferences], providerIds: [...m.providerIds] } },
       };
     }
-    default:
-      return null;
   }
 }
 
@@ -96,6 +135,8 @@ export class DeliveryIntake {
     private readonly deps: {
       sql: Sql;
       log: Logger;
+      /** The owner of the events (the calendar), asked to prove each one. */
+      owner: EventOwner;
       /** Called after deliveries were committed (wakes the dispatcher). */
       onDeliveryCreated: () => void;
     },
@@ -110,30 +151,38 @@ export class DeliveryIntake {
     });
   }
 
-  /** The bus handler: throwing makes the bus redeliver the event. */
+  /**
+   * The bus handler: throwing makes the bus redeliver the event. An event that is not
+   * for a sandbox workspace leads to no delivery and is let go; one its owner does not
+   * prove is refused: let go too, counted and logged (ids only, no event content).
+   */
   async handle(event: ReceivedEvent): Promise<void> {
-    const { log } = this.deps;
-    let decoded: Decoded | null;
+    const kind = KIND_OF_SUBJECT.get(event.subject);
+    if (!kind) return;
+    let received: Received;
     try {
-      decoded = decode(event);
-    } catch (err) {
-      // A message that cannot be decoded never will be: log it and let it go.
-      log.error({ err, subject: event.subject, event_id: event.id }, 'webhooks: undecodable domain event dropped');
+      received = decode(kind, event.data);
+    } catch {
+      // A message that cannot be decoded never will be.
+      return this.refuse(kind, 'undecodable', { event_id: event.id });
+    }
+    const m = received.message;
+    if (!isUuid(m.eventId) || !isUuid(m.workspaceId)) return this.refuse(kind, 'malformed', { event_id: event.id });
+    if (m.environment !== Environment.SANDBOX) {
+      this.deps.log.debug({ event_id: m.eventId, workspace_id: m.workspaceId, event_type: kind }, 'webhooks: not a sandbox workspace; delivery is not enabled');
       return;
     }
-    if (!decoded) return;
-    const src = decoded.source;
-    if (!isUuid(src.eventId) || !isUuid(src.workspaceId)) {
-      log.error({ subject: event.subject, event_id: src.eventId, workspace_id: src.workspaceId }, 'webhooks: domain event without a valid event or workspace id dropped');
-      return;
-    }
-    if (decoded.environment !== Environment.SANDBOX) {
-      log.debug({ event_id: src.eventId, workspace_id: src.workspaceId, event_type: src.kind }, 'webhooks: not a sandbox workspace; delivery is not enabled');
-      return;
-    }
+    const p = await proven(this.deps.owner, received);
+    if (!p.ok) return this.refuse(kind, p.reason, { event_id: m.eventId, workspace_id: m.workspaceId });
     // Batches are written outside this event's span: keep its trace for the delivery row.
-    decoded.traceparent = currentTraceHeaders().traceparent;
-    await this.batches.submit(decoded);
+    p.value.traceparent = currentTraceHeaders().traceparent;
+    await this.batches.submit(p.value);
+  }
+
+  /** Drops a refused event: counted (psync_bus_events_refused_total) and logged by ids only. */
+  private refuse(kind: Received['kind'], reason: RefusalReason, ids: { event_id: string; workspace_id?: string }): void {
+    recordBusEventRefused(kind, reason);
+    this.deps.log.warn({ ...ids, event_type: kind, reason }, 'webhooks: domain event refused: its owner does not prove it; dropped');
   }
 
   /**

@@ -10,10 +10,12 @@ import type { Subscription } from '../kit/bus';
 import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
 import type { Sql } from '../kit/database';
 import { registerWebhookGauges } from '../kit/metrics';
+import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
 import { DeletionRequests } from './deletion-requests';
 import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from './dispatcher';
+import { calendarOwner } from './event-proof';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from './intake';
 import { EndpointRegistry } from './registration';
 import { resealSecrets } from './reseal';
@@ -65,7 +67,13 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     registry: new EndpointRegistry({ sql, log, box, poster }),
     poster,
     dispatcher,
-    intake: new DeliveryIntake({ sql, log, onDeliveryCreated: () => dispatcher.nudge() }),
+    intake: new DeliveryIntake({
+      sql,
+      log,
+      // ctx.urls is filled once the internal server is bound: resolve lazily.
+      owner: calendarOwner(() => ctx.clients.client(CalendarService, ctx.urls.calendar)),
+      onDeliveryCreated: () => dispatcher.nudge(),
+    }),
     deletionRequests: new DeletionRequests({ sql, log, escalationSeconds: config.deletionEscalationSeconds }),
     hasKey: box !== undefined,
     box,

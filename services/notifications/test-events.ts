@@ -146,9 +146,9 @@ function testSource(
         checkInTime: listing.checkInTime,
         checkOutTime: listing.checkOutTime,
         partySize: TEST_BOOKING.partySize,
-        guestName: TEST_BOOKING.guestName,
         amountPaid: { value: `${stay.nights * TEST_BOOKING.nightlyAmount}.00`, currency: TEST_BOOKING.currency },
       }),
+      TEST_BOOKING.guestName,
     );
   } else if (kind === 'booking.cancelled') {
     source = fromBookingCancelled(

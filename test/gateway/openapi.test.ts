@@ -585,9 +585,9 @@ describe('what the gateway sends fits the document', () => {
           checkInTime: '15:00',
           checkOutTime: '11:00',
           partySize: 2,
-          guestName: 'Ada',
           amountPaid: { value: '10.00', currency: 'EUR' },
         }),
+        'Ada',
       ).body,
     );
     expectFits('BookingConfirmedEvent', confirmed);

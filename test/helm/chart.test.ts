@@ -130,7 +130,7 @@ const CALLEES: Record<Component, ServiceName[]> = {
   identity: [],
   catalog: ['identity'],
   calendar: ['catalog', 'identity'],
-  notifications: ['identity', 'catalog'],
+  notifications: ['identity', 'catalog', 'calendar'],
 };
 type ServiceName = (typeof SERVICES)[number];
 const callersOf = (s: ServiceName): Component[] => COMPONENTS.filter((c) => CALLEES[c].includes(s));
@@ -799,7 +799,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     const expected = {
       identity: ['gateway', 'catalog', 'calendar', 'notifications'],
       catalog: ['gateway', 'calendar', 'notifications'],
-      calendar: ['gateway'],
+      calendar: ['gateway', 'notifications'],
       notifications: ['gateway'],
     }[s];
     expect(selectedOwners(o, podPeers[0].podSelector)).toEqual(expected.map((c) => deploymentOwner(v.fullname, c)).sort());
@@ -847,7 +847,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         identity: [],
         catalog: ['identity'],
         calendar: ['catalog', 'identity'],
-        notifications: ['identity', 'catalog'],
+        notifications: ['identity', 'catalog', 'calendar'],
         migrate: [],
       };
       const reached = grpc.length > 0 ? selectedOwners(o, grpc[0].to[0].podSelector) : [];

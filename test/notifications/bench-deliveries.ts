@@ -6,7 +6,11 @@
  *    bookings (one at a time, so each measures the whole path unloaded).
  * 2. Throughput: BookingConfirmed events published on the system's NATS stream as fast
  *    as possible (as the calendar's outbox relay would) for ENDPOINTS partners; the
- *    rate at which deliveries reach the receiver, from the first to the last.
+ *    rate at which deliveries reach the receiver, from the first to the last. The
+ *    intake believes only events the calendar proves (event-proof.ts), so the events
+ *    describe bookings confirmed beforehand through the calendar (while the partners
+ *    had no endpoint yet), each under a fresh event id; every one costs the intake its
+ *    GetBooking read-back, as in production.
  *
  *   DATABASE_URL=… NATS_URL=… npx tsx test/notifications/bench-deliveries.ts [bookings] [events] [endpoints]
  *
@@ -29,10 +33,11 @@ import { connectNatsBus } from '../../services/kit/bus-nats';
 import { createSql } from '../../services/kit/database';
 import { testLogger } from '../support/bus';
 import { create, toBinary } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { BookingConfirmedSchema } from '../../gen/psync/calendar/v1/events_pb';
-import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { CALENDAR_SUBJECTS } from '../../services/notifications/intake';
+import type { Booking } from '../../gen/psync/calendar/v1/calendar_pb';
+import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
+import { connect } from 'nats';
+import type { RunningSystem } from '../support/system';
 
 const [bookings = 300, events = 5000, endpoints = 10] = process.argv.slice(2).map(Number);
 
@@ -116,6 +121,25 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
+/** Waits until the intake's durable consumer has handled everything on the stream, and the stream stopped growing (the outbox relayed all). */
+async function intakeIdle(system: RunningSystem): Promise<void> {
+  const nc = await connect({ servers: system.env.NATS_URL!.split(',') });
+  try {
+    const jsm = await nc.jetstreamManager();
+    const stream = system.env.BUS_PREFIX!.toUpperCase().replace(/-/g, '_');
+    let last = -1;
+    for (let i = 0; i < 600; i++) {
+      const [s, c] = await Promise.all([jsm.streams.info(stream), jsm.consumers.info(stream, INTAKE_CONSUMER)]);
+      if (c.num_pending === 0 && c.num_ack_pending === 0 && c.delivered.stream_seq >= s.state.last_seq && s.state.last_seq === last) return;
+      last = s.state.last_seq;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    throw new Error('the intake did not catch up with the stream');
+  } finally {
+    await nc.close();
+  }
+}
+
 async function main(): Promise<void> {
   const certs = await createCertificates();
   const receiver = new Receiver(certs);
@@ -155,17 +179,25 @@ async function main(): Promise<void> {
         tls_connections: receiver.tlsConnections - connectionsBefore,
       }),
     );
-    await d.close();
 
     // 2. Throughput from the bus.
-    if (!system.env.NATS_URL) return;
+    if (!system.env.NATS_URL) return await d.close();
     const bus = await connectNatsBus({ url: system.env.NATS_URL, prefix: system.env.BUS_PREFIX!, log: testLogger() });
     const workspaces: string[] = [];
-    for (let i = 0; i < endpoints; i++) {
-      const w = randomUUID();
+    for (let i = 0; i < endpoints; i++) workspaces.push(await d.newWorkspace());
+    // The bookings the events describe, confirmed while their workspaces have no endpoint.
+    const booked: Booking[] = [];
+    for (let i = 0; i < events; i += 50) {
+      const batch = Array.from({ length: Math.min(50, events - i) }, (_, j) =>
+        d.confirmBooking(workspaces[(i + j) % endpoints]!, { guestId: `g-${randomUUID()}`, guestName: 'Bench' }),
+      );
+      for (const b of await Promise.all(batch)) booked.push((await c.calendar.getBooking({ bookingReference: b.bookingReference })).booking!);
+    }
+    await d.close();
+    await intakeIdle(system);
+    for (const w of workspaces) {
       receiver.on(`/bench/${w}`, echoAndAccept);
       await c.notifications.putEndpoint({ workspaceId: w, url: `${receiver.baseUrl}/bench/${w}`, events: ALL });
-      workspaces.push(w);
     }
     const start = receiver.received.length;
     const loadBefore = load();
@@ -176,22 +208,22 @@ async function main(): Promise<void> {
     const machine0 = machineCpuSeconds();
     const t0 = performance.now();
     const publishes: Promise<void>[] = [];
-    for (let i = 0; i < events; i++) {
+    for (const b of booked) {
       const id = randomUUID();
       const msg = create(BookingConfirmedSchema, {
         eventId: id,
-        occurredAt: timestampFromDate(new Date()),
-        workspaceId: workspaces[i % endpoints]!,
-        environment: Environment.SANDBOX,
-        bookingReference: `BK${i}`,
-        listingId: 'L1',
-        checkIn: '2030-01-01',
-        checkOut: '2030-01-02',
+        occurredAt: b.confirmedAt,
+        workspaceId: b.workspaceId,
+        environment: b.environment,
+        bookingReference: b.bookingReference,
+        listingId: b.listingId,
+        providerId: b.providerId,
+        checkIn: b.checkIn,
+        checkOut: b.checkOut,
         checkInTime: '15:00',
         checkOutTime: '11:00',
-        partySize: 1,
-        guestName: 'Bench',
-        amountPaid: { value: '1.00', currency: 'EUR' },
+        partySize: b.partySize,
+        amountPaid: b.amountPaid,
       });
       publishes.push(bus.publish({ id, subject: CALENDAR_SUBJECTS.bookingConfirmed, data: toBinary(BookingConfirmedSchema, msg) }));
       if (publishes.length >= 500) await Promise.all(publishes.splice(0));

@@ -5,12 +5,16 @@
  * a failed write leaves no mark, so the redelivery creates the delivery.
  *
  * Schemas from the real migrations; real PostgreSQL when DATABASE_URL is set, else
- * embedded PGlite.
+ * embedded PGlite. The calendar's read-back (event-proof.ts) is played by an owner that
+ * knows the bookings these tests made; test/notifications/forged-events.test.ts runs it
+ * against the real calendar.
  */
 import { randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { BookingConfirmedSchema } from '../../gen/psync/calendar/v1/events_pb';
+import { BookingConfirmedSchema, type BookingConfirmed } from '../../gen/psync/calendar/v1/events_pb';
+import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking } from '../../gen/psync/calendar/v1/calendar_pb';
+import type { EventOwner } from '../../services/notifications/event-proof';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import type { ReceivedEvent } from '../../services/kit/bus';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
@@ -22,11 +26,36 @@ import { startTestDatabase, type TestDatabase } from '../support/database';
 let db: TestDatabase;
 let intake: DeliveryIntake;
 let created = 0;
+/** The bookings the calendar would know of: those of the events made below. */
+const bookings = new Map<string, Booking>();
+const owner: EventOwner = {
+  booking: async (reference) => bookings.get(reference),
+  erasure: async () => create(GetErasureResponseSchema, {}),
+};
+
+function booked(e: BookingConfirmed): void {
+  bookings.set(
+    e.bookingReference,
+    create(BookingSchema, {
+      bookingReference: e.bookingReference,
+      listingId: e.listingId,
+      workspaceId: e.workspaceId,
+      environment: e.environment,
+      checkIn: e.checkIn,
+      checkOut: e.checkOut,
+      partySize: e.partySize,
+      amountPaid: e.amountPaid,
+      guestName: 'Ada Lovelace',
+      status: BookingStatus.CONFIRMED,
+      confirmedAt: e.occurredAt,
+    }),
+  );
+}
 
 beforeAll(async () => {
   db = await startTestDatabase();
   await runMigrations(db.sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, notificationsModule.migrations] });
-  intake = new DeliveryIntake({ sql: db.sql, log: testLogger(), onDeliveryCreated: () => void created++ });
+  intake = new DeliveryIntake({ sql: db.sql, log: testLogger(), owner, onDeliveryCreated: () => void created++ });
 }, 60_000);
 afterAll(async () => db?.stop());
 
@@ -52,9 +81,9 @@ function confirmed(workspaceId: string, eventId = randomUUID(), deliveryCount = 
     checkInTime: '15:00',
     checkOutTime: '11:00',
     partySize: 2,
-    guestName: 'Ada Lovelace',
     amountPaid: { value: '123.45', currency: 'EUR' },
   });
+  booked(msg);
   return { id: eventId, subject: CALENDAR_SUBJECTS.bookingConfirmed, data: toBinary(BookingConfirmedSchema, msg), headers: {}, deliveryCount };
 }
 

@@ -24,14 +24,18 @@ export interface SplitSystem {
 /** True when the test environment has what a split system needs. */
 export const canSplit = Boolean(process.env.DATABASE_URL && process.env.NATS_URL);
 
+/** Environment added to one process only (e.g. its own NATS credentials), after the shared one. */
+export type PerRoleEnv = Partial<Record<ServiceRole | 'gateway', Record<string, string>>>;
+
 /**
  * Starts the four services (at once) and then the gateway; `env` is added to every
- * process. `scheme: 'https'` when `env` configures internal TLS (INTERNAL_TLS_*).
+ * process, `perRole` to the one of that role. `scheme: 'https'` when `env` configures
+ * internal TLS (INTERNAL_TLS_*).
  */
-export async function startSplitSystem(env: Record<string, string> = {}, scheme: 'http' | 'https' = 'http'): Promise<SplitSystem> {
+export async function startSplitSystem(env: Record<string, string> = {}, scheme: 'http' | 'https' = 'http', perRole: PerRoleEnv = {}): Promise<SplitSystem> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startSplitOnce(env, scheme);
+      return await startSplitOnce(env, scheme, perRole);
     } catch (err) {
       // Another process took one of the ports chosen up front (freePort is a probe; the
       // process says "PORT … is already in use"): new ports.
@@ -40,7 +44,7 @@ export async function startSplitSystem(env: Record<string, string> = {}, scheme:
   }
 }
 
-async function startSplitOnce(env: Record<string, string>, scheme: 'http' | 'https'): Promise<SplitSystem> {
+async function startSplitOnce(env: Record<string, string>, scheme: 'http' | 'https', perRole: PerRoleEnv): Promise<SplitSystem> {
   const db = await createScratchDatabase();
   const prefix = uniqueBusPrefix();
   const ports = Object.fromEntries(await Promise.all(SERVICE_ROLES.map(async (r) => [r, await freePort()] as const))) as Record<ServiceRole, number>;
@@ -65,12 +69,12 @@ async function startSplitOnce(env: Record<string, string>, scheme: 'http' | 'htt
   try {
     const services = await Promise.all(
       SERVICE_ROLES.map(async (role) => {
-        const s = await startSystem({ role, env: { ...shared, INTERNAL_PORT: String(ports[role]) } });
+        const s = await startSystem({ role, env: { ...shared, INTERNAL_PORT: String(ports[role]), ...perRole[role] } });
         started.push(s);
         return [role, s] as const;
       }),
     );
-    const gateway = await startSystem({ role: 'gateway', env: { ...shared, INTERNAL_PORT: '0' } });
+    const gateway = await startSystem({ role: 'gateway', env: { ...shared, INTERNAL_PORT: '0', ...perRole.gateway } });
     started.push(gateway);
     return { services: Object.fromEntries(services) as Record<ServiceRole, RunningSystem>, gateway, urls, shared, stop };
   } catch (err) {

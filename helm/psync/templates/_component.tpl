@@ -364,13 +364,13 @@ spec:
 NetworkPolicy of one component. Ingress: the gateway from anywhere (or the
 configured peers) on its HTTP port; a service on the gRPC port only from the
 release components that call it (psync.callees: identity ← gateway, catalog,
-calendar, notifications; catalog ← gateway, calendar; calendar and notifications
-← gateway), plus <component>.networkPolicy.extraIngressFrom (marketplace clients,
-operators); metrics from networkPolicy.metricsFrom only (default: the monitoring
-namespace). Egress: DNS; the gRPC port of exactly the services it calls (none for
-identity); PostgreSQL (services only) and NATS (catalog, calendar, notifications:
-psync.natsRoles), each only to its configured cidrs and peers; the OTLP collector
-when tracing is on; the public internet on
+calendar, notifications; catalog ← gateway, calendar; calendar ← gateway,
+notifications; notifications ← gateway), plus <component>.networkPolicy.extraIngressFrom
+(marketplace clients, operators); metrics from networkPolicy.metricsFrom only (default:
+the monitoring namespace). Egress: DNS; the gRPC port of exactly the services it calls
+(none for identity); PostgreSQL (services only) and NATS (catalog, calendar,
+notifications: psync.natsRoles), each only to its configured cidrs and peers; the OTLP
+collector when tracing is on; the public internet on
 networkPolicy.internet.ports for catalog (photos) and notifications (webhooks),
 with private, link-local, loopback and the cluster's own ranges excepted.
 */}}

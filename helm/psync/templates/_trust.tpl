@@ -15,7 +15,7 @@ gateway: [identity, catalog, calendar, notifications]
 identity: []
 catalog: [identity]
 calendar: [catalog, identity]
-notifications: [identity, catalog]
+notifications: [identity, catalog, calendar]
 {{- end -}}
 
 {{/* Services marketplace clients call (and that accept internalAuth.marketplace hashes). */}}

@@ -4,22 +4,16 @@
  * and an event driver that makes the calendar publish booking and erasure events.
  */
 import { credentialInterceptor, TEST_TOKENS } from '../../support/credentials';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { create, toBinary } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { randomBytes } from 'node:crypto';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { connectNatsBus } from '../../../services/kit/bus-nats';
-import type { EventBus } from '../../../services/kit/bus';
 import { InternalClients } from '../../../services/kit/internal-client';
-import { CALENDAR_SUBJECTS } from '../../../services/notifications/intake';
 import { NotificationsService } from '../../../gen/psync/notifications/v1/notifications_pb';
 import { Environment } from '../../../gen/psync/common/v1/environment_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';
-import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../../gen/psync/calendar/v1/events_pb';
+import { CancellationInitiator } from '../../../gen/psync/calendar/v1/events_pb';
 import { CalendarService } from '../../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../../gen/psync/identity/v1/identity_pb';
-import { testLogger } from '../../support/bus';
 import { runCommand, startSystem, type RunningSystem, type StartOptions } from '../../support/system';
 import { ROOT } from '../../support/process';
 import type { Certificates } from '../../support/tls';
@@ -43,21 +37,27 @@ export function startWebhookSystem(certs: Certificates, opts: StartOptions = {})
   return startSystem({ ...opts, env: webhookEnv(certs, opts.env) });
 }
 
-/** Connect clients of one system's internal API. */
+/** Where each service of a system is served. */
+export type ServiceUrls = Record<'identity' | 'catalog' | 'calendar' | 'notifications', string>;
+
+/** Connect clients of one system's internal API: one URL for all services, or one each (split mode). */
 export class SystemClients {
   private readonly clients = new InternalClients([credentialInterceptor()], 30_000);
-  constructor(private readonly baseUrl: string) {}
+  private readonly urls: ServiceUrls;
+  constructor(baseUrl: string | ServiceUrls) {
+    this.urls = typeof baseUrl === 'string' ? { identity: baseUrl, catalog: baseUrl, calendar: baseUrl, notifications: baseUrl } : baseUrl;
+  }
   get notifications(): Client<typeof NotificationsService> {
-    return this.clients.client(NotificationsService, this.baseUrl);
+    return this.clients.client(NotificationsService, this.urls.notifications);
   }
   get calendar(): Client<typeof CalendarService> {
-    return this.clients.client(CalendarService, this.baseUrl);
+    return this.clients.client(CalendarService, this.urls.calendar);
   }
   get catalog(): Client<typeof CatalogService> {
-    return this.clients.client(CatalogService, this.baseUrl);
+    return this.clients.client(CatalogService, this.urls.catalog);
   }
   get identity(): Client<typeof IdentityService> {
-    return this.clients.client(IdentityService, this.baseUrl);
+    return this.clients.client(IdentityService, this.urls.identity);
   }
   close(): void {
     this.clients.close();
@@ -127,8 +127,11 @@ export interface BookingMade {
 }
 
 export interface EventDriver {
-  /** 'calendar': through the running system's calendar RPCs; 'bus': published on NATS directly. */
-  readonly kind: 'calendar' | 'bus';
+  /**
+   * 'calendar': through the running system's calendar RPCs. (Events published on NATS
+   * by anyone else are refused: test/notifications/forged-events.test.ts.)
+   */
+  readonly kind: 'calendar';
   /** A workspace to register endpoints for. */
   newWorkspace(environment?: 'sandbox' | 'production'): Promise<string>;
   confirmBooking(workspaceId: string, guest: { guestId: string; guestName: string }): Promise<BookingMade>;
@@ -136,89 +139,6 @@ export interface EventDriver {
   /** Erases a guest; the calendar emits user.erased to each workspace holding their bookings. */
   eraseGuest(guestId: string): Promise<void>;
   close(): Promise<void>;
-}
-
-/** Publishes the calendar's events on the system's NATS stream, as the calendar's outbox would. */
-class BusDriver implements EventDriver {
-  readonly kind = 'bus' as const;
-  private readonly environments = new Map<string, Environment>();
-  private readonly bookings: { workspaceId: string; guestId: string; ref: string }[] = [];
-
-  constructor(private readonly bus: EventBus) {}
-
-  async newWorkspace(environment: 'sandbox' | 'production' = 'sandbox'): Promise<string> {
-    const id = randomUUID();
-    this.environments.set(id, environment === 'sandbox' ? Environment.SANDBOX : Environment.PRODUCTION);
-    return id;
-  }
-
-  private env(ws: string): Environment {
-    return this.environments.get(ws) ?? Environment.SANDBOX;
-  }
-
-  async confirmBooking(workspaceId: string, guest: { guestId: string; guestName: string }): Promise<BookingMade> {
-    const eventId = randomUUID();
-    const ref = `BK${randomBytes(4).toString('hex').toUpperCase()}`;
-    const msg = create(BookingConfirmedSchema, {
-      eventId,
-      occurredAt: timestampFromDate(new Date()),
-      workspaceId,
-      environment: this.env(workspaceId),
-      bookingReference: ref,
-      listingId: `L${randomBytes(4).toString('hex')}`,
-      providerId: 'prop-1',
-      checkIn: '2030-05-01',
-      checkOut: '2030-05-04',
-      checkInTime: '15:00',
-      checkOutTime: '11:00',
-      partySize: 2,
-      guestName: guest.guestName,
-      amountPaid: { value: '123.45', currency: 'EUR' },
-    });
-    await this.bus.publish({ id: eventId, subject: CALENDAR_SUBJECTS.bookingConfirmed, data: toBinary(BookingConfirmedSchema, msg) });
-    this.bookings.push({ workspaceId, guestId: guest.guestId, ref });
-    return { bookingReference: ref, eventId };
-  }
-
-  async cancelBooking(workspaceId: string, bookingReference: string, initiatedBy: 'guest' | 'host'): Promise<{ eventId?: string }> {
-    const eventId = randomUUID();
-    const now = timestampFromDate(new Date());
-    const msg = create(BookingCancelledSchema, {
-      eventId,
-      occurredAt: now,
-      workspaceId,
-      environment: this.env(workspaceId),
-      bookingReference,
-      listingId: 'L1',
-      cancelledAt: now,
-      initiatedBy: initiatedBy === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST,
-    });
-    await this.bus.publish({ id: eventId, subject: CALENDAR_SUBJECTS.bookingCancelled, data: toBinary(BookingCancelledSchema, msg) });
-    return { eventId };
-  }
-
-  async eraseGuest(guestId: string): Promise<void> {
-    const byWs = new Map<string, string[]>();
-    for (const b of this.bookings) if (b.guestId === guestId) byWs.set(b.workspaceId, [...(byWs.get(b.workspaceId) ?? []), b.ref]);
-    const erasureId = randomUUID();
-    for (const [workspaceId, refs] of byWs) {
-      const eventId = randomUUID();
-      const msg = create(UserErasedSchema, {
-        eventId,
-        occurredAt: timestampFromDate(new Date()),
-        workspaceId,
-        environment: this.env(workspaceId),
-        erasureId,
-        bookingReferences: refs,
-        providerIds: ['prop-1'],
-      });
-      await this.bus.publish({ id: eventId, subject: CALENDAR_SUBJECTS.userErased, data: toBinary(UserErasedSchema, msg) });
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.bus.close();
-  }
 }
 
 /** Drives the running system's identity, catalog and calendar RPCs. */
@@ -279,23 +199,7 @@ class CalendarDriver implements EventDriver {
   async close(): Promise<void> {}
 }
 
-/**
- * The best available driver for `system`: the calendar's own RPCs when they are
- * implemented (every backend), else direct publication on NATS (real NATS only).
- * Throws when neither is there: a test that needs events fails rather than passing
- * without them.
- */
-export async function eventDriver(system: RunningSystem, clients: SystemClients): Promise<EventDriver> {
-  try {
-    await clients.calendar.confirmBooking({});
-    return new CalendarDriver(clients);
-  } catch (err) {
-    if (ConnectError.from(err).code !== Code.Unimplemented) return new CalendarDriver(clients);
-  }
-  const natsUrl = system.env.NATS_URL;
-  if (natsUrl) {
-    const bus = await connectNatsBus({ url: natsUrl, prefix: system.env.BUS_PREFIX!, log: testLogger() });
-    return new BusDriver(bus);
-  }
-  throw new Error('no event source: the calendar answers ConfirmBooking UNIMPLEMENTED and NATS_URL is unset');
+/** The driver of `system`: its calendar's own RPCs, the only source of events notifications accepts. */
+export async function eventDriver(_system: RunningSystem, clients: SystemClients): Promise<EventDriver> {
+  return new CalendarDriver(clients);
 }

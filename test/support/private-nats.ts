@@ -1,0 +1,131 @@
+/**
+ * A private nats-server for one test file, with JetStream and an authorization block:
+ * one user per role with the publish/subscribe permissions docs/operations.md ("NATS
+ * authentication") documents, so a test can show what the server refuses. Started on a
+ * free loopback port with its own store directory; never the machine's shared server.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from 'nats';
+import { inboxPrefixOf } from '../../services/kit/bus-nats';
+import { INTAKE_CONSUMER } from '../../services/notifications/intake';
+import { freePort } from './system';
+
+/** NATS users of the test server: the roles of docs/operations.md. */
+export type NatsRole = 'calendar' | 'notifications' | 'identity' | 'catalog' | 'psync';
+
+export interface Permissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+/**
+ * The permissions of each role on a bus with subject prefix `prefix` (docs/operations.md
+ * prints the same block for prefix `psync`). `psync` is the all-in-one: both services.
+ */
+export function natsPermissions(prefix: string): Record<NatsRole, Permissions> {
+  const stream = prefix.toUpperCase().replace(/-/g, '_');
+  // Every process ensures the stream exists and pings the account.
+  const base = ['$JS.API.INFO', `$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`];
+  const consumer = INTAKE_CONSUMER;
+  const calendar: Permissions = {
+    publish: [...base, `${prefix}.psync.calendar.v1.>`],
+    subscribe: [`${inboxPrefixOf('calendar')}.>`],
+  };
+  const notifications: Permissions = {
+    publish: [
+      ...base,
+      `$JS.API.CONSUMER.INFO.${stream}.${consumer}`,
+      `$JS.API.CONSUMER.CREATE.${stream}.${consumer}`,
+      `$JS.API.CONSUMER.CREATE.${stream}.${consumer}.>`,
+      `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.${consumer}`,
+      `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+      `$JS.ACK.${stream}.${consumer}.>`,
+    ],
+    subscribe: [`${inboxPrefixOf('notifications')}.>`],
+  };
+  const catalog: Permissions = {
+    publish: [...base, `${prefix}.catalog.>`],
+    subscribe: [`${inboxPrefixOf('catalog')}.>`],
+  };
+  return {
+    calendar,
+    notifications,
+    identity: { publish: base, subscribe: [`${inboxPrefixOf('identity')}.>`] },
+    catalog,
+    psync: {
+      publish: [...new Set([...calendar.publish, ...notifications.publish, ...catalog.publish])],
+      subscribe: [`${inboxPrefixOf('psync')}.>`],
+    },
+  };
+}
+
+/**
+ * The server's authorization block for `users` (role → password) and `nkeyUsers` (role →
+ * public user nkey, for `.creds` files), in nats-server config syntax (JSON strings are
+ * valid there).
+ */
+export function authorizationBlock(prefix: string, users: Partial<Record<NatsRole, string>>, nkeyUsers: Partial<Record<NatsRole, string>> = {}): string {
+  const perms = natsPermissions(prefix);
+  const permissions = (role: NatsRole) =>
+    `permissions: { publish: { allow: ${JSON.stringify(perms[role].publish)} }, subscribe: { allow: ${JSON.stringify(perms[role].subscribe)} } }`;
+  const lines = [
+    ...(Object.keys(users) as NatsRole[]).map((role) => `    { user: ${JSON.stringify(role)}, password: ${JSON.stringify(users[role])}, ${permissions(role)} }`),
+    ...(Object.keys(nkeyUsers) as NatsRole[]).map((role) => `    { nkey: ${JSON.stringify(nkeyUsers[role])}, ${permissions(role)} }`),
+  ];
+  return `authorization {\n  users: [\n${lines.join('\n')}\n  ]\n}\n`;
+}
+
+export interface PrivateNats {
+  port: number;
+  /** nats://127.0.0.1:port, no credentials. */
+  url: string;
+  /** The URL with `role`'s user and password. */
+  urlFor(role: NatsRole): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `nats-server -a 127.0.0.1 -p <free> -js -sd <tmp> -c <conf>` with one user and
+ * password per role, and the nkey users `nkeyUsers` (role → public key).
+ */
+export async function startPrivateNats(prefix: string, nkeyUsers: Partial<Record<NatsRole, string>> = {}): Promise<PrivateNats> {
+  const dir = mkdtempSync(join(tmpdir(), 'psync-nats-'));
+  const users = Object.fromEntries((['calendar', 'notifications', 'identity', 'catalog', 'psync'] as const).map((r) => [r, randomBytes(12).toString('hex')])) as Record<
+    NatsRole,
+    string
+  >;
+  const conf = join(dir, 'nats.conf');
+  writeFileSync(conf, authorizationBlock(prefix, users, nkeyUsers));
+  const port = await freePort();
+  const child: ChildProcess = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'store'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (b: Buffer) => void (stderr += b.toString()));
+  const url = `nats://127.0.0.1:${port}`;
+  const urlFor = (role: NatsRole) => `nats://${role}:${users[role]}@127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let i = 0; ; i++) {
+    try {
+      const nc = await connect({ servers: `127.0.0.1:${port}`, user: 'psync', pass: users.psync, reconnect: false });
+      await nc.close();
+      break;
+    } catch (err) {
+      if (i >= 100 || child.exitCode !== null) {
+        await stop();
+        throw new Error(`nats-server did not start: ${String(err)}\n${stderr}`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { port, url, urlFor, stop };
+}
