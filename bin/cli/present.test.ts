@@ -35,6 +35,7 @@ describe('presenting records to operators', () => {
       cancelled_at: null,
       initiated_by: 'guest',
       hold_id: null,
+      environment: null,
     });
   });
 

@@ -262,7 +262,7 @@ describe('bookings', () => {
     expect(reasonOf(noListing)).toBe(ErrorReason.LISTING_NOT_FOUND);
   });
 
-  test('booking.confirmed carries the property check-in/out times, party size, guest name and amount; provider_id null for a listing the partner did not push', async () => {
+  test('booking.confirmed carries the property check-in/out times, party size and amount but no guest name (GetBooking has it); provider_id null for a listing the partner did not push', async () => {
     const listing = await newListing(c, ws, { checkInTime: '16:30', checkOutTime: '10:15' });
     const w = watch(c.calendar, { listingId: listing });
     try {
@@ -280,9 +280,10 @@ describe('bookings', () => {
         checkInTime: '16:30',
         checkOutTime: '10:15',
         partySize: 4,
-        guestName: 'Ada Lovelace',
+        guestName: '',
         amountPaid: { value: '123.40', currency: 'EUR' },
       });
+      expect((await c.calendar.getBooking({ bookingReference: b.bookingReference })).booking!.guestName).toBe('Ada Lovelace');
       expect(e.providerId).toBeUndefined();
       expect(e.eventId).toMatch(/^[0-9a-f-]{36}$/);
       expect(timestampDate(e.occurredAt!).getTime()).toBe(timestampDate(b.confirmedAt!).getTime());

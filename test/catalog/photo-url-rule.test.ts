@@ -2,9 +2,8 @@
  * A photo URL has one rule on both sides of the gateway (services/kit/absolute-uri.ts):
  * every URL the public schema accepts passes the catalog's own checks of an
  * UpsertProperty request (the protovalidate interceptor and propertyInput), and a
- * violation the catalog reports is answered in the contract's field names. Issue #28:
- * `https://[::ffff:127.0.0.1]:8443/…` passed the schema and was refused behind it as
- * `property.photos[0].url`.
+ * violation the catalog reports is answered in the contract's field names
+ * (docs/decisions.md "A URI is one function on both sides").
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -345,7 +345,7 @@ describe(`catalog properties (database: ${backends.database}, bus: ${backends.bu
       ...over,
     });
 
-    test('a photo URL the schema accepts is never refused whole: loopback spellings, the IPv4-mapped one included, are forbidden_url (#28)', async () => {
+    test('a photo URL the schema accepts is never refused whole: loopback spellings, the IPv4-mapped one included, are forbidden_url', async () => {
       const p = await partner();
       const spellings = [
         'https://[::ffff:127.0.0.1]:8443/a.png',
