@@ -268,6 +268,11 @@ export async function connectNatsBus(opts: {
     jsm = await nc.jetstreamManager();
     js = nc.jetstream();
     const limits = opts.stream ?? DEFAULT_STREAM_LIMITS;
+    // nats-server refuses to create such a stream outside a cluster, but (2.9) accepts
+    // the update of an existing one: refuse both the same way.
+    if (limits.replicas > 1 && !nc.info?.cluster) {
+      throw new Error(`NATS_STREAM_REPLICAS=${limits.replicas} needs a clustered JetStream; the server at ${where} is not clustered (set it to 1)`);
+    }
     const effective = await ensureStream(
       jsm,
       {

@@ -137,9 +137,13 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     expect(lines.filter((l) => l.msg === 'bus: durable consumer updated')).toEqual([]);
   });
 
-  test('NATS_STREAM_REPLICAS above 1 on a server that is not clustered: start-up fails naming the setting', async () => {
+  test('NATS_STREAM_REPLICAS above 1 on a server that is not clustered: start-up fails naming the setting, and the stream stays as it is', async () => {
     const prefix = fresh();
     await expect(bus(prefix, recordingLogger().log, { replicas: 3, maxAgeMs: DAY_MS, maxBytes: -1 })).rejects.toThrow(/NATS_STREAM_REPLICAS=3 needs a clustered JetStream/);
+    // Also for an older release's stream (nats-server 2.9 would accept that update).
+    await createAsOlderRelease(nc, prefix);
+    await expect(bus(prefix, recordingLogger().log, { replicas: 3, maxAgeMs: DAY_MS, maxBytes: -1 })).rejects.toThrow(/NATS_STREAM_REPLICAS=3 needs a clustered JetStream/);
+    expect((await (await nc.jetstreamManager()).streams.info(prefix.toUpperCase())).config.num_replicas).toBe(1);
   });
 });
 
