@@ -62,6 +62,7 @@ const PSYNC_METRICS = [
   'psync_photos_processed_total',
   'psync_webhook_deliveries_abandoned_total',
   'psync_erasures_unacknowledged',
+  'psync_bus_consumer_pending',
 ];
 
 /**
@@ -963,6 +964,12 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const byName = new Map(rules.map((r) => [r.alert, r]));
       expect(byName.get('PsyncWebhookDeliveriesAbandoned').expr).toContain('psync_webhook_deliveries_abandoned_total');
       expect(byName.get('PsyncOutboxLagHigh').expr).toContain('psync_outbox_lag_seconds');
+      // The consumer outage alerts watch notifications' durable consumer by its name in the code.
+      for (const a of ['PsyncBusConsumerDown', 'PsyncBusConsumerDownLong']) {
+        expect(byName.get(a).expr).toBe(`absent(psync_bus_consumer_pending{namespace="${v.render.namespace}",service="${v.fullname}-notifications",durable="${INTAKE_CONSUMER}"})`);
+      }
+      expect([byName.get('PsyncBusConsumerDown').labels.severity, byName.get('PsyncBusConsumerDownLong').labels.severity]).toEqual(['warning', 'critical']);
+      expect(byName.get('PsyncBusConsumerDownLong').for).toBe('84h');
       expect(byName.get('PsyncGatewayHighErrorRate').expr).toMatch(/psync_http_requests_total\{[^}]*service="partner-psync-gateway"[^}]*code=~"5\.\."/);
       for (const r of rules) {
         expect(typeof r.expr).toBe('string');
