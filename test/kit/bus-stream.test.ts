@@ -1,6 +1,6 @@
 /**
  * The stream's replication and retention (NATS_STREAM_REPLICAS, NATS_STREAM_MAX_AGE,
- * NATS_STREAM_MAX_BYTES; issue #24): a new stream gets them; a stream an older release
+ * NATS_STREAM_MAX_BYTES): a new stream gets them; a stream an older release
  * created (one replica, no limits) is brought to them in place at start-up, keeping its
  * events, with one log line naming each change; durable consumers take the stream's
  * replica count; a NATS user the server does not let update the stream (the chart's
@@ -32,7 +32,7 @@ function recordingLogger(): { log: Logger; lines: Record<string, unknown>[] } {
   return { log, lines };
 }
 
-/** The stream as the release before #24 created it: one replica, no max_age, no max_bytes. */
+/** The stream as releases before these settings created it: one replica, no max_age, no max_bytes. */
 async function createAsOlderRelease(nc: NatsConnection, prefix: string): Promise<void> {
   const jsm = await nc.jetstreamManager();
   await jsm.streams.add({
