@@ -5,7 +5,7 @@
  * events and the consumer's position. Needs the `nats-server` binary (Debian's 2.9
  * works); skipped without it. Never touches the machine's shared server.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,16 +13,8 @@ import { AckPolicy, connect, DiscardPolicy, nanos, RetentionPolicy, StorageType,
 import pino from 'pino';
 import { connectNatsBus } from '../../services/kit/bus-nats';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
+import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';
-
-const hasNatsServer = (() => {
-  try {
-    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 let dir = '';
 const servers: ChildProcess[] = [];
@@ -57,7 +49,7 @@ async function startCluster(): Promise<void> {
   }
 }
 
-(hasNatsServer ? describe : describe.skip)('the stream on a three-node JetStream cluster', () => {
+(hasNatsServer() ? describe : describe.skip)('the stream on a three-node JetStream cluster', () => {
   beforeAll(startCluster, 60_000);
 
   afterAll(async () => {

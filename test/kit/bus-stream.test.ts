@@ -9,14 +9,13 @@
  * Needs NATS_URL (fresh stream per test, deleted afterwards) and, for the permission
  * case, the `nats-server` binary (a private server; never the machine's shared one).
  */
-import { execFileSync } from 'node:child_process';
 import { AckPolicy, connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
 import pino from 'pino';
 import type { EventBus } from '../../services/kit/bus';
 import { connectNatsBus, inboxPrefixOf, type StreamLimits } from '../../services/kit/bus-nats';
 import type { Logger } from '../../services/kit/logger';
 import { natsServers } from '../../services/kit/nats-credentials';
-import { startPrivateNats, type PrivateNats } from '../support/private-nats';
+import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { uniqueBusPrefix } from '../support/system';
 
 const NATS_URL = process.env.NATS_URL;
@@ -147,16 +146,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
   });
 });
 
-const hasNatsServer = (() => {
-  try {
-    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-(hasNatsServer ? describe : describe.skip)('a NATS user without permission to update the stream (private nats-server, only calendar may)', () => {
+(hasNatsServer() ? describe : describe.skip)('a NATS user without permission to update the stream (private nats-server, only calendar may)', () => {
   const prefix = uniqueBusPrefix();
   let nats: PrivateNats;
   const buses: EventBus[] = [];

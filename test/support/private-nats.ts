@@ -4,7 +4,7 @@
  * authentication") documents, so a test can show what the server refuses. Started on a
  * free loopback port with its own store directory; never the machine's shared server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,6 +97,16 @@ export function authorizationBlock(
     ...(Object.keys(nkeyUsers) as NatsRole[]).map((role) => `    { nkey: ${JSON.stringify(nkeyUsers[role])}, ${permissions(role)} }`),
   ];
   return `authorization {\n  users: [\n${lines.join('\n')}\n  ]\n}\n`;
+}
+
+/** Whether the `nats-server` binary is installed (tests that start their own servers skip without it). */
+export function hasNatsServer(): boolean {
+  try {
+    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export interface PrivateNats {
