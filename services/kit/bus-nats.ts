@@ -35,8 +35,10 @@ import {
 } from 'nats';
 import type { BusEvent, EventBus, ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
+import { DEFAULT_STREAM_MAX_AGE_MS, formatDuration } from './config';
 import { natsServers } from './nats-credentials';
 import type { Logger } from './logger';
+import { registerBusConsumerBacklog } from './metrics';
 import { inConsumerSpan } from './telemetry';
 import { backoffMs, Worker, type RoundResult } from './worker';
 
@@ -46,6 +48,8 @@ const JS_STREAM_NAME_IN_USE = 10058;
 const JS_CONSUMER_NOT_FOUND = 10014;
 const JS_CONSUMER_NAME_IN_USE = 10013;
 const JS_CONSUMER_EXISTS = 10148;
+/** `replicas > 1 not supported in non-clustered mode`. */
+const JS_REPLICAS_NOT_SUPPORTED = 10074;
 
 const PREFIX_PATTERN = /^[a-z][a-z0-9_-]*$/;
 const DURABLE_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -90,8 +94,43 @@ function serverSupportsMultipleFilters(nc: NatsConnection): boolean {
   return major > 2 || (major === 2 && minor >= 10);
 }
 
-/** Ensures the stream exists with our configuration; safe when replicas race. */
-async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }, log: Logger): Promise<void> {
+/**
+ * Replication and retention of the stream (NATS_STREAM_REPLICAS, NATS_STREAM_MAX_AGE,
+ * NATS_STREAM_MAX_BYTES). Durable consumers take the stream's replica count.
+ */
+export interface StreamLimits {
+  /** num_replicas: 1 to 5; more than 1 needs a clustered nats-server. */
+  replicas: number;
+  /** max_age in milliseconds (0: unlimited, as nats-server reads it). */
+  maxAgeMs: number;
+  /** max_bytes (-1: unlimited). */
+  maxBytes: number;
+}
+
+/** The configuration's defaults (config.ts): one replica, 7 days, no size limit. */
+export const DEFAULT_STREAM_LIMITS: StreamLimits = { replicas: 1, maxAgeMs: DEFAULT_STREAM_MAX_AGE_MS, maxBytes: -1 };
+
+/** A stream limit for the log line: durations in the largest whole unit, -1/0 as unlimited. */
+function describeLimit(field: 'num_replicas' | 'max_age' | 'max_bytes', v: number | undefined): string {
+  if (field === 'num_replicas') return String(v || 1);
+  if (!v || v < 0) return 'unlimited';
+  if (field === 'max_bytes') return String(v);
+  return formatDuration(v / 1e6);
+}
+
+/** Whether `err` is the server refusing this connection's user a subject (no permission). */
+function isPermissionError(err: unknown): boolean {
+  return err instanceof NatsError && err.isPermissionError();
+}
+
+/**
+ * Ensures the stream exists with our configuration; safe when replicas race. `managed`
+ * (the process's NATS_STREAM_* settings): replicas and limits of an existing stream are
+ * brought to them in place, with one log line naming each change; without it (tools,
+ * tests) an existing stream's replicas and limits are left as they are. Returns the
+ * stream's configuration as it is afterwards.
+ */
+async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }, managed: boolean, log: Logger): Promise<StreamConfig> {
   for (let attempt = 0; attempt < 5; attempt++) {
     let info;
     try {
@@ -99,27 +138,68 @@ async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & 
     } catch (err) {
       if (apiErrorCode(err) !== JS_STREAM_NOT_FOUND) throw err;
       try {
-        await jsm.streams.add(cfg);
-        log.info({ stream: cfg.name, subjects: cfg.subjects }, 'bus: stream created');
-        return;
+        const created = await jsm.streams.add(cfg);
+        log.info(
+          {
+            stream: cfg.name,
+            subjects: cfg.subjects,
+            num_replicas: created.config.num_replicas,
+            max_age: describeLimit('max_age', created.config.max_age),
+            max_bytes: describeLimit('max_bytes', created.config.max_bytes),
+          },
+          'bus: stream created',
+        );
+        return created.config;
       } catch (addErr) {
         // Another replica created it between our info and add: look again.
         if (apiErrorCode(addErr) === JS_STREAM_NAME_IN_USE) continue;
+        if (isReplicasRefusal(addErr)) throw replicasRefused(cfg, addErr);
         throw addErr;
       }
     }
     const have = info.config;
-    const same = JSON.stringify([...(have.subjects ?? [])].sort()) === JSON.stringify([...(cfg.subjects ?? [])].sort()) && have.duplicate_window === cfg.duplicate_window;
     if (have.storage !== cfg.storage) {
       log.warn({ stream: cfg.name, storage: have.storage }, 'bus: stream storage differs from the configured one and cannot be changed in place');
     }
-    if (!same) {
-      await jsm.streams.update(cfg.name, { ...have, subjects: cfg.subjects, duplicate_window: cfg.duplicate_window });
-      log.info({ stream: cfg.name }, 'bus: stream configuration updated');
+    const changes: string[] = [];
+    if (JSON.stringify([...(have.subjects ?? [])].sort()) !== JSON.stringify([...(cfg.subjects ?? [])].sort())) {
+      changes.push(`subjects ${(have.subjects ?? []).join(',')}→${(cfg.subjects ?? []).join(',')}`);
     }
-    return;
+    if (have.duplicate_window !== cfg.duplicate_window) changes.push(`duplicate_window ${have.duplicate_window}→${cfg.duplicate_window}`);
+    // An older release's stream: one replica, no limits (0 / -1).
+    const limitFields = managed ? (['num_replicas', 'max_age', 'max_bytes'] as const) : [];
+    for (const field of limitFields) {
+      const before = describeLimit(field, have[field]);
+      const after = describeLimit(field, cfg[field]);
+      if (before !== after) changes.push(`${field} ${before}→${after}`);
+    }
+    if (changes.length === 0) return have;
+    const next: StreamConfig = { ...have, subjects: cfg.subjects ?? have.subjects, duplicate_window: cfg.duplicate_window ?? have.duplicate_window };
+    for (const field of limitFields) next[field] = cfg[field] ?? have[field];
+    try {
+      const updated = await jsm.streams.update(cfg.name, next);
+      log.info({ stream: cfg.name, changes }, `bus: stream configuration updated (${changes.join('; ')})`);
+      return updated.config;
+    } catch (err) {
+      if (isReplicasRefusal(err)) throw replicasRefused(cfg, err);
+      // A role the server does not let change the stream (the chart's example
+      // authorization: only calendar may) works on the stream as it is; the role that
+      // may, brings it to the configuration when it starts.
+      if (!isPermissionError(err)) throw err;
+      log.warn({ stream: cfg.name, changes, err: String(err) }, 'bus: stream differs from the configuration but this NATS user may not update it; using it as it is');
+      return have;
+    }
   }
   throw new Error(`bus: could not create or read stream ${cfg.name}`);
+}
+
+function isReplicasRefusal(err: unknown): boolean {
+  return apiErrorCode(err) === JS_REPLICAS_NOT_SUPPORTED || /replicas > 1 not supported/i.test(String(err));
+}
+
+/** The server's refusal of replicas > 1 (not clustered), as one line naming the setting. */
+function replicasRefused(cfg: Partial<StreamConfig>, err: unknown): Error {
+  return new Error(`NATS_STREAM_REPLICAS=${cfg.num_replicas} needs a clustered JetStream (${String((err as Error).message ?? err)})`, { cause: err });
 }
 
 /** The connection's server list and credentials: user/password from the URL, or the `.creds` file. */
@@ -141,7 +221,15 @@ export function inboxPrefixOf(owner: string): string {
  * server can let each role subscribe only to its own replies: with the shared
  * `_INBOX.>` any client could read the messages another one pulls.
  */
-export async function connectNatsBus(opts: { url: string; credsFile?: string; inboxOwner?: string; prefix: string; log: Logger }): Promise<EventBus> {
+export async function connectNatsBus(opts: {
+  url: string;
+  credsFile?: string;
+  inboxOwner?: string;
+  prefix: string;
+  /** NATS_STREAM_*: the stream's replicas and limits, applied to an existing stream too. Unset: a new stream gets the defaults, an existing one stays as it is. */
+  stream?: StreamLimits;
+  log: Logger;
+}): Promise<EventBus> {
   const { url, prefix } = opts;
   const log = opts.log;
   if (!PREFIX_PATTERN.test(prefix)) throw new Error(`bus: invalid subject prefix "${prefix}" (want ${PREFIX_PATTERN})`);
@@ -174,10 +262,18 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
 
   let jsm: JetStreamManager;
   let js: JetStreamClient;
+  /** The stream's replica count, which durable consumers take (ensureConsumer). */
+  let streamReplicas: number;
   try {
     jsm = await nc.jetstreamManager();
     js = nc.jetstream();
-    await ensureStream(
+    const limits = opts.stream ?? DEFAULT_STREAM_LIMITS;
+    // nats-server refuses to create such a stream outside a cluster, but (2.9) accepts
+    // the update of an existing one: refuse both the same way.
+    if (limits.replicas > 1 && !nc.info?.cluster) {
+      throw new Error(`NATS_STREAM_REPLICAS=${limits.replicas} needs a clustered JetStream; the server at ${where} is not clustered (set it to 1)`);
+    }
+    const effective = await ensureStream(
       jsm,
       {
         name: stream,
@@ -186,9 +282,14 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
         retention: RetentionPolicy.Limits,
         discard: DiscardPolicy.Old,
         duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+        num_replicas: limits.replicas,
+        max_age: nanos(limits.maxAgeMs),
+        max_bytes: limits.maxBytes,
       },
+      opts.stream !== undefined,
       log,
     );
+    streamReplicas = effective.num_replicas || 1;
   } catch (err) {
     await nc.close().catch(() => {});
     throw err;
@@ -210,6 +311,9 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
       ack_wait: nanos(ACK_WAIT_MS),
       max_deliver: -1,
       max_ack_pending: 1000,
+      // As many copies as the stream: an R1 consumer on an R3 stream would lose its
+      // position with its one node.
+      num_replicas: streamReplicas,
       ...filter,
     };
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -235,16 +339,19 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
         JSON.stringify(haveFilters) === JSON.stringify(wantFilters) &&
         have.ack_wait === wanted.ack_wait &&
         (have.max_deliver ?? -1) === wanted.max_deliver &&
-        have.ack_policy === wanted.ack_policy;
+        have.ack_policy === wanted.ack_policy &&
+        // 0 (an older release's consumer): the stream's count when it was created, 1 then.
+        (have.num_replicas || 1) === wanted.num_replicas;
       if (!same) {
         // A changed filter keeps the consumer's position (updating filters needs nats-server 2.10).
         await jsm.consumers.update(stream, durable, {
           ack_wait: wanted.ack_wait,
           max_deliver: wanted.max_deliver,
+          num_replicas: wanted.num_replicas,
           ...(wanted.filter_subjects ? { filter_subjects: wanted.filter_subjects, filter_subject: undefined } : {}),
           ...(wanted.filter_subject !== undefined ? { filter_subject: wanted.filter_subject } : {}),
         });
-        log.info({ stream, durable, subjects }, 'bus: durable consumer updated');
+        log.info({ stream, durable, subjects, num_replicas: `${have.num_replicas || 1}→${wanted.num_replicas}` }, 'bus: durable consumer updated');
       }
       return;
     }
@@ -259,6 +366,7 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
   class NatsSubscription implements Subscription {
     private iter: ConsumerMessages | null = null;
     private readonly worker: Worker;
+    private unregisterBacklog: () => void = () => {};
 
     constructor(private readonly sub: SubscribeOptions) {
       this.worker = new Worker({
@@ -277,6 +385,10 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
 
     start(): void {
       this.worker.start();
+      this.unregisterBacklog = registerBusConsumerBacklog(this.sub.durable, async () => {
+        const info = await jsm.consumers.info(stream, this.sub.durable);
+        return info.num_pending + info.num_ack_pending;
+      });
     }
 
     private async session(): Promise<RoundResult> {
@@ -343,6 +455,7 @@ export async function connectNatsBus(opts: { url: string; credsFile?: string; in
     }
 
     async stop(): Promise<void> {
+      this.unregisterBacklog();
       const stopping = this.worker.stop();
       // stop(), not close(): with nats.js, awaiting close() after leaving the loop hangs.
       this.iter?.stop();

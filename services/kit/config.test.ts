@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, DEFAULT_WEBHOOK_RETRY_SCHEDULE, loadConfig, settings } from './config';
+import { ConfigError, DEFAULT_STREAM_MAX_AGE_MS, DEFAULT_WEBHOOK_RETRY_SCHEDULE, formatDuration, loadConfig, settings } from './config';
 import { runMain } from '../../test/support/system';
 
 /** The ConfigError `env` raises (fails the test when none is raised). */
@@ -246,5 +246,55 @@ describe('internal API credentials and TLS', () => {
     expect(
       loadConfig({ INTERNAL_TLS_CERT: '/c.pem', INTERNAL_TLS_KEY: '/k.pem', INTERNAL_TLS_CA: '/ca.pem', INTERNAL_TLS_REQUIRE_CLIENT_CERT: 'true' }).internalTlsRequireClientCert,
     ).toBe(true);
+  });
+});
+
+describe('NATS stream replication and retention (NATS_STREAM_*)', () => {
+  const DAY_MS = 86_400_000;
+
+  test('defaults: one replica, 7 days, no size limit', () => {
+    expect(loadConfig({})).toMatchObject({ natsStreamReplicas: 1, natsStreamMaxAgeMs: 7 * DAY_MS, natsStreamMaxBytes: -1 });
+    expect(DEFAULT_STREAM_MAX_AGE_MS).toBe(7 * DAY_MS);
+  });
+
+  test.each([
+    ['7d', 7 * DAY_MS],
+    ['72h', 72 * 3_600_000],
+    ['30m', 30 * 60_000],
+    ['90s', 90_000],
+    [' 14d ', 14 * DAY_MS],
+  ])('NATS_STREAM_MAX_AGE=%s', (raw, ms) => {
+    expect(loadConfig({ NATS_STREAM_MAX_AGE: raw }).natsStreamMaxAgeMs).toBe(ms);
+  });
+
+  test.each([
+    ['10GiB', 10 * 2 ** 30],
+    ['500MB', 500e6],
+    ['1073741824', 2 ** 30],
+    ['64 MiB', 64 * 2 ** 20],
+    ['2tib', 2 * 2 ** 40],
+  ])('NATS_STREAM_MAX_BYTES=%s', (raw, bytes) => {
+    expect(loadConfig({ NATS_STREAM_MAX_BYTES: raw }).natsStreamMaxBytes).toBe(bytes);
+  });
+
+  test.each(['1', '3', '5'])('NATS_STREAM_REPLICAS=%s', (raw) => {
+    expect(loadConfig({ NATS_STREAM_REPLICAS: raw }).natsStreamReplicas).toBe(Number(raw));
+  });
+
+  test.each(['0', '6', '-1', 'three', '1.5'])('NATS_STREAM_REPLICAS=%s is refused', (v) => {
+    expectRefused({ NATS_STREAM_REPLICAS: v }, 'NATS_STREAM_REPLICAS');
+  });
+
+  test.each(['7', '7 days', '1w', '-1d', '1.5h', 'P7D', '59s', '3651d'])('NATS_STREAM_MAX_AGE=%s is refused', (v) => {
+    const message = expectRefused({ NATS_STREAM_MAX_AGE: v }, 'NATS_STREAM_MAX_AGE');
+    expect(message).toMatch(/duration such as 7d|between 1m and 3650d/);
+  });
+
+  test.each(['-1', '10GB!', '1.5GiB', '10 gigabytes', '1024', '9PiB', '99999999999TB'])('NATS_STREAM_MAX_BYTES=%s is refused', (v) => {
+    expectRefused({ NATS_STREAM_MAX_BYTES: v }, 'NATS_STREAM_MAX_BYTES');
+  });
+
+  test('formatDuration writes a duration as the settings are written', () => {
+    expect([7 * DAY_MS, 36 * 3_600_000, 90 * 60_000, 90_000, 1500].map(formatDuration)).toEqual(['7d', '36h', '90m', '90s', '1500ms']);
   });
 });

@@ -152,6 +152,47 @@ const callers: Parser<AcceptedCaller[]> = (raw, name) => {
   return out;
 };
 
+/** Units of a duration setting, in milliseconds. */
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `7d`, `72h`, `30m`, `90s` (one number and one unit: ms, s, m, h, d); in milliseconds, between `minMs` and `maxMs`. */
+const duration =
+  (minMs: number, maxMs: number): Parser<number> =>
+  (raw, name) => {
+    const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw.trim());
+    if (!m) throw new ConfigError(`${name} must be a duration such as 7d, 72h, 30m or 90s, got "${raw}"`);
+    const ms = Number(m[1]) * DURATION_UNITS[m[2]!]!;
+    if (ms < minMs || ms > maxMs) throw new ConfigError(`${name} must be between ${formatDuration(minMs)} and ${formatDuration(maxMs)}, got ${raw.trim()}`);
+    return ms;
+  };
+
+/** `ms` in the largest unit that divides it (7d, 36h, 90s …), as the duration settings are written. */
+export function formatDuration(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = DURATION_UNITS[unit]!;
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/** Multipliers of a byte-size setting: SI (KB = 1000) and binary (KiB = 1024) units. */
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+
+/** A byte size such as `10GiB`, `500MB` or `1073741824` (an integer and an optional unit); at least `min` bytes, at most 2^53 - 1. */
+const byteSize =
+  (min: number): Parser<number> =>
+  (raw, name) => {
+    const m = /^(\d+)\s*([a-zA-Z]*)$/.exec(raw.trim());
+    const unit = m ? BYTE_UNITS[m[2]!.toLowerCase()] : undefined;
+    if (!m || unit === undefined) throw new ConfigError(`${name} must be a size in bytes such as 10GiB, 500MB or 1073741824, got "${raw}"`);
+    const n = Number(m[1]) * unit;
+    if (!Number.isSafeInteger(n) || n < min) throw new ConfigError(`${name} must be between ${min} bytes and 8 PiB, got ${raw.trim()}`);
+    return n;
+  };
+
+/** Default retention of the JetStream stream (NATS_STREAM_MAX_AGE): 7 days. */
+export const DEFAULT_STREAM_MAX_AGE_MS = 7 * 86_400_000;
+
 const bool: Parser<boolean> = (raw, name) => {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
@@ -280,6 +321,24 @@ export const settings = {
       return raw;
     },
     'subject prefix and stream name of domain events on NATS',
+  ),
+  natsStreamReplicas: setting(
+    'NATS_STREAM_REPLICAS',
+    1,
+    int(1, 5),
+    'copies of the JetStream stream (and of its durable consumers) on a NATS cluster: 3 survives the loss of one node in three; more than 1 needs a clustered server; an existing stream is brought to it at start-up',
+  ),
+  natsStreamMaxAgeMs: setting(
+    'NATS_STREAM_MAX_AGE',
+    DEFAULT_STREAM_MAX_AGE_MS,
+    duration(60_000, 3650 * 86_400_000),
+    'how long the stream keeps an event (7d, 72h, 30m …; at least 1m): longer than any durable consumer may be down (docs/operations.md, "Stream retention"); an existing stream is brought to it at start-up',
+  ),
+  natsStreamMaxBytes: setting(
+    'NATS_STREAM_MAX_BYTES',
+    -1,
+    byteSize(1_048_576),
+    'largest size of the stream (10GiB, 500MB, bytes …; at least 1MiB), the oldest events discarded beyond it; unset: unlimited (-1); an existing stream is brought to it at start-up',
   ),
   rateLimitPerHour: setting('RATE_LIMIT_PER_HOUR', 600, int(1, 1_000_000), `contract requests per API key per ${RATE_WINDOW_SECONDS} s`),
   tokenTtlSeconds: setting(

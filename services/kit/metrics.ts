@@ -7,7 +7,7 @@
  * before that, and in processes without telemetry (tests, the migrate Job), every
  * recording function is a no-op. Observable gauges read their values at scrape time
  * from callbacks the owning components register (registerOutboxLag,
- * registerWebhookGauges). The kit depends on no service: services call the record
+ * registerWebhookGauges, registerBusConsumerBacklog). The kit depends on no service: services call the record
  * and register functions below.
  */
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
@@ -37,6 +37,9 @@ let current: Instruments | undefined;
 
 type OutboxLag = () => Promise<{ pending: number; oldestAgeSeconds: number }>;
 const outboxSources = new Map<string, OutboxLag>();
+
+type BusConsumerBacklog = () => Promise<number>;
+const busConsumerSources = new Map<string, BusConsumerBacklog>();
 
 /** The notifications service's backlog, read at scrape time (registerWebhookGauges). */
 export interface WebhookGaugeSources {
@@ -141,6 +144,23 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   lag.addCallback(lagCb);
   pending.addCallback(pendingCb);
 
+  const busPending = meter.createObservableGauge('psync_bus_consumer_pending', {
+    description:
+      'Events on the NATS stream a durable consumer of this process has not acknowledged yet (not yet delivered plus delivered and unacknowledged), by durable; no series while no process runs the consumer (docs/operations.md, "Stream retention")',
+  });
+  const busPendingCb = async (r: ObservableResult) => {
+    await Promise.all(
+      [...busConsumerSources].map(async ([durable, read]) => {
+        try {
+          r.observe(await read(), { durable });
+        } catch {
+          // NATS unavailable: no sample rather than a failed scrape.
+        }
+      }),
+    );
+  };
+  busPending.addCallback(busPendingCb);
+
   const queueDepth = meter.createObservableGauge('psync_webhook_delivery_queue_depth', {
     description: 'Webhook deliveries pending (waiting for their first attempt or a retry)',
   });
@@ -185,6 +205,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
     meter.removeBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures, breakers]);
     lag.removeCallback(lagCb);
     pending.removeCallback(pendingCb);
+    busPending.removeCallback(busPendingCb);
     if (current === inst) current = undefined;
   };
 }
@@ -236,6 +257,14 @@ export function registerOutboxLag(schema: string, read: OutboxLag): () => void {
   outboxSources.set(schema, read);
   return () => {
     if (outboxSources.get(schema) === read) outboxSources.delete(schema);
+  };
+}
+
+/** Reports durable consumer `durable`'s unacknowledged events at every scrape (bus-nats.ts); returns the unregister function. */
+export function registerBusConsumerBacklog(durable: string, read: BusConsumerBacklog): () => void {
+  busConsumerSources.set(durable, read);
+  return () => {
+    if (busConsumerSources.get(durable) === read) busConsumerSources.delete(durable);
   };
 }
 

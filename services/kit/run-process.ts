@@ -69,7 +69,14 @@ export interface GatewayDeps {
 export async function openBus(config: Config, log: Logger, processName?: string): Promise<EventBus> {
   if (config.natsUrl) {
     try {
-      return await connectNatsBus({ url: config.natsUrl, credsFile: config.natsCreds, inboxOwner: processName, prefix: config.busPrefix, log });
+      return await connectNatsBus({
+        url: config.natsUrl,
+        credsFile: config.natsCreds,
+        inboxOwner: processName,
+        prefix: config.busPrefix,
+        stream: { replicas: config.natsStreamReplicas, maxAgeMs: config.natsStreamMaxAgeMs, maxBytes: config.natsStreamMaxBytes },
+        log,
+      });
     } catch (err) {
       throw new StartupError(`cannot use the NATS server at NATS_URL (${urlWithoutSecrets(config.natsUrl)}): ${reasonOf(err)}`, { cause: err });
     }

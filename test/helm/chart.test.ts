@@ -32,6 +32,7 @@ import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { CalendarSubjects } from '../../services/calendar/event-codec';
 import { LISTING_SUBJECTS } from '../../services/catalog/events';
 import { ACCESS_POLICY, ROLES, type Role } from '../../services/kit/access-policy';
+import { loadConfig, settings } from '../../services/kit/config';
 import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { CHART_DIR, REPO_ROOT, helmAsync, HelmResult, K8sObject, lintArgs, renderChart, RenderOptions, templateArgs } from '../support/helm';
 
@@ -61,6 +62,7 @@ const PSYNC_METRICS = [
   'psync_photos_processed_total',
   'psync_webhook_deliveries_abandoned_total',
   'psync_erasures_unacknowledged',
+  'psync_bus_consumer_pending',
 ];
 
 /**
@@ -162,6 +164,10 @@ const BAD_VALUES: [string, string[], RegExp][] = [
   ['a container without limits', ['catalog.resources.limits=null'], /limits/],
   ['a NATS URL with credentials in the ConfigMap', ['nats.url=nats://user:secret@nats:4222'], /nats/],
   ['a malformed CIDR', ['networkPolicy.clusterCidrs[0]=10.0.0.0'], /clusterCidrs/],
+  ['more stream replicas than NATS_STREAM_REPLICAS allows', ['nats.stream.replicas=6'], /replicas/],
+  ['a stream max age that is not a duration', ['nats.stream.maxAge=7days'], /maxAge/],
+  ['a stream size that is not a byte size', ['nats.stream.maxBytes=ten gigabytes'], /maxBytes/],
+  ['a stream size below 1 MiB', ['nats.stream.maxBytes=1000'], /maxBytes/],
   ['a token hash that is not lower-case hex SHA-256', ['internalAuth.gateway.tokenSha256=ABC123'], /tokenSha256/],
   ['a malformed additional token hash', ['internalAuth.operator.additionalTokenSha256[0]=not-a-hash'], /additionalTokenSha256/],
   ['a malformed marketplace hash', ['internalAuth.marketplace.acceptedTokenSha256[0]=xyz'], /acceptedTokenSha256/],
@@ -239,7 +245,12 @@ const MODES: Record<string, RenderOptions> = {
   },
   tlsPerComponent: { set: ['internalTls.identity.existingSecret=platform-identity-tls', 'internalTls.gateway.existingSecret=platform-gateway-tls'] },
   natsCalendarOnly: { set: ['nats.credentials.calendar.existingSecret=psync-calendar-nats'] },
+  natsStream: { set: ['nats.stream.replicas=1', 'nats.stream.maxAge=72h', 'nats.stream.maxBytes=10GiB'] },
+  natsStreamBytes: { set: ['nats.stream.maxBytes=10737418240'] },
 };
+
+/** The stream's settings the chart renders into the NATS roles (nats.stream). */
+const STREAM_VARS = ['NATS_STREAM_REPLICAS', 'NATS_STREAM_MAX_AGE', 'NATS_STREAM_MAX_BYTES'] as const;
 
 /** Every optional part switched off: the chart must still render valid objects. */
 const TOGGLED_OFF = [
@@ -691,6 +702,11 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
         expect({ c, ref: natsUrl?.valueFrom?.secretKeyRef }).toEqual({ c, ref: c === 'catalog' ? { name: 'psync-catalog-nats', key: 'url' } : { name: 'psync-nats', key: 'url' } });
     }
     for (const k of ['DATABASE_URL', 'TOKEN_SIGNING_KEY', 'SECRETS_ENCRYPTION_KEY']) expect(cm[k]).toBeUndefined();
+    // The stream's settings, for the NATS roles only: 3 replicas (a NATS cluster), 7 days, no size limit.
+    for (const c of COMPONENTS) {
+      const stream = STREAM_VARS.map((k) => env(c).get(k)?.value);
+      expect({ c, stream }).toEqual({ c, stream: NATS_ROLES.includes(c) ? ['3', '7d', undefined] : [undefined, undefined, undefined] });
+    }
   });
 
   test('each Deployment gets an https:// URL of exactly the services it calls, pointing at a rendered Service port; the ConfigMap carries the documented settings', () => {
@@ -948,6 +964,12 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const byName = new Map(rules.map((r) => [r.alert, r]));
       expect(byName.get('PsyncWebhookDeliveriesAbandoned').expr).toContain('psync_webhook_deliveries_abandoned_total');
       expect(byName.get('PsyncOutboxLagHigh').expr).toContain('psync_outbox_lag_seconds');
+      // The consumer outage alerts watch notifications' durable consumer by its name in the code.
+      for (const a of ['PsyncBusConsumerDown', 'PsyncBusConsumerDownLong']) {
+        expect(byName.get(a).expr).toBe(`absent(psync_bus_consumer_pending{namespace="${v.render.namespace}",service="${v.fullname}-notifications",durable="${INTAKE_CONSUMER}"})`);
+      }
+      expect([byName.get('PsyncBusConsumerDown').labels.severity, byName.get('PsyncBusConsumerDownLong').labels.severity]).toEqual(['warning', 'critical']);
+      expect(byName.get('PsyncBusConsumerDownLong').for).toBe('84h');
       expect(byName.get('PsyncGatewayHighErrorRate').expr).toMatch(/psync_http_requests_total\{[^}]*service="partner-psync-gateway"[^}]*code=~"5\.\."/);
       for (const r of rules) {
         expect(typeof r.expr).toBe('string');
@@ -1275,6 +1297,21 @@ describe('internal trust boundary modes', () => {
     expect(cert('catalog').spec.dnsNames).toEqual(expect.arrayContaining(['ps-catalog.apps', 'psync.mesh.internal', 'catalog.marketplace.example']));
     expect(cert('gateway').spec.dnsNames).toEqual(['ps-gateway', 'ps-gateway.apps', 'ps-gateway.apps.svc', 'ps-gateway.apps.svc.cluster.local']);
     for (const c of COMPONENTS.filter((x) => x !== 'catalog')) expect(cert(c).spec.dnsNames).not.toContain('catalog.marketplace.example');
+  });
+
+  test('nats.stream: rendered into the NATS roles as NATS_STREAM_*, values the config module accepts', () => {
+    for (const c of NATS_ROLES) {
+      const env = envOf(mode('natsStream'), 'Deployment', `psync-${c}`);
+      const vars = Object.fromEntries(STREAM_VARS.map((k) => [k, env.get(k)?.value as string]));
+      expect(vars).toEqual({ NATS_STREAM_REPLICAS: '1', NATS_STREAM_MAX_AGE: '72h', NATS_STREAM_MAX_BYTES: '10GiB' });
+      expect(loadConfig(vars)).toMatchObject({ natsStreamReplicas: 1, natsStreamMaxAgeMs: 72 * 3_600_000, natsStreamMaxBytes: 10 * 2 ** 30 });
+      // A number of bytes is printed whole (Helm reads it as a float).
+      expect(envOf(mode('natsStreamBytes'), 'Deployment', `psync-${c}`).get('NATS_STREAM_MAX_BYTES')?.value).toBe('10737418240');
+    }
+    // The defaults are the configuration's, but for the replicas: a NATS cluster (3), where the configuration's default is 1.
+    const defaults = envOf(mode('natsStreamBytes'), 'Deployment', 'psync-calendar');
+    expect(loadConfig({ NATS_STREAM_MAX_AGE: defaults.get('NATS_STREAM_MAX_AGE')?.value }).natsStreamMaxAgeMs).toBe(settings.natsStreamMaxAgeMs.default);
+    expect(defaults.get('NATS_STREAM_REPLICAS')?.value).toBe('3');
   });
 
   test('nats.credentials.<role>: only that role mounts the file and gets NATS_CREDS', () => {

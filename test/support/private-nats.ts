@@ -4,7 +4,7 @@
  * authentication") documents, so a test can show what the server refuses. Started on a
  * free loopback port with its own store directory; never the machine's shared server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,10 +26,25 @@ export interface Permissions {
  * The permissions of each role on a bus with subject prefix `prefix` (docs/operations.md
  * prints the same block for prefix `psync`). `psync` is the all-in-one: both services.
  */
-export function natsPermissions(prefix: string): Record<NatsRole, Permissions> {
+export function natsPermissions(prefix: string, mayUpdateStream?: readonly NatsRole[]): Record<NatsRole, Permissions> {
   const stream = prefix.toUpperCase().replace(/-/g, '_');
   // Every process ensures the stream exists and pings the account.
   const base = ['$JS.API.INFO', `$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`];
+  return withoutStreamUpdate(stream, mayUpdateStream, rolePermissions(prefix, stream, base));
+}
+
+/** `perms` with `$JS.API.STREAM.UPDATE.<stream>` left only to the roles in `mayUpdateStream` (all when undefined). */
+function withoutStreamUpdate(stream: string, mayUpdateStream: readonly NatsRole[] | undefined, perms: Record<NatsRole, Permissions>): Record<NatsRole, Permissions> {
+  if (!mayUpdateStream) return perms;
+  const update = `$JS.API.STREAM.UPDATE.${stream}`;
+  for (const role of Object.keys(perms) as NatsRole[]) {
+    if (!mayUpdateStream.includes(role)) perms[role] = { ...perms[role], publish: perms[role].publish.filter((s) => s !== update) };
+  }
+  return perms;
+}
+
+/** Each role's permissions, every one of them starting with `base`. */
+function rolePermissions(prefix: string, stream: string, base: string[]): Record<NatsRole, Permissions> {
   const consumer = INTAKE_CONSUMER;
   const calendar: Permissions = {
     publish: [...base, `${prefix}.psync.calendar.v1.>`],
@@ -68,8 +83,13 @@ export function natsPermissions(prefix: string): Record<NatsRole, Permissions> {
  * public user nkey, for `.creds` files), in nats-server config syntax (JSON strings are
  * valid there).
  */
-export function authorizationBlock(prefix: string, users: Partial<Record<NatsRole, string>>, nkeyUsers: Partial<Record<NatsRole, string>> = {}): string {
-  const perms = natsPermissions(prefix);
+export function authorizationBlock(
+  prefix: string,
+  users: Partial<Record<NatsRole, string>>,
+  nkeyUsers: Partial<Record<NatsRole, string>> = {},
+  mayUpdateStream?: readonly NatsRole[],
+): string {
+  const perms = natsPermissions(prefix, mayUpdateStream);
   const permissions = (role: NatsRole) =>
     `permissions: { publish: { allow: ${JSON.stringify(perms[role].publish)} }, subscribe: { allow: ${JSON.stringify(perms[role].subscribe)} } }`;
   const lines = [
@@ -77,6 +97,16 @@ export function authorizationBlock(prefix: string, users: Partial<Record<NatsRol
     ...(Object.keys(nkeyUsers) as NatsRole[]).map((role) => `    { nkey: ${JSON.stringify(nkeyUsers[role])}, ${permissions(role)} }`),
   ];
   return `authorization {\n  users: [\n${lines.join('\n')}\n  ]\n}\n`;
+}
+
+/** Whether the `nats-server` binary is installed (tests that start their own servers skip without it). */
+export function hasNatsServer(): boolean {
+  try {
+    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export interface PrivateNats {
@@ -92,14 +122,18 @@ export interface PrivateNats {
  * Starts `nats-server -a 127.0.0.1 -p <free> -js -sd <tmp> -c <conf>` with one user and
  * password per role, and the nkey users `nkeyUsers` (role → public key).
  */
-export async function startPrivateNats(prefix: string, nkeyUsers: Partial<Record<NatsRole, string>> = {}): Promise<PrivateNats> {
+export async function startPrivateNats(
+  prefix: string,
+  nkeyUsers: Partial<Record<NatsRole, string>> = {},
+  opts: { /** Roles that may update the stream (helm/psync/README.md: only calendar); default all. */ mayUpdateStream?: readonly NatsRole[] } = {},
+): Promise<PrivateNats> {
   const dir = mkdtempSync(join(tmpdir(), 'psync-nats-'));
   const users = Object.fromEntries((['calendar', 'notifications', 'identity', 'catalog', 'psync'] as const).map((r) => [r, randomBytes(12).toString('hex')])) as Record<
     NatsRole,
     string
   >;
   const conf = join(dir, 'nats.conf');
-  writeFileSync(conf, authorizationBlock(prefix, users, nkeyUsers));
+  writeFileSync(conf, authorizationBlock(prefix, users, nkeyUsers, opts.mayUpdateStream));
   const port = await freePort();
   const child: ChildProcess = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'store'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

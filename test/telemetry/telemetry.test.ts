@@ -16,6 +16,7 @@ import { clientsFor, type Clients } from '../calendar/support';
 import { send, jsonRequest } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
 import { validBlock } from '../gateway/fixtures';
+import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { freePort, jsonLogs, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
 jest.setTimeout(120_000);
@@ -126,6 +127,16 @@ describe('metrics on METRICS_PORT /metrics', () => {
       expect(schemas).toEqual(expect.arrayContaining(['calendar', 'catalog', 'identity', 'notifications']));
       for (const s of samples(text, name)) expect(s.value).toBeGreaterThanOrEqual(0);
     }
+  });
+
+  test("the NATS consumer's unacknowledged events, on NATS only (the in-process bus has no stream)", async () => {
+    const pending = samples(await scrape(), 'psync_bus_consumer_pending');
+    if (!process.env.NATS_URL) {
+      expect(pending).toEqual([]);
+      return;
+    }
+    expect(pending.map((p) => p.labels.durable)).toEqual([INTAKE_CONSUMER]);
+    expect(pending[0]!.value).toBeGreaterThanOrEqual(0);
   });
 
   test('anything but GET /metrics is 404', async () => {

@@ -164,6 +164,18 @@ spec:
             - name: NATS_CREDS
               value: {{ printf "%s/nats.creds" $root.Values.nats.credentialsMountPath | quote }}
             {{- end }}
+            {{- with $root.Values.nats.stream }}
+            # The stream's replication and retention, applied at start-up (README.md, "JetStream stream").
+            - name: NATS_STREAM_REPLICAS
+              value: {{ .replicas | int | toString | quote }}
+            - name: NATS_STREAM_MAX_AGE
+              value: {{ .maxAge | quote }}
+            {{- if .maxBytes }}
+            - name: NATS_STREAM_MAX_BYTES
+              {{- /* A number from a values file is a float64 to Helm: print it whole. */}}
+              value: {{ kindIs "string" .maxBytes | ternary .maxBytes (.maxBytes | int64 | toString) | quote }}
+            {{- end }}
+            {{- end }}
             {{- end }}
             {{- if eq $name "identity" }}
             {{- include "psync.secretEnv" (dict "root" $root "env" "TOKEN_SIGNING_KEY" "ref" $root.Values.identity.tokenSigningKey) | nindent 12 }}

@@ -1,0 +1,110 @@
+/**
+ * On a three-node JetStream cluster (three private nats-servers on loopback, with
+ * cluster routes): a stream an older release created with one replica, and its durable
+ * consumer, are brought to NATS_STREAM_REPLICAS=3 in place at start-up, keeping their
+ * events and the consumer's position. Needs the `nats-server` binary (Debian's 2.9
+ * works); skipped without it. Never touches the machine's shared server.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AckPolicy, connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
+import pino from 'pino';
+import { connectNatsBus } from '../../services/kit/bus-nats';
+import { INTAKE_CONSUMER } from '../../services/notifications/intake';
+import { hasNatsServer } from '../support/private-nats';
+import { freePort, uniqueBusPrefix } from '../support/system';
+
+let dir = '';
+const servers: ChildProcess[] = [];
+let url = '';
+let nc: NatsConnection;
+
+/** Starts three clustered nats-servers with JetStream; resolves once JetStream answers (a meta leader is elected). */
+async function startCluster(): Promise<void> {
+  dir = mkdtempSync(join(tmpdir(), 'psync-nats-cluster-'));
+  const clientPorts = [await freePort(), await freePort(), await freePort()];
+  const routePorts = [await freePort(), await freePort(), await freePort()];
+  const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`).join(', ');
+  clientPorts.forEach((port, i) => {
+    const conf = join(dir, `n${i}.conf`);
+    writeFileSync(
+      conf,
+      `listen: 127.0.0.1:${port}\nserver_name: n${i}\njetstream { store_dir: ${JSON.stringify(join(dir, `n${i}`))} }\n` +
+        `cluster { name: psync-test, listen: 127.0.0.1:${routePorts[i]}, routes: [${routes}] }\n`,
+    );
+    servers.push(spawn('nats-server', ['-c', conf], { stdio: 'ignore' }));
+  });
+  url = clientPorts.map((p) => `nats://127.0.0.1:${p}`).join(',');
+  for (let i = 0; ; i++) {
+    try {
+      nc ??= await connect({ servers: url.split(','), reconnect: true });
+      await (await nc.jetstreamManager()).getAccountInfo();
+      return;
+    } catch (err) {
+      if (i >= 100) throw new Error(`the NATS cluster did not start: ${String(err)}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+(hasNatsServer() ? describe : describe.skip)('the stream on a three-node JetStream cluster', () => {
+  beforeAll(startCluster, 60_000);
+
+  afterAll(async () => {
+    await nc?.close();
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise((r) => {
+            if (s.exitCode !== null) return r(undefined);
+            s.once('exit', r);
+            s.kill('SIGTERM');
+          }),
+      ),
+    );
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("an older release's R1 stream and consumer become R3 in place, keeping events and position", async () => {
+    const prefix = uniqueBusPrefix();
+    const name = prefix.toUpperCase();
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.add({
+      name,
+      subjects: [`${prefix}.>`],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      duplicate_window: nanos(120_000),
+    });
+    await jsm.consumers.add(name, { durable_name: INTAKE_CONSUMER, ack_policy: AckPolicy.Explicit, filter_subject: `${prefix}.a`, ack_wait: nanos(30_000), max_deliver: -1 });
+    const js = nc.jetstream();
+    for (let i = 0; i < 5; i++) await js.publish(`${prefix}.a`, new Uint8Array([i]));
+
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+    const bus = await connectNatsBus({ url, prefix, log, stream: { replicas: 3, maxAgeMs: 7 * 86_400_000, maxBytes: -1 } });
+    try {
+      const handled: number[] = [];
+      await bus.subscribe({ durable: INTAKE_CONSUMER, subjects: ['a'], handler: async (e) => void handled.push(e.data[0]!) });
+      for (let i = 0; i < 100 && handled.length < 5; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(handled).toEqual([0, 1, 2, 3, 4]);
+
+      // The new peers join within seconds of the update.
+      const peers = async () => [(await jsm.streams.info(name)).cluster?.replicas?.length, (await jsm.consumers.info(name, INTAKE_CONSUMER)).cluster?.replicas?.length];
+      for (let i = 0; i < 100 && (await peers()).some((n) => n !== 2); i++) await new Promise((r) => setTimeout(r, 200));
+      expect(await peers()).toEqual([2, 2]); // and a leader each: three copies
+      const stream = await jsm.streams.info(name);
+      expect(stream.config).toMatchObject({ num_replicas: 3, max_age: nanos(7 * 86_400_000) });
+      expect(stream.state.messages).toBe(5);
+      expect((await jsm.consumers.info(name, INTAKE_CONSUMER)).config.num_replicas).toBe(3);
+      expect(lines.find((l) => String(l.msg).startsWith('bus: stream configuration updated'))?.changes).toEqual(['num_replicas 1→3', 'max_age unlimited→7d']);
+      expect(lines.find((l) => l.msg === 'bus: durable consumer updated')?.num_replicas).toBe('1→3');
+    } finally {
+      await bus.close();
+      await jsm.streams.delete(name).catch(() => false);
+    }
+  }, 60_000);
+});
