@@ -49,6 +49,23 @@ async function startCluster(): Promise<void> {
   }
 }
 
+/**
+ * A cluster answers a request with a time-out while it elects a leader (the JetStream
+ * meta group, a stream's or consumer's group after its peers change); a client asks
+ * again, as this does, up to `tries` times.
+ */
+async function asking<T>(fn: () => Promise<T>, tries = 10): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (i >= tries || (code !== 'TIMEOUT' && code !== '503')) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
 (hasNatsServer() ? describe : describe.skip)('the stream on a three-node JetStream cluster', () => {
   beforeAll(startCluster, 60_000);
 
@@ -71,21 +88,25 @@ async function startCluster(): Promise<void> {
     const prefix = uniqueBusPrefix();
     const name = prefix.toUpperCase();
     const jsm = await nc.jetstreamManager();
-    await jsm.streams.add({
-      name,
-      subjects: [`${prefix}.>`],
-      storage: StorageType.File,
-      retention: RetentionPolicy.Limits,
-      discard: DiscardPolicy.Old,
-      duplicate_window: nanos(120_000),
-    });
-    await jsm.consumers.add(name, { durable_name: INTAKE_CONSUMER, ack_policy: AckPolicy.Explicit, filter_subject: `${prefix}.a`, ack_wait: nanos(30_000), max_deliver: -1 });
+    await asking(() =>
+      jsm.streams.add({
+        name,
+        subjects: [`${prefix}.>`],
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+        duplicate_window: nanos(120_000),
+      }),
+    );
+    await asking(() =>
+      jsm.consumers.add(name, { durable_name: INTAKE_CONSUMER, ack_policy: AckPolicy.Explicit, filter_subject: `${prefix}.a`, ack_wait: nanos(30_000), max_deliver: -1 }),
+    );
     const js = nc.jetstream();
-    for (let i = 0; i < 5; i++) await js.publish(`${prefix}.a`, new Uint8Array([i]));
+    for (let i = 0; i < 5; i++) await asking(() => js.publish(`${prefix}.a`, new Uint8Array([i]), { msgID: `${prefix}-${i}` }));
 
     const lines: Record<string, unknown>[] = [];
     const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
-    const bus = await connectNatsBus({ url, prefix, log, stream: { replicas: 3, maxAgeMs: 7 * 86_400_000, maxBytes: -1 } });
+    const bus = await asking(() => connectNatsBus({ url, prefix, log, stream: { replicas: 3, maxAgeMs: 7 * 86_400_000, maxBytes: -1 } }), 3);
     try {
       const handled: number[] = [];
       await bus.subscribe({ durable: INTAKE_CONSUMER, subjects: ['a'], handler: async (e) => void handled.push(e.data[0]!) });
@@ -93,18 +114,19 @@ async function startCluster(): Promise<void> {
       expect(handled).toEqual([0, 1, 2, 3, 4]);
 
       // The new peers join within seconds of the update.
-      const peers = async () => [(await jsm.streams.info(name)).cluster?.replicas?.length, (await jsm.consumers.info(name, INTAKE_CONSUMER)).cluster?.replicas?.length];
+      const peers = async () =>
+        asking(async () => [(await jsm.streams.info(name)).cluster?.replicas?.length, (await jsm.consumers.info(name, INTAKE_CONSUMER)).cluster?.replicas?.length]);
       for (let i = 0; i < 100 && (await peers()).some((n) => n !== 2); i++) await new Promise((r) => setTimeout(r, 200));
       expect(await peers()).toEqual([2, 2]); // and a leader each: three copies
-      const stream = await jsm.streams.info(name);
+      const stream = await asking(() => jsm.streams.info(name));
       expect(stream.config).toMatchObject({ num_replicas: 3, max_age: nanos(7 * 86_400_000) });
       expect(stream.state.messages).toBe(5);
-      expect((await jsm.consumers.info(name, INTAKE_CONSUMER)).config.num_replicas).toBe(3);
+      expect((await asking(() => jsm.consumers.info(name, INTAKE_CONSUMER))).config.num_replicas).toBe(3);
       expect(lines.find((l) => String(l.msg).startsWith('bus: stream configuration updated'))?.changes).toEqual(['num_replicas 1→3', 'max_age unlimited→7d']);
       expect(lines.find((l) => l.msg === 'bus: durable consumer updated')?.num_replicas).toBe('1→3');
     } finally {
       await bus.close();
       await jsm.streams.delete(name).catch(() => false);
     }
-  }, 60_000);
+  }, 120_000);
 });
