@@ -38,6 +38,7 @@ import type { CalendarDeps } from './calendar-deps';
 import { currentTraceHeaders } from '../kit/telemetry';
 import { PAGE_SIZE_DEFAULT } from '../kit/limits';
 import { canonicalUuid } from '../kit/uuid';
+import { serviceUnavailable } from '../kit/errors';
 
 /** Block reasons as stored (`reserved`, `owner_stay`, …) ↔ BlockReason. */
 const reasons = new EnumNames<BlockReason, 'reserved' | 'maintenance' | 'owner_stay' | 'other'>(BlockReasonSchema);
@@ -112,38 +113,46 @@ export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): 
   const workspaceId = canonicalUuid(req.workspaceId);
   const uid = req.externalUid;
 
-  const [found] = await deps.sql<{ listing_id: string }[]>`
-    select listing_id from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
-  `;
-  if (!found) return { deleted: false };
   const at = new Date();
-  const deleted = await withListingTransaction(deps.sql, async (tx) => {
-    // The lock keeps this listing's events in commit order (see the migration).
-    await lockListing(tx, found.listing_id);
-    const [row] = await tx<{ listing_id: string; check_in: string; check_out: string }[]>`
-      with b as (
-        delete from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
-        returning id, listing_id, check_in, check_out
-      ), c as (
-        delete from calendar.claims where holder_kind = 'block' and holder_id in (select id::text from b)
-      )
-      select listing_id, check_in::text, check_out::text from b
-    `;
-    if (!row) return false;
-    await appendEvents(tx, [
-      calendarChanged({
-        at,
-        workspaceId,
-        listingId: row.listing_id,
-        kind: 'block_deleted',
-        holder: { kind: 'block', id: uid },
-        released: { checkIn: row.check_in, checkOut: row.check_out },
-      }),
-    ]);
-    return true;
-  });
-  if (deleted) deps.eventsCommitted();
-  return { deleted };
+  // The block's listing is read before its lock is taken (a lock comes before a
+  // transaction's first write); a move committed in between leaves the delete nothing on
+  // that listing, so the block is read again, under the new listing's lock.
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await withListingTransaction(deps.sql, async (tx) => {
+      const [found] = await tx<{ listing_id: string }[]>`
+        select listing_id from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
+      `;
+      if (!found) return 'absent';
+      await lockListing(tx, found.listing_id);
+      const [row] = await tx<{ listing_id: string; check_in: string; check_out: string }[]>`
+        with b as (
+          delete from calendar.blocks
+          where workspace_id = ${workspaceId} and external_uid = ${uid} and listing_id = ${found.listing_id}
+          returning id, listing_id, check_in, check_out
+        ), c as (
+          delete from calendar.claims where holder_kind = 'block' and holder_id in (select id::text from b)
+        )
+        select listing_id, check_in::text, check_out::text from b
+      `;
+      if (!row) return 'moved';
+      await appendEvents(tx, [
+        calendarChanged({
+          at,
+          workspaceId,
+          listingId: row.listing_id,
+          kind: 'block_deleted',
+          holder: { kind: 'block', id: uid },
+          released: { checkIn: row.check_in, checkOut: row.check_out },
+        }),
+      ]);
+      return 'deleted';
+    });
+    if (outcome === 'absent') return { deleted: false };
+    if (outcome === 'deleted') break;
+    if (attempt >= 5) throw serviceUnavailable('the block kept moving between listings; retry');
+  }
+  deps.eventsCommitted();
+  return { deleted: true };
 }
 
 /**

@@ -24,11 +24,9 @@ import { calendarChanged } from '../../services/calendar/event-log';
 import { encodeEvent, encodeOutboxRow, eventMessage, streamEvent } from '../../services/calendar/event-codec';
 import { calendarModule } from '../../services/calendar/module';
 import { putBlock } from '../../services/calendar/blocks';
-import type { CalendarDeps } from '../../services/calendar/calendar-deps';
-import type { ListingDirectory } from '../../services/calendar/listings';
-import { testLogger } from '../support/bus';
 import { conflictDatesOf } from './support';
 import { startTestDatabase, type TestDatabase } from '../support/database';
+import { directDeps } from './support/direct-deps';
 
 jest.setTimeout(120_000);
 
@@ -374,13 +372,7 @@ describe('put_block', () => {
   realOnly('a racing writer that bypassed the lock: put_block hits 23P01 and PutBlock still answers CONFLICT with the nights, nothing written (real PostgreSQL only)', async () => {
     const listing = fresh('lst');
     const uid = fresh('b');
-    const deps: CalendarDeps = {
-      sql: db.sql,
-      log: testLogger(),
-      listings: { assertOwned: async () => undefined } as unknown as ListingDirectory,
-      holdTtlSeconds: 900,
-      eventsCommitted: () => undefined,
-    };
+    const deps = directDeps(db.sql);
     // Session 1 holds an uncommitted row with the block's key: put_block's insert will wait on it.
     const s1 = await db.sql.reserve();
     try {
