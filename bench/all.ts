@@ -91,6 +91,7 @@ const BENCHES: BenchSpec[] = [
   { name: 'photos', file: 'photo-memory.ts', modes: ['embedded'], quick: { BENCH_PROPERTIES: '6', BENCH_BOMBS: '4', BENCH_HEAVY: '1', BENCH_NORMAL: '6' } },
   { name: 'deliveries-isolation', file: 'deliveries-isolation.ts', modes: ['real'], nats: true, quick: { BENCH_SECONDS: '15', BENCH_DRAIN_SECONDS: '20' } },
   { name: 'photo-fairness', file: 'photo-fairness.ts', modes: ['real'], nats: true, quick: { BENCH_ROUNDS: '3' } },
+  { name: 'tools', file: 'tools.ts', modes: ['embedded'], quick: { BENCH_RUNS: '3', BENCH_RESTARTS: '1' } },
 ];
 
 function listBenches(): string {

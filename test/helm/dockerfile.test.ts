@@ -67,9 +67,10 @@ describe('deploy/Dockerfile', () => {
     const base = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.json'), 'utf8'));
     expect(build.compilerOptions?.outDir ?? base.compilerOptions.outDir).toBe('dist');
     expect(build.compilerOptions?.rootDir ?? base.compilerOptions.rootDir).toBe('.');
-    expect(build.include).toEqual(expect.arrayContaining(['services', 'gateway', 'bin/cli', 'gen']));
-    // bin/psync falls back to the compiled CLI the image carries.
-    expect(readFileSync(join(REPO_ROOT, 'bin', 'psync'), 'utf8')).toContain('dist/bin/cli/main.js');
+    expect(build.include).toEqual(expect.arrayContaining(['services', 'gateway', 'gen']));
+    // bin/psync runs the CLI bundle the image's build makes (deploy/build-cli.mjs).
+    expect(readFileSync(join(REPO_ROOT, 'bin', 'psync'), 'utf8')).toContain('dist/psync-cli.cjs');
+    expect(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).toMatch(/"build": "[^"]*node deploy\/build-cli\.mjs/);
   });
 
   test('exposes the gateway, internal, health-only and metrics ports', () => {

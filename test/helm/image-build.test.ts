@@ -501,9 +501,10 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       };
       // As an operator runs it (kubectl exec … -- psync migrate): found through the image's PATH.
       expectMigrated(await runCommand('psync', ['migrate'], env, 30000, { cwd: appDir, ...spawnAs() }));
-      // The sources are absent, so bin/psync must take its dist/bin/cli/main.js branch: traced with sh -x.
+      // The sources are absent, so bin/psync runs the bundle the build made without rebuilding it: traced with sh -x.
       const traced = await runCommand('sh', ['-x', join(appDir, 'bin', 'psync'), 'migrate'], env, 30000, { cwd: appDir, ...spawnAs() });
-      expect(traced.stderr).toContain(`exec node ${appDir}/dist/bin/cli/main.js migrate`);
+      expect(traced.stderr).toContain(`exec node ${appDir}/dist/psync-cli.cjs migrate`);
+      expect(traced.stderr).not.toContain('build-cli.mjs');
       expectMigrated({ ...traced, stderr: traced.code === 0 ? '' : traced.stderr });
     });
 
