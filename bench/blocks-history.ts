@@ -4,7 +4,7 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:blocks
  *
- * Starts the whole system (`services/main.ts all`) on a scratch database created on
+ * Starts the whole system (`main.ts all`) on a scratch database created on
  * DATABASE_URL's server (dropped afterwards). Two sandbox workspaces are seeded with SQL
  * (generate_series, straight into the calendar schema: blocks and their claim rows,
  * as PutBlock writes them, within every constraint: 1–730 nights, unique uids, partner

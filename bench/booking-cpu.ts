@@ -5,7 +5,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres NATS_URL=nats://127.0.0.1:4222 npm run bench:booking-cpu
  *
  * On a scratch database of DATABASE_URL's server (created and dropped) it starts the whole
- * system (`services/main.ts all`, tsc-compiled as the image runs it; BENCH_RUNTIME=tsx:
+ * system (`main.ts all`, tsc-compiled as the image runs it; BENCH_RUNTIME=tsx:
  * through tsx) on NATS_URL's JetStream (without NATS_URL: the in-process bus), with a
  * local HTTPS webhook receiver (https://localhost:8443, a throwaway CA) registered as the
  * endpoint of BENCH_WORKSPACES (4) sandbox workspaces with BENCH_LISTINGS (5) listings

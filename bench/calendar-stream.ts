@@ -3,7 +3,7 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:calendar-stream
  *
- * Starts the whole system (`services/main.ts all`) on a scratch database created on
+ * Starts the whole system (`main.ts all`) on a scratch database created on
  * DATABASE_URL's server (dropped afterwards), opens one WatchEvents stream (gRPC, no
  * filter) and pushes blocks with `CalendarService.PutBlock` at a fixed rate
  * (BENCH_RATE per second, default 200; open loop: a push starts every 1/rate s

@@ -3,7 +3,7 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test [NATS_URL=nats://127.0.0.1:4222] npm run bench:calendar
  *
- * Starts the whole system (`services/main.ts all`) on a scratch database created on
+ * Starts the whole system (`main.ts all`) on a scratch database created on
  * DATABASE_URL's server (dropped afterwards), then measures
  *   1. PUT /v1/blocks/{uid} through the public gateway: fresh uids, 1–30 nights, spread
  *      over 50 listings of one sandbox workspace (autocannon, BENCH_CONNECTIONS

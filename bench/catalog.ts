@@ -4,7 +4,7 @@
  *   npm run bench:catalog                                   # embedded default (PGlite, in-process bus)
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test NATS_URL=nats://127.0.0.1:4222 npm run bench:catalog
  *
- * Starts the whole system (`services/main.ts all`, via test/support/system.ts: a
+ * Starts the whole system (`main.ts all`, via test/support/system.ts: a
  * scratch database on DATABASE_URL's server, dropped afterwards) with a local HTTPS
  * photo host whose CA is given as NODE_EXTRA_CA_CERTS, then measures
  *   1. photos processed per second: BENCH_PROPERTIES properties x BENCH_PHOTOS photos,

@@ -14,7 +14,7 @@
  *    that each workspace's events arrived in commit order (and how many events overtook
  *    an earlier one of another workspace).
  * 2. **Commit → WatchEvents lag** (real PostgreSQL only; the whole system,
- *    `services/main.ts all`, on a scratch database): one unfiltered stream, block
+ *    `main.ts all`, on a scratch database): one unfiltered stream, block
  *    pushes at BENCH_RATE (1,000) per second for BENCH_SECONDS (60) over 20 listings
  *    of one workspace (bench/support/stream-lag.ts); lag p50/p99/max, how long after
  *    the last push answered the last event arrived (drain), the pushes' own latency,

@@ -9,7 +9,7 @@
  * side by side in one run, the same cheap authenticated call — `GET /v1/blocks` on an
  * empty sandbox workspace with a valid access token — against
  *
- *   full:  the real system, `node --import tsx services/main.ts all` (gateway + the
+ *   full:  the real system, `node --import tsx main.ts all` (gateway + the
  *          internal services in one process, each service with its own pool of
  *          DATABASE_POOL_SIZE connections): the gateway's frame, Authorize to identity
  *          (token HMAC + one SQL statement) and ListBlocks to the calendar (one SQL
@@ -470,10 +470,10 @@ function report(o: {
   lines.push(SECTION, '');
   lines.push(
     '`GET /v1/blocks` on an empty sandbox workspace with a valid access token, measured by `bench/gateway-auth.ts`.',
-    "**full**: the real system, `services/main.ts all` (all roles in one process, as `npm start` runs it) on PostgreSQL — the gateway's contract frame, `Authorize` to identity (token HMAC + the `identity.authorize_batch` statement, shared by the Authorize calls in flight, that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=" +
+    "**full**: the real system, `main.ts all` (all roles in one process, as `npm start` runs it) on PostgreSQL — the gateway's contract frame, `Authorize` to identity (token HMAC + the `identity.authorize_batch` statement, shared by the Authorize calls in flight, that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=" +
       LOG_LEVEL +
       '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
-    '**split**: the same code in the Kubernetes shape — `services/main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
+    '**split**: the same code in the Kubernetes shape — `main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
     '**bare**: one node:http handler on postgres.js in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement through the same batcher (`services/identity/authorize-batcher.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
     `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; ${RUNTIME === 'compiled' ? 'both run as JavaScript compiled by tsc, as the container image runs them (BENCH_RUNTIME=tsx: through tsx, as `npm start`)' : 'both run through tsx, as `npm start` (the image runs tsc output)'}; load from ${LOADGEN.description}, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,
     '',
@@ -602,7 +602,7 @@ function analysis(
       '.',
   );
   out.push(
-    "2. **In one process the internal calls cost almost nothing.** `services/main.ts all` hosts the gateway and the services together, and the runner records every service registration (`InProcessServices`): a client whose base URL is the process's own internal server calls the implementation directly — client and server interceptors (the CLIENT and SERVER spans, `traceparent`), request headers, deadline, cancellation and error mapping exactly as over the wire (test/kit/in-process-transport.test.ts checks each against the h2c call) — instead of HTTP/2 framing and protobuf on both sides. " +
+    "2. **In one process the internal calls cost almost nothing.** `main.ts all` hosts the gateway and the services together, and the runner records every service registration (`InProcessServices`): a client whose base URL is the process's own internal server calls the implementation directly — client and server interceptors (the CLIENT and SERVER spans, `traceparent`), request headers, deadline, cancellation and error mapping exactly as over the wire (test/kit/in-process-transport.test.ts checks each against the h2c call) — instead of HTTP/2 framing and protobuf on both sides. " +
       (grpcHops !== undefined
         ? `Over h2c the same two calls cost ${grpcHops.toFixed(2)} ms of CPU (client + service side, one at a time, gRPC)${connectHops !== undefined ? `, ${connectHops.toFixed(2)} ms with the Connect protocol` : ''} — ${grpcHops > fullCpu ? 'more than the whole full request now' : `against ${fullCpu.toFixed(2)} ms for the whole full request now`}. `
         : '') +

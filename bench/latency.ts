@@ -7,7 +7,7 @@
  *
  * On a scratch database of DATABASE_URL's server (created and dropped) it starts
  *
- *   full:     `services/main.ts all` (gateway + services in one process, as `npm start`
+ *   full:     `main.ts all` (gateway + services in one process, as `npm start`
  *             and the all-in-one image run it; NATS_URL is passed through when set);
  *   baseline: bench/support/bare-auth-server.ts — node:http + postgres.js, the token
  *             check, the Authorize statement and the calendar statement, nothing else;

@@ -5,7 +5,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test NATS_URL=nats://127.0.0.1:4222 npm run bench:photo-fairness
  *   npm run bench:photo-fairness                            # embedded default (PGlite, in-process bus)
  *
- * Two kinds of run, each on a fresh system (`services/main.ts all`, test/support/system.ts:
+ * Two kinds of run, each on a fresh system (`main.ts all`, test/support/system.ts:
  * a scratch database and bus prefix) with the default photo settings and a local HTTPS
  * photo host (throwaway CA as NODE_EXTRA_CA_CERTS, EGRESS_ALLOW_CIDRS = 127.0.0.0/8),
  * alternated BENCH_REPEATS (2) times (clean, contended, clean, contended …) so that a

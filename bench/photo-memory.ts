@@ -4,7 +4,7 @@
  *   npm run bench:photos                                    # embedded default (PGlite, in-process bus)
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test NATS_URL=nats://127.0.0.1:4222 npm run bench:photos
  *
- * Starts the whole system (`services/main.ts all`, test/support/system.ts) with a
+ * Starts the whole system (`main.ts all`, test/support/system.ts) with a
  * local HTTPS photo host (throwaway CA as NODE_EXTRA_CA_CERTS, EGRESS_ALLOW_CIDRS =
  * 127.0.0.0/8), processes one photo to warm up, measures the idle RSS of the system's
  * process, then pushes BENCH_PROPERTIES properties at once, together holding

@@ -6,7 +6,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:scale
  *
  * Two scratch databases on DATABASE_URL's server (created and dropped), each with its own
- * system (`services/main.ts all`, tsc-compiled; NATS_URL passed through when set):
+ * system (`main.ts all`, tsc-compiled; NATS_URL passed through when set):
  *
  *   small: the measured sandbox workspace W alone — 100 properties (each published, with
  *          its listing and one processed photo) and 1,000 blocks over its 100 listings;

@@ -7,7 +7,7 @@
  *   … BENCH_DURATION=90s BENCH_WARMUP=20s npm run bench:soak        (a quick run)
  *
  * On a scratch database of DATABASE_URL's server (created and dropped) it starts
- * `services/main.ts all` (tsc-compiled as the image runs it; BENCH_RUNTIME=tsx: through
+ * `main.ts all` (tsc-compiled as the image runs it; BENCH_RUNTIME=tsx: through
  * tsx) on NATS_URL's JetStream (without NATS_URL: the in-process bus), with
  * BENCH_PARTNERS (10) sandbox workspaces, each with 10 listings and an access token. The
  * load is open-loop — a request every 1/BENCH_RATE s (200/s) whatever the answers, over

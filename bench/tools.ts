@@ -12,7 +12,7 @@
  *      `bin/psync workspace create`, BENCH_RUNS times each (the system started by
  *      `npm start` in 3 with its DATA_DIR, so the CLI finds the operator token there);
  *   3. `npm start` (the README's command: code generation skipped when no .proto changed,
- *      then services/main.ts) from spawn to its `listening` line: the first start of a
+ *      then main.ts) from spawn to its `listening` line: the first start of a
  *      fresh DATA_DIR (the embedded database is created and migrated) and BENCH_RESTARTS
  *      (3) restarts on the same DATA_DIR.
  *

@@ -14,7 +14,7 @@ import parametersSchema from './schemas/parameters.json';
 import testEventSchema from './schemas/test-event.json';
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, problemDocument, ProblemError, type ProblemCode } from './problems';
 import type { Validator } from './validate';
-import type { Json, JsonObject } from './openapi';
+import type { Json, JsonObject } from './json';
 
 /** A request as an example states it (openapi.ts ExampleRequest). */
 interface ExampleRequest {

@@ -39,6 +39,7 @@ import { INVALID_API_KEY, TOO_MANY_FAILURES } from './routes/token';
 import { COMPLETED_AT_MAX_AHEAD_MS } from './routes/deletion-requests';
 import { schemas as validators, queryForSchema, type Validator } from './validate';
 import { sandboxOpenApi } from './openapi-sandbox';
+import type { Json, JsonObject } from './json';
 import { settings } from '../services/kit/config';
 import { MAX_NIGHTS, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
 
@@ -63,10 +64,6 @@ const DEFAULTS = {
 const DEFAULT_DOCS_URL = DEFAULTS.docsUrl;
 /** Where the generated document is committed (npm run openapi:write). */
 export const OPENAPI_FILE = 'docs/openapi.json';
-
-/** A JSON value as the document holds it. */
-export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
 
 /** The parts of the document the tests and the route look at. */
 export interface OpenApiDocument extends JsonObject {

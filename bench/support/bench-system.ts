@@ -48,7 +48,7 @@ export async function createBenchDatabase(prefix = 'psync_bench'): Promise<Bench
 }
 
 /**
- * The environment of a benchmark's whole system (`services/main.ts`) on `databaseUrl`:
+ * The environment of a benchmark's whole system (`main.ts`) on `databaseUrl`:
  * fresh signing and encryption keys, a bus prefix of its own (`<busPrefix><hex>`), the
  * rate limit and token lifetime out of the way of the load, metrics on a free port (the
  * default 9464 may be taken by another system on this machine). `extra` wins.
@@ -95,11 +95,11 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
   throw new Error('the system did not become ready');
 }
 
-/** Starts `services/main.ts all` on `databaseUrl` with `env` added, and waits until it is ready. */
+/** Starts `main.ts all` on `databaseUrl` with `env` added, and waits until it is ready. */
 export async function startBenchSystem(databaseUrl: string, env: Record<string, string> = {}, sqlMax = 2): Promise<BenchSystem> {
   const port = await freePort();
   const internalPort = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services/main.ts'), 'all'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'main.ts'), 'all'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -1,6 +1,6 @@
 /**
  * The benches run the system as the container image does: JavaScript compiled by tsc
- * (deploy/Dockerfile: `npm run build`, then `node dist/services/main.js`), not through
+ * (deploy/Dockerfile: `npm run build`, then `node dist/main.js`), not through
  * tsx. tsx transpiles on the fly with esbuild's keepNames, which wraps every function
  * created at run time in a `__name()` call (an Object.defineProperty per closure): a cost
  * production never pays, and one that grows with how many closures a request creates.
@@ -54,7 +54,7 @@ export function buildForBench(root: string): string {
 
 /**
  * The node arguments that run `source` (a path relative to the project root, e.g.
- * `services/main.ts`) in the chosen runtime.
+ * `main.ts`) in the chosen runtime.
  */
 export function entryArgs(runtime: Runtime, root: string, dist: string | undefined, source: string): string[] {
   if (runtime === 'tsx') return ['--import', 'tsx', join(root, source)];

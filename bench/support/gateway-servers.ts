@@ -1,6 +1,6 @@
 /**
  * The servers the gateway benchmarks load (bench/gateway-auth.ts, bench/latency.ts,
- * bench/soak.ts): the whole system in one process (`services/main.ts all`), the split
+ * bench/soak.ts): the whole system in one process (`main.ts all`), the split
  * system (one process per role, gRPC between them) and the baseline
  * (bench/support/bare-auth-server.ts), each started on free ports as compiled
  * JavaScript or through tsx (compiled-build.ts), watched for its peak RSS
@@ -67,11 +67,11 @@ function collect(child: ChildProcess, into: string[]): void {
   child.stderr?.setEncoding('utf8').on('data', (d: string) => into.push(...d.split('\n').filter(Boolean)));
 }
 
-/** `services/main.ts all` on `dbUrl`; resolves once /readyz answers 200. */
+/** `main.ts all` on `dbUrl`; resolves once /readyz answers 200. */
 export async function startFull(build: Build, env: Record<string, string>, nodeArgs: string[] = []): Promise<Server & { internal: string }> {
   const port = await freePort();
   const internalPort = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(build.runtime, ROOT, build.dist, 'services/main.ts'), 'all'], {
+  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs(build.runtime, ROOT, build.dist, 'main.ts'), 'all'], {
     cwd: ROOT,
     env: { ...process.env, ...testCallerEnv(), ...env, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
     // Log lines are written (LOG_LEVEL) and thrown away by /dev/null, as a collector would take them.
@@ -96,15 +96,15 @@ export async function startFull(build: Build, env: Record<string, string>, nodeA
 
 /**
  * The Kubernetes shape on one machine: each internal service in its own process
- * (`services/main.ts identity|calendar|catalog|notifications`) and the gateway in a
- * fifth (`services/main.ts gateway`, *_URL pointing at them): every internal call
+ * (`main.ts identity|calendar|catalog|notifications`) and the gateway in a
+ * fifth (`main.ts gateway`, *_URL pointing at them): every internal call
  * crosses h2c. Resolves once the gateway's /readyz answers 200.
  */
 export async function startSplit(build: Build, env: Record<string, string>): Promise<Server> {
   const roles = ['identity', 'calendar', 'catalog', 'notifications'] as const;
   const stderr: string[] = [];
   const spawnRole = (role: string, extra: Record<string, string>) => {
-    const child = spawn(process.execPath, [...entryArgs(build.runtime, ROOT, build.dist, 'services/main.ts'), role], {
+    const child = spawn(process.execPath, [...entryArgs(build.runtime, ROOT, build.dist, 'main.ts'), role], {
       cwd: ROOT,
       env: { ...process.env, ...testCallerEnv(), ...(isRole(role) ? { INTERNAL_TOKEN: TEST_TOKENS[role] } : {}), ...env, ...extra, HOST: '127.0.0.1' },
       stdio: ['ignore', 'ignore', 'pipe'],

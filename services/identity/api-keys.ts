@@ -25,7 +25,6 @@ const KEY_ID_BYTES = 10;
 /** Bytes behind a secret: 32 bytes = 256 bits = 43 base64url characters. */
 const SECRET_BYTES = 32;
 
-const KEY_ID = /^[a-z2-7]{16}$/;
 const API_KEY = /^psk_([a-z2-7]{16})_([A-Za-z0-9_-]{43})$/;
 
 /** A freshly minted key. `apiKey` and `secret` are shown once and never stored or logged. */
@@ -67,11 +66,6 @@ export function parseApiKey(presented: string): { keyId: string; secret: string 
   if (presented.length !== 64) return undefined;
   const m = API_KEY.exec(presented);
   return m ? { keyId: m[1]!, secret: m[2]! } : undefined;
-}
-
-/** Whether `keyId` has the shape of a key id (for operator calls). */
-export function isKeyId(keyId: string): boolean {
-  return KEY_ID.test(keyId);
 }
 
 /** SHA-256 of the secret's text. */

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { hashClientToken, isClientId, isClientToken, mintClientToken } from './internal-clients';
+import { CLIENT_TOKEN_SHAPE } from '../kit/internal-auth';
+import { hashClientToken, mintClientToken } from './internal-clients';
 
 describe('marketplace client tokens', () => {
   test('shape: psmc_<16 base32>_<43 base64url>', () => {
     const t = mintClientToken();
     expect(t.token).toMatch(new RegExp(`^psmc_${t.clientId}_[A-Za-z0-9_-]{43}$`));
-    expect(isClientId(t.clientId)).toBe(true);
-    expect(isClientToken(t.token)).toBe(true);
+    expect(t.clientId).toMatch(/^[a-z2-7]{16}$/);
+    expect(t.token).toMatch(CLIENT_TOKEN_SHAPE);
     expect(Buffer.from(t.token.slice(-43), 'base64url')).toHaveLength(32);
   });
 
@@ -20,13 +21,5 @@ describe('marketplace client tokens', () => {
     const many = Array.from({ length: 200 }, () => mintClientToken());
     expect(new Set(many.map((t) => t.clientId)).size).toBe(200);
     expect(new Set(many.map((t) => t.token)).size).toBe(200);
-  });
-
-  test('anything not exactly shaped is not a token or id', () => {
-    const t = mintClientToken();
-    for (const bad of ['', 'psmc_', t.token.slice(0, -1), `${t.token}x`, t.token.toUpperCase(), t.token.replace('psmc_', 'psk_'), ` ${t.token}`]) {
-      expect(isClientToken(bad)).toBe(false);
-    }
-    for (const bad of ['', 'AAAAAAAAAAAAAAAA', 'aaaaaaaaaaaaaaa', 'aaaaaaaaaaaaaaa1', t.token]) expect(isClientId(bad)).toBe(false);
   });
 });

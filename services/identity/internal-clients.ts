@@ -12,7 +12,7 @@
  *   index probe.
  */
 import { randomBytes } from 'node:crypto';
-import { CLIENT_TOKEN_PREFIX, CLIENT_TOKEN_SHAPE, tokenSha256 } from '../kit/internal-auth';
+import { CLIENT_TOKEN_PREFIX, tokenSha256 } from '../kit/internal-auth';
 import { base32 } from './api-keys';
 
 export { CLIENT_TOKEN_PREFIX };
@@ -26,10 +26,6 @@ const CLIENT_ID_BYTES = 10;
 const SECRET_BYTES = 32;
 /** Length of a SHA-256 digest: anything else presented to AuthenticateClient matches nothing. */
 export const TOKEN_HASH_BYTES = 32;
-
-const CLIENT_ID = /^[a-z2-7]{16}$/;
-/** `psmc_` (5) + client id (16) + `_` (1) + secret (43). */
-const CLIENT_TOKEN_LENGTH = 65;
 
 /** A freshly minted credential. `token` is shown once and never stored or logged. */
 export interface MintedClientToken {
@@ -51,14 +47,4 @@ export function mintClientToken(): MintedClientToken {
 /** SHA-256 of a token's UTF-8 bytes: the same function every service applies to what it received. */
 export function hashClientToken(token: string): Buffer {
   return tokenSha256(token);
-}
-
-/** Whether `value` has the exact shape of a client token. */
-export function isClientToken(value: string): boolean {
-  return value.length === CLIENT_TOKEN_LENGTH && CLIENT_TOKEN_SHAPE.test(value);
-}
-
-/** Whether `value` has the shape of a client id. */
-export function isClientId(value: string): boolean {
-  return CLIENT_ID.test(value);
 }

@@ -19,7 +19,7 @@
 export const ROLES = ['gateway', 'identity', 'catalog', 'calendar', 'notifications', 'marketplace', 'operator'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** The service roles: the processes of `services/main.ts` that host one service each. */
+/** The service roles: the processes of `main.ts` that host one service each. */
 export const SERVICE_ROLES = ['identity', 'catalog', 'calendar', 'notifications'] as const satisfies readonly Role[];
 
 /** Services whose RPCs need no credential at all. */

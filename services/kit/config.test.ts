@@ -157,7 +157,7 @@ describe('a process with a bad value', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test('services/main.ts with TOKEN_TTL_SECONDS=7200 exits 1 with one line on stderr naming it', async () => {
+  test('main.ts with TOKEN_TTL_SECONDS=7200 exits 1 with one line on stderr naming it', async () => {
     const env: Record<string, string | undefined> = {
       ...process.env,
       TOKEN_TTL_SECONDS: '7200',

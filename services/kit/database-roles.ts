@@ -29,7 +29,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from
 import { SERVICE_NAMES, type Sql, type Tx } from './database';
 import type { Logger } from './logger';
 import { takeMigrationLock } from './migrate';
-import type { ServiceName } from './service-module';
+import type { ServiceName } from './service-name';
 
 /** A service with its own database URL. */
 export interface ServiceRoleUrl {

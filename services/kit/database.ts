@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { Logger } from './logger';
 import { startEmbeddedPostgres, EmbeddedPostgres } from './embedded-postgres';
 import { makePrivateDir } from './private-dir';
-import type { ServiceName } from './service-module';
+import type { ServiceName } from './service-name';
 
 /** The postgres.js instance type every query module uses (tagged templates only). */
 export type Sql = postgres.Sql<Record<string, never>>;

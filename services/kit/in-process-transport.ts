@@ -1,7 +1,7 @@
 /**
  * Unary calls to a service hosted by THIS process, without the network.
  *
- * In the all-in-one process (`services/main.ts all`, the embedded default) the gateway
+ * In the all-in-one process (`main.ts all`, the embedded default) the gateway
  * and the four services share one Node.js process, and each contract request makes two
  * internal calls (Authorize, then the service's RPC). Over h2c each cost ~2–4 ms of CPU
  * (HTTP/2 framing, protobuf encode/decode on both sides, Connect's stream pipeline and

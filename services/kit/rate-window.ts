@@ -11,8 +11,3 @@ export function secondsLeftInWindow(nowEpochSeconds: number, windowSeconds = RAT
   const end = (Math.floor(nowEpochSeconds / windowSeconds) + 1) * windowSeconds;
   return Math.min(windowSeconds, Math.max(1, Math.ceil(end - nowEpochSeconds)));
 }
-
-/** Start (Unix seconds) of the epoch-aligned window containing `nowEpochSeconds`. */
-export function windowStart(nowEpochSeconds: number): number {
-  return Math.floor(nowEpochSeconds / RATE_WINDOW_SECONDS) * RATE_WINDOW_SECONDS;
-}

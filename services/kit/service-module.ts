@@ -7,14 +7,13 @@
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Config } from './config';
 import type { Sql } from './database';
+import type { ServiceName } from './service-name';
 import type { EventBus } from './bus';
 import type { Logger } from './logger';
 import type { InternalClients } from './internal-client';
 import type { MigrationSource } from './migrate';
 import type { OutboxEncoder, OutboxRelay } from './outbox';
 import type { Shutdown } from './shutdown';
-
-export type ServiceName = 'identity' | 'catalog' | 'calendar' | 'notifications';
 
 /** Base URLs of the internal services, as this process reaches them. */
 export type ServiceUrls = Record<ServiceName, string>;

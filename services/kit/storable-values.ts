@@ -41,8 +41,3 @@ export const MAX_TIMESTAMP_SECONDS = 253_402_300_799n;
 export function isStorableInstantMs(ms: number): boolean {
   return ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS;
 }
-
-/** True for a google.protobuf.Timestamp inside the storable range with valid nanos. */
-export function isStorableTimestamp(seconds: bigint, nanos: number): boolean {
-  return seconds >= MIN_TIMESTAMP_SECONDS && seconds <= MAX_TIMESTAMP_SECONDS && nanos >= 0 && nanos <= 999_999_999;
-}

@@ -309,10 +309,10 @@ export class DeliveryDispatcher {
     // One statement (committed asynchronously, see record()):
     // 1. ws: the endpoints (workspaces) that have pending deliveries, by a skip scan of
     //    deliveries_pending_by_endpoint (one index probe per endpoint, however long its backlog);
-    // 2. eps: what each may have now (endpointAllowance in endpoint-health.ts says the
-    //    same in TypeScript): held (Retry-After, breaker open and not yet due) nothing; a
-    //    due open breaker one probe; otherwise PER_ENDPOINT_CONCURRENCY (1 while failing)
-    //    less what this process already has in flight there; and its lane;
+    // 2. eps: what each may have now: held (Retry-After, breaker open and not yet due)
+    //    nothing; a due open breaker, or a half-open one whose probe was lost, one probe;
+    //    otherwise PER_ENDPOINT_CONCURRENCY (1 while failing) less what this process
+    //    already has in flight there; and its lane;
     // 3. cand: each endpoint's first due deliveries in order, skipping leased ones and
     //    ones with an earlier delivery of the same booking still pending;
     // 4. chosen: round-robin, every endpoint's first before anyone's second, up to the

@@ -1,4 +1,4 @@
-import { BREAKER_MAX_OPEN_S, breakerOpenSeconds, breakerWaitLimitSeconds, endpointAllowance, parseRetryAfter, RETRY_AFTER_MAX_S, scheduleSpanSeconds } from './endpoint-health';
+import { BREAKER_MAX_OPEN_S, breakerOpenSeconds, breakerWaitLimitSeconds, parseRetryAfter, RETRY_AFTER_MAX_S, scheduleSpanSeconds } from './endpoint-health';
 
 const DEFAULT_SCHEDULE = [30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 28800];
 
@@ -33,32 +33,5 @@ describe('breaker open interval', () => {
     expect(scheduleSpanSeconds(DEFAULT_SCHEDULE)).toBe(85710); // about 23.8 h
     expect(breakerWaitLimitSeconds(DEFAULT_SCHEDULE)).toBe(85710 + 300);
     expect(breakerWaitLimitSeconds([1, 1, 1])).toBe(303);
-  });
-});
-
-describe('what the claim gives an endpoint', () => {
-  const now = new Date('2026-11-24T10:00:00Z');
-  const later = new Date(now.getTime() + 5000);
-  const earlier = new Date(now.getTime() - 5000);
-  const clean = { breaker: 'closed' as const, consecutiveFailures: 0, notBefore: null };
-  test('healthy: up to the per-endpoint bound, less what is in flight here', () => {
-    expect(endpointAllowance(clean, 0, 8, now)).toEqual({ mode: 'normal', allowance: 8 });
-    expect(endpointAllowance(clean, 6, 8, now)).toEqual({ mode: 'normal', allowance: 2 });
-    expect(endpointAllowance(clean, 8, 8, now)).toEqual({ mode: 'normal', allowance: 0 });
-  });
-  test('failing (breaker still closed): one at a time', () => {
-    expect(endpointAllowance({ ...clean, consecutiveFailures: 2 }, 0, 8, now)).toEqual({ mode: 'normal', allowance: 1 });
-    expect(endpointAllowance({ ...clean, consecutiveFailures: 2 }, 1, 8, now)).toEqual({ mode: 'normal', allowance: 0 });
-  });
-  test('Retry-After hold: nothing until not_before', () => {
-    expect(endpointAllowance({ ...clean, consecutiveFailures: 1, notBefore: later }, 0, 8, now)).toEqual({ mode: 'held', allowance: 0 });
-    expect(endpointAllowance({ ...clean, consecutiveFailures: 1, notBefore: earlier }, 0, 8, now)).toEqual({ mode: 'normal', allowance: 1 });
-  });
-  test('open: nothing until due, then exactly one probe; half-open: nothing unless the probe was lost', () => {
-    expect(endpointAllowance({ breaker: 'open', consecutiveFailures: 5, notBefore: later }, 0, 8, now)).toEqual({ mode: 'held', allowance: 0 });
-    expect(endpointAllowance({ breaker: 'open', consecutiveFailures: 5, notBefore: earlier }, 0, 8, now)).toEqual({ mode: 'probe', allowance: 1 });
-    expect(endpointAllowance({ breaker: 'open', consecutiveFailures: 5, notBefore: earlier }, 1, 8, now)).toEqual({ mode: 'held', allowance: 0 });
-    expect(endpointAllowance({ breaker: 'half_open', consecutiveFailures: 5, notBefore: earlier }, 0, 8, now)).toEqual({ mode: 'held', allowance: 0 });
-    expect(endpointAllowance({ breaker: 'half_open', consecutiveFailures: 5, notBefore: earlier, probeExpired: true }, 0, 8, now)).toEqual({ mode: 'probe', allowance: 1 });
   });
 });

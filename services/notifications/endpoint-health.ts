@@ -77,30 +77,6 @@ export function breakerWaitLimitSeconds(schedule: readonly number[]): number {
   return scheduleSpanSeconds(schedule) + BREAKER_MAX_OPEN_S;
 }
 
-/** What the claim does with an endpoint. */
-export type EndpointMode = 'normal' | 'probe' | 'held';
-
-/**
- * The rule the claim statement applies in SQL (kept here in words and as a function so
- * that a unit test pins it): a held endpoint (Retry-After, or breaker open and not yet
- * due) gets nothing; an open breaker that is due, or a half-open one whose probe was
- * lost, gets one probe; a closed one gets `perEndpoint` attempts at once while healthy,
- * one while its attempts fail.
- */
-export function endpointAllowance(
-  h: EndpointHealth & { probeExpired?: boolean },
-  inFlightHere: number,
-  perEndpoint: number,
-  now = new Date(),
-): { mode: EndpointMode; allowance: number } {
-  const held = h.notBefore !== null && h.notBefore.getTime() > now.getTime();
-  if (h.breaker === 'open') return held || inFlightHere > 0 ? { mode: 'held', allowance: 0 } : { mode: 'probe', allowance: 1 };
-  if (h.breaker === 'half_open') return h.probeExpired && inFlightHere === 0 ? { mode: 'probe', allowance: 1 } : { mode: 'held', allowance: 0 };
-  if (held) return { mode: 'held', allowance: 0 };
-  const limit = h.consecutiveFailures > 0 ? 1 : perEndpoint;
-  return { mode: 'normal', allowance: Math.max(0, limit - inFlightHere) };
-}
-
 /** A failed attempt as the breaker sees it. */
 export interface AttemptFailure {
   workspaceId: string;

@@ -1,5 +1,5 @@
 /**
- * The gateway's contract frame end to end: the real system (services/main.ts, as an
+ * The gateway's contract frame end to end: the real system (main.ts, as an
  * operator starts it) with identity behind the gateway. Spec "Authentication",
  * "Errors", "Limits"; docs/contract-gaps.md; docs/decisions.md "Gateway
  * contract".

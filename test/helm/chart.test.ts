@@ -509,7 +509,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const container = d.spec.template.spec.containers[0];
       expect(d.spec.template.spec.containers).toHaveLength(1);
       expect(container.args).toEqual([c]);
-      expect(container.command).toBeUndefined(); // the image's ENTRYPOINT (node dist/services/main.js) stays
+      expect(container.command).toBeUndefined(); // the image's ENTRYPOINT (node dist/main.js) stays
       images.add(container.image);
       expect(selects(d.spec.selector, d.spec.template.metadata.labels)).toBe(true);
       expect(selectedOwners(o, d.spec.selector)).toEqual([deploymentOwner(v.fullname, c)]);
@@ -522,7 +522,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     if (v.production) expect([...images][0]).toMatch(/^registry\.example\.com\/platform\/partner-sync@sha256:[0-9a-f]{64}$/);
   });
 
-  test('every role the chart starts is one services/main.ts accepts', () => {
+  test('every role the chart starts is one main.ts accepts', () => {
     const main = readFileSync(join(REPO_ROOT, 'services', 'main.ts'), 'utf8');
     for (const role of [...COMPONENTS, 'migrate']) expect(main).toMatch(new RegExp(`(role === '${role}'|${role}: ${role}Module)`));
   });

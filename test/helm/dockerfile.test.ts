@@ -56,13 +56,13 @@ describe('deploy/Dockerfile', () => {
     expect(instructions.filter((x) => x.keyword === 'ADD')).toEqual([]);
   });
 
-  test('starts node dist/services/main.js with the role as argument, "all" by default', () => {
+  test('starts node dist/main.js with the role as argument, "all" by default', () => {
     const entry = inRuntime('ENTRYPOINT');
     const cmd = inRuntime('CMD');
     expect(entry).toHaveLength(1);
-    expect(execForm(entry[0]!.args)).toEqual(['node', 'dist/services/main.js']);
+    expect(execForm(entry[0]!.args)).toEqual(['node', 'dist/main.js']);
     expect(execForm(cmd[0]!.args)).toEqual(['all']);
-    // tsc -p tsconfig.build.json (rootDir ".") puts services/main.ts at dist/services/main.js.
+    // tsc -p tsconfig.build.json (rootDir ".") puts main.ts at dist/main.js.
     const build = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.build.json'), 'utf8'));
     const base = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.json'), 'utf8'));
     expect(build.compilerOptions?.outDir ?? base.compilerOptions.outDir).toBe('dist');

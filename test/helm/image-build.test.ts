@@ -387,7 +387,7 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(readdirSync(workdir).sort()).toEqual([...build.provided, 'dist', 'gen'].sort());
       const copied = filesBelow(workdir, ['node_modules', 'dist', 'gen']);
       expect(copied.filter((f) => ignore.ignored(f) || f.endsWith('.test.ts'))).toEqual([]);
-      expect(copied).toContain('services/main.ts');
+      expect(copied).toContain('main.ts');
       expect(copied).toContain('bin/psync');
     });
 
@@ -473,8 +473,8 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(image.notRun).toHaveLength(1);
     });
 
-    test('starts as ENTRYPOINT + CMD say (node dist/services/main.js all) and becomes ready: GET /readyz 200, /metrics served', async () => {
-      expect([...image.entrypoint, ...image.cmd]).toEqual(['node', 'dist/services/main.js', 'all']);
+    test('starts as ENTRYPOINT + CMD say (node dist/main.js all) and becomes ready: GET /readyz 200, /metrics served', async () => {
+      expect([...image.entrypoint, ...image.cmd]).toEqual(['node', 'dist/main.js', 'all']);
       const deadline = Date.now() + 60000;
       let status = 0;
       while (Date.now() < deadline && child.exitCode === null) {

@@ -1,6 +1,6 @@
 /**
  * The identity service over its internal Connect/gRPC API, in its own process
- * (`services/main.ts identity`): workspaces, API keys, token exchange and Authorize —
+ * (`main.ts identity`): workspaces, API keys, token exchange and Authorize —
  * spec "Authentication" 1–7 and "Limits", docs/decisions.md "Identity" and
  * "Gateway contract" (rate-limit window, token ceiling).
  *

@@ -16,7 +16,8 @@ import { createSql, openDatabase, SERVICE_NAMES, type Database, type DatabaseSet
 import { provisionServiceRoles, verifierMatches } from '../../services/kit/database-roles';
 import { createLogger } from '../../services/kit/logger';
 import { migrateAll } from '../../services/kit/run-process';
-import type { ServiceModule, ServiceName } from '../../services/kit/service-module';
+import type { ServiceModule } from '../../services/kit/service-module';
+import type { ServiceName } from '../../services/kit/service-name';
 import { identityModule } from '../../services/identity/module';
 import { catalogModule } from '../../services/catalog/module';
 import { calendarModule } from '../../services/calendar/module';

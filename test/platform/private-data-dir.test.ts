@@ -118,7 +118,7 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
     });
 
     test('a second process on the same DATA_DIR is refused instead of opening the database twice', async () => {
-      const res = await runCommand(process.execPath, ['--import', 'tsx', 'services/main.ts'], {
+      const res = await runCommand(process.execPath, ['--import', 'tsx', 'main.ts'], {
         ...system.env,
         PORT: String(await freePort()),
         INTERNAL_PORT: String(await freePort()),

@@ -159,7 +159,7 @@ maybe('one service per process (needs DATABASE_URL and NATS_URL: a database and 
   });
 });
 
-describe(`services/main.ts migrate (database: ${backends.database})`, () => {
+describe(`main.ts migrate (database: ${backends.database})`, () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'psync-migrate-'));
   let db: ScratchDatabase | undefined;
   let env: Record<string, string | undefined>;

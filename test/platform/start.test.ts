@@ -1,5 +1,5 @@
 /**
- * `npm start` (services/main.ts, role all) boots from a fresh DATA_DIR, answers
+ * `npm start` (main.ts, role all) boots from a fresh DATA_DIR, answers
  * /healthz and /readyz, stops with exit 0 on SIGTERM, and boots again from the SAME
  * state without re-applying migrations.
  *

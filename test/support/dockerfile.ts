@@ -121,7 +121,7 @@ export function splitFlags(args: string): { flags: Map<string, string[]>; rest: 
   return { flags, rest };
 }
 
-/** An exec-form argument list (`["node", "dist/services/main.js"]`); throws on the shell form. */
+/** An exec-form argument list (`["node", "dist/main.js"]`); throws on the shell form. */
 export function execForm(args: string): string[] {
   const v = JSON.parse(args) as unknown;
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new Error(`not an exec-form array: ${args}`);

@@ -1,6 +1,6 @@
 /**
  * The system under test as its own process, started exactly as an operator starts it:
- * `node --import tsx services/main.ts <role>` from the repository root.
+ * `node --import tsx main.ts <role>` from the repository root.
  *
  * - No DATABASE_URL in the test environment: the embedded default (PGlite under a
  *   fresh DATA_DIR, in-process bus).
@@ -39,7 +39,7 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** DATA_DIR to use (kept on stop); default: a fresh temporary directory (removed on stop). */
   dataDir?: string;
-  /** services/main.ts role: all (default), gateway, identity, catalog, calendar, notifications. */
+  /** main.ts role: all (default), gateway, identity, catalog, calendar, notifications. */
   role?: string;
   /** Extra arguments after the role. */
   args?: string[];
@@ -163,9 +163,9 @@ export async function stopAllSystems(signal: NodeJS.Signals = 'SIGTERM'): Promis
   await Promise.allSettled([...running].map((s) => s.stop(signal)));
 }
 
-/** Runs `node --import tsx services/main.ts …` with `env` and returns the child (for short-lived roles and refusals). */
+/** Runs `node --import tsx main.ts …` with `env` and returns the child (for short-lived roles and refusals). */
 export function spawnMain(args: string[], env: Record<string, string | undefined>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'services/main.ts', ...args], {
+  return spawn(process.execPath, ['--import', 'tsx', 'main.ts', ...args], {
     cwd: ROOT,
     env: env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -221,7 +221,7 @@ export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemI
 }
 
 /**
- * Starts services/main.ts in its own process and resolves once it printed its
+ * Starts main.ts in its own process and resolves once it printed its
  * `listening` line. On failure (exit, time-out) everything is cleaned up and the
  * error carries the output.
  */
@@ -299,7 +299,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
     throw err;
   }
 
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/main.ts', role, ...(opts.args ?? [])], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', role, ...(opts.args ?? [])], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -413,9 +413,9 @@ export function runCommand(
   });
 }
 
-/** Runs `node --import tsx services/main.ts …args` to completion. */
+/** Runs `node --import tsx main.ts …args` to completion. */
 export function runMain(args: string[], env: Record<string, string | undefined>, timeoutMs = 60000): Promise<RunResult> {
-  return runCommand(process.execPath, ['--import', 'tsx', 'services/main.ts', ...args], env, timeoutMs);
+  return runCommand(process.execPath, ['--import', 'tsx', 'main.ts', ...args], env, timeoutMs);
 }
 
 /** Non-empty lines of `text`. */

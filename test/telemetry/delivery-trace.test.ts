@@ -1,5 +1,5 @@
 /**
- * Observability of webhook deliveries in the real system (services/main.ts):
+ * Observability of webhook deliveries in the real system (main.ts):
  *
  * - Trace: one booking → delivery shows every hop in the PSYNC_TRACE_EXPORT_FILE
  *   spans: the CalendarService/ConfirmBooking SERVER span → the notifications intake's

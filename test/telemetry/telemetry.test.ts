@@ -1,5 +1,5 @@
 /**
- * Metrics and traces of the real system (services/main.ts, as an operator starts it).
+ * Metrics and traces of the real system (main.ts, as an operator starts it).
  *
  * - Metrics: real traffic (a token exchange, a contract PUT /v1/blocks, requests until
  *   a 429 with a quota of 3), then a scrape of /metrics on METRICS_PORT finds the

@@ -97,7 +97,7 @@ spec:
         - name: {{ $name }}
           image: {{ include "psync.image" $root | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          # The image's ENTRYPOINT is `node dist/services/main.js`; the argument is the role.
+          # The image's ENTRYPOINT is `node dist/main.js`; the argument is the role.
           args: [{{ $name | quote }}]
           ports:
             {{- if $isGateway }}

@@ -1,20 +1,22 @@
 /**
- * Entry point of the image and of `npm start`.
+ * Entry point of the image and of `npm start`: the composition root, the one file that
+ * knows both the services (services/) and the gateway (gateway/), so neither imports
+ * the other's start-up.
  *
- *   node … services/main.ts [all|gateway|identity|catalog|calendar|notifications|migrate]
+ *   node … main.ts [all|gateway|identity|catalog|calendar|notifications|migrate]
  *
  * `all` (the default) runs the gateway and the four internal services in one process
  * — with no environment set, on the embedded PostgreSQL (PGlite under DATA_DIR) and
  * the in-process bus. Kubernetes runs one role per Deployment from the same image,
  * and `migrate` (run all migrations, print one JSON line, exit) as a Helm hook Job.
  */
-import { runMigrationsOnly, runProcess } from './kit/run-process';
-import type { ServiceModule } from './kit/service-module';
-import { identityModule } from './identity/module';
-import { catalogModule } from './catalog/module';
-import { calendarModule } from './calendar/module';
-import { notificationsModule } from './notifications/module';
-import { startGateway } from '../gateway/server';
+import { runMigrationsOnly, runProcess } from './services/kit/run-process';
+import type { ServiceModule } from './services/kit/service-module';
+import { identityModule } from './services/identity/module';
+import { catalogModule } from './services/catalog/module';
+import { calendarModule } from './services/calendar/module';
+import { notificationsModule } from './services/notifications/module';
+import { startGateway } from './gateway/server';
 
 const modules: Record<string, ServiceModule> = {
   identity: identityModule,
