@@ -6,22 +6,21 @@
  * Middleware, outermost first:
  *   1. error-mapper.ts — request id, problem documents for every failure,
  *      rate-limit headers, the access log line;
- *   2. the operational endpoints;
- *   3. contract-router.ts — the contract's routes (routes/*.ts), each running in the
- *      contract frame of contract-route.ts; 404/405 for everything else.
+ *   2. contract-router.ts, the one router — the contract's routes (routes/*.ts), each
+ *      running in the contract frame of contract-route.ts, the OpenAPI document and the
+ *      operational endpoints (routes/operational.ts); 404/405 for everything else.
  */
 import Koa from 'koa';
-import Router from '@koa/router';
 import { TokenFailureThrottle } from './token-failures';
 import type { GatewayDeps } from '../services/kit/run-process';
 import { peekRateLimit } from './auth';
 import type { ContractDeps } from './contract-route';
 import { contractRouter } from './contract-router';
 import { errorMapper } from './error-mapper';
-import { checkReadiness } from './readiness';
 import type { GatewayState } from './request-context';
 import { contractRoutes } from './routes';
 import { openApiRoutes } from './routes/openapi';
+import { operationalRoutes } from './routes/operational';
 import { upstreams } from './upstream';
 
 export type { GatewayDeps };
@@ -48,22 +47,8 @@ export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Ko
 
   app.use(errorMapper({ log, docsUrl: deps.config.docsUrl, contractQuota, tokenQuota }));
 
-  const ops = new Router<GatewayState>();
-  ops.get('/healthz', (ctx) => {
-    ctx.state.operational = true;
-    ctx.body = { status: 'ok' };
-  });
-  ops.get('/readyz', async (ctx) => {
-    ctx.state.operational = true;
-    const report = await checkReadiness(deps.clients, deps.urls);
-    const ready = report.ready && !draining();
-    ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'not_ready', services: report.services };
-  });
-  app.use(ops.routes());
-
   app.use(
-    contractRouter([...contractRoutes({ upstreams: services, contract, tokenQuota, tokenFailures }), ...openApiRoutes()], {
+    contractRouter([...operationalRoutes(deps.clients, deps.urls, draining), ...contractRoutes({ upstreams: services, contract, tokenQuota, tokenFailures }), ...openApiRoutes()], {
       peek: (ctx) => peekRateLimit(ctx, contract),
     }),
   );
