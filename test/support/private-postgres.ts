@@ -18,7 +18,7 @@ import { freePort } from './system';
 const run = promisify(execFile);
 
 /** The directory holding initdb/pg_ctl: PG_BIN, else the newest /usr/lib/postgresql/<v>/bin. */
-function binDir(): string | undefined {
+export function binDir(): string | undefined {
   if (process.env.PG_BIN) return process.env.PG_BIN;
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
@@ -29,7 +29,7 @@ function binDir(): string | undefined {
 }
 
 /** The ids of the `postgres` OS user, if it exists. */
-function postgresUser(): { uid: number; gid: number } | undefined {
+export function postgresUser(): { uid: number; gid: number } | undefined {
   try {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
