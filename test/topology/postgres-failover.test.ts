@@ -24,6 +24,8 @@
  * within 30 s of the promotion.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { send, jsonRequest, type Received, type SentRequest } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
@@ -31,7 +33,7 @@ import { internalClients, type InternalClients } from '../support/internal-clien
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { privatePostgresUnavailable } from '../support/private-postgres';
 import { jsonLogs, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
-import { non503Errors, recordFigures } from './support/figures';
+import { FIGURES_DIR, non503Errors, recordFigures } from './support/figures';
 import { startPostgresPair, type PgNode, type PostgresPair } from './support/postgres-pair';
 
 jest.setTimeout(300_000);
@@ -245,6 +247,7 @@ async function underTraffic(
 ) {
   bookingListing = (await clients.catalog.createListing({ workspaceId: crew[0]!.partner.workspaceId })).listing!.listingId;
   const t = newTraffic();
+  const logsBefore = system.logs().length;
   let stop = false;
   const load = traffic(t, tag, () => stop);
   const startedAt = Date.now();
@@ -292,6 +295,13 @@ async function underTraffic(
     },
   });
 
+  // The system's warnings and errors during this fault, beside the figures, for a failure's post-mortem.
+  mkdirSync(FIGURES_DIR, { recursive: true });
+  const warnings = system
+    .logs()
+    .slice(logsBefore)
+    .filter((l) => /"level":"(warn|error|fatal)"/.test(l));
+  writeFileSync(join(FIGURES_DIR, `${name}.system.log`), `${warnings.join('\n')}\n`);
   if (!alive) {
     const errors = system.logs().filter((l) => /"level":"(error|fatal)"/.test(l));
     throw new Error(`the system process died during the fault:\n${[...errors.slice(-5), ...system.stderr().slice(-20)].join('\n')}`);
@@ -323,6 +333,7 @@ describeWithPair('PostgreSQL failover under traffic (primary + synchronous stand
         RATE_LIMIT_PER_HOUR: '1000000',
         TOKEN_RATE_LIMIT_PER_HOUR: '1000000',
         EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
+        METRICS_PORT: '0',
         WEBHOOK_RETRY_SCHEDULE: '1,1,1',
       },
       timeoutMs: 180_000,
