@@ -12,6 +12,7 @@ import { isIP } from 'node:net';
 import { isRole, type Role } from './access-policy';
 import { MAX_TOKEN_TTL_SECONDS, RATE_WINDOW_SECONDS } from './limits';
 import { checkCredsFile, natsServers, NatsCredentialsError } from './nats-credentials';
+import { parsePostgresUrl, type PostgresUrl } from './postgres-url';
 
 /** A configuration value that cannot be used; the message is one line for the operator. */
 export class ConfigError extends Error {
@@ -43,6 +44,19 @@ const url =
     }
     return raw;
   };
+
+/** A PostgreSQL URL, one host or a comma-separated host list (postgres-url.ts). */
+const postgresUrl: Parser<string> = (raw, name) => {
+  let u: PostgresUrl;
+  try {
+    u = parsePostgresUrl(raw);
+  } catch (err) {
+    const why = err instanceof TypeError && err.message !== 'Invalid URL' && err.message !== 'not a URL' ? `: ${err.message}` : '';
+    throw new ConfigError(`${name} must be a URL (postgres, postgresql; hosts may be a comma-separated list)${why}`);
+  }
+  if (u.scheme !== 'postgres' && u.scheme !== 'postgresql') throw new ConfigError(`${name} must use one of postgres, postgresql, got ${u.scheme}`);
+  return raw;
+};
 
 const text: Parser<string> = (raw) => raw;
 
@@ -275,29 +289,14 @@ export const settings = {
     'mutual TLS: refuse internal connections without a client certificate signed by INTERNAL_TLS_CA',
   ),
   dataDir: setting('DATA_DIR', './.data', text, 'embedded PostgreSQL files and local keys when DATABASE_URL is unset'),
-  databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, url(['postgres', 'postgresql']), 'real PostgreSQL server'),
-  identityDatabaseUrl: setting<string | undefined>(
-    'IDENTITY_DATABASE_URL',
-    undefined,
-    url(['postgres', 'postgresql']),
-    "the identity service's own PostgreSQL role (default DATABASE_URL)",
-  ),
-  catalogDatabaseUrl: setting<string | undefined>(
-    'CATALOG_DATABASE_URL',
-    undefined,
-    url(['postgres', 'postgresql']),
-    "the catalog service's own PostgreSQL role (default DATABASE_URL)",
-  ),
-  calendarDatabaseUrl: setting<string | undefined>(
-    'CALENDAR_DATABASE_URL',
-    undefined,
-    url(['postgres', 'postgresql']),
-    "the calendar service's own PostgreSQL role (default DATABASE_URL)",
-  ),
+  databaseUrl: setting<string | undefined>('DATABASE_URL', undefined, postgresUrl, 'real PostgreSQL server'),
+  identityDatabaseUrl: setting<string | undefined>('IDENTITY_DATABASE_URL', undefined, postgresUrl, "the identity service's own PostgreSQL role (default DATABASE_URL)"),
+  catalogDatabaseUrl: setting<string | undefined>('CATALOG_DATABASE_URL', undefined, postgresUrl, "the catalog service's own PostgreSQL role (default DATABASE_URL)"),
+  calendarDatabaseUrl: setting<string | undefined>('CALENDAR_DATABASE_URL', undefined, postgresUrl, "the calendar service's own PostgreSQL role (default DATABASE_URL)"),
   notificationsDatabaseUrl: setting<string | undefined>(
     'NOTIFICATIONS_DATABASE_URL',
     undefined,
-    url(['postgres', 'postgresql']),
+    postgresUrl,
     "the notifications service's own PostgreSQL role (default DATABASE_URL)",
   ),
   databasePoolSize: setting('DATABASE_POOL_SIZE', 10, int(1, 100), 'connections per service to a real PostgreSQL'),

@@ -29,6 +29,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from
 import { SERVICE_NAMES, type Sql, type Tx } from './database';
 import type { Logger } from './logger';
 import { takeMigrationLock } from './migrate';
+import { parsePostgresUrl } from './postgres-url';
 import type { ServiceName } from './service-name';
 
 /** A service with its own database URL. */
@@ -85,14 +86,14 @@ export function verifierMatches(verifier: string | null, password: string): bool
 /** The role, password and database a per-service URL names; throws a one-line error for an unusable one. */
 export function parseServiceRoleUrl(service: ServiceName, url: string): { role: string; password?: string; database: string } {
   const setting = `${service.toUpperCase()}_DATABASE_URL`;
-  const u = new URL(url);
-  const role = decodeURIComponent(u.username);
+  const u = parsePostgresUrl(url);
+  const role = u.username;
   if (!ROLE_NAME.test(role)) {
     throw new Error(`${setting} must name its own role as the user, matching ${ROLE_NAME} (got ${JSON.stringify(role)})`);
   }
-  const password = u.password ? decodeURIComponent(u.password) : undefined;
+  const password = u.password || undefined;
   // postgres.js connects to the database named by the path, else to the one named like the user.
-  const database = decodeURIComponent(u.pathname.slice(1)) || role;
+  const database = u.database || role;
   return { role, ...(password !== undefined ? { password } : {}), database };
 }
 

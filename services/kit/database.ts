@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import type { Logger } from './logger';
 import { startEmbeddedPostgres, EmbeddedPostgres } from './embedded-postgres';
 import { makePrivateDir } from './private-dir';
+import { parsePostgresUrl } from './postgres-url';
 import type { ServiceName } from './service-name';
 
 /** The postgres.js instance type every query module uses (tagged templates only). */
@@ -169,7 +170,7 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
     };
     const sqlFor = (service: string): Sql => instance(`psync-${service}`, urlOf(service), cfg.databasePoolSize);
     const adminUrl = cfg.databaseUrl;
-    const userOf = (url: string) => decodeURIComponent(new URL(url).username);
+    const userOf = (url: string) => parsePostgresUrl(url).username;
     // Services with a role of their own. A DATABASE_URL naming the same user as a
     // service's URL (a service Deployment given its own URL under both names) is that
     // role, not an administrator: nothing to set up for it.
@@ -178,8 +179,18 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
       const u = ownDatabaseUrl(cfg, s)!;
       if (!(adminUrl && userOf(adminUrl) === userOf(u))) own.set(s, u);
     }
-    const u = new URL(pingUrl);
-    log.info({ backend: 'postgresql', host: u.hostname, port: u.port || '5432', database: u.pathname.slice(1), service_urls: withOwnUrl }, 'database: PostgreSQL server');
+    const u = parsePostgresUrl(pingUrl);
+    log.info(
+      {
+        backend: 'postgresql',
+        host: u.hosts.map((h) => h.host).join(','),
+        port: u.hosts.map((h) => h.port || '5432').join(','),
+        database: u.database,
+        target_session_attrs: u.searchParams.get('target_session_attrs') ?? undefined,
+        service_urls: withOwnUrl,
+      },
+      'database: PostgreSQL server',
+    );
     return {
       kind: 'postgresql',
       sqlFor,

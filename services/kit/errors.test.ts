@@ -174,6 +174,7 @@ const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['SQLSTATE 57P02 crash_shutdown', () => pgServerError('57P02', 'terminating connection because of crash of another server process')],
   ['SQLSTATE 57P03 cannot_connect_now', () => pgServerError('57P03', 'the database system is starting up')],
   ['SQLSTATE 53300 too_many_connections', () => pgServerError('53300', 'sorry, too many clients already')],
+  ['SQLSTATE 25006 read_only_sql_transaction (a standby or a demoted primary)', () => pgServerError('25006', 'cannot execute INSERT in a read-only transaction')],
   ['nats.js CONNECTION_REFUSED (real)', () => real.natsRefused],
   ['nats.js TIMEOUT', () => NatsError.errorForCode(ErrorCode.Timeout)],
   ['nats.js DISCONNECT', () => NatsError.errorForCode(ErrorCode.Disconnect)],

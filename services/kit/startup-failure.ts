@@ -8,6 +8,7 @@
  */
 import { ConfigError } from './config';
 import { ownDatabaseUrl, type Database, type DatabaseSettings } from './database';
+import { postgresUrlWithoutSecrets } from './postgres-url';
 
 /** A start-up failure outside the configuration's syntax; the message is one line naming the variable. */
 export class StartupError extends Error {
@@ -50,6 +51,13 @@ export async function bindingPort<T>(variable: string, port: number, bind: () =>
 
 /** A postgres:// or nats:// URL fit for a log or an error line: no password, no query (which may carry one). */
 export function urlWithoutSecrets(url: string): string {
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    try {
+      return postgresUrlWithoutSecrets(url);
+    } catch {
+      return '[unparseable URL]';
+    }
+  }
   return url
     .split(',')
     .map((one) => {
