@@ -18,7 +18,7 @@ import { freePort } from './system';
 const run = promisify(execFile);
 
 /** The directory holding initdb/pg_ctl: PG_BIN, else the newest /usr/lib/postgresql/<v>/bin. */
-export function binDir(): string | undefined {
+function binDir(): string | undefined {
   if (process.env.PG_BIN) return process.env.PG_BIN;
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
@@ -29,7 +29,7 @@ export function binDir(): string | undefined {
 }
 
 /** The ids of the `postgres` OS user, if it exists. */
-export function postgresUser(): { uid: number; gid: number } | undefined {
+function postgresUser(): { uid: number; gid: number } | undefined {
   try {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
@@ -47,6 +47,52 @@ export function privatePostgresUnavailable(): string | undefined {
   return undefined;
 }
 
+/** `tool` of the server binaries with `args`, run as the postgres OS user when we are root. */
+export function postgresCommand(tool: string, args: string[]): [string, string[]] {
+  const path = join(binDir()!, tool);
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', path, ...args]] : [path, args];
+}
+
+/** Runs a server tool (initdb, pg_ctl, pg_basebackup …) as `postgresCommand` says. */
+export function runPostgresTool(tool: string, args: string[], timeoutMs = 120_000): Promise<{ stdout: string; stderr: string }> {
+  const [file, argv] = postgresCommand(tool, args);
+  return run(file, argv, { timeout: timeoutMs });
+}
+
+/** Gives `path` to the postgres OS user (when we are root: the server runs as that user). */
+export function giveToPostgres(path: string): string {
+  const owner = postgresUser();
+  if (process.getuid?.() === 0 && owner) chownSync(path, owner.uid, owner.gid);
+  return path;
+}
+
+/** A fresh directory under /tmp itself (a socket path must stay short: sun_path is ~107 bytes) owned by the postgres user. */
+export function privatePostgresDir(prefix: string): string {
+  return giveToPostgres(mkdtempSync(`/tmp/${prefix}`));
+}
+
+/** Stops the server of data directory `data` at once, ignoring a server already gone (synchronous: usable at exit). */
+export function killPostgres(data: string): void {
+  const [file, argv] = postgresCommand('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+  try {
+    execFileSync(file, argv, { stdio: 'ignore', timeout: 20_000 });
+  } catch {
+    // already gone
+  }
+}
+
+const atExit = new Set<() => void>();
+// Last resort: no private server outlives the Jest worker.
+process.once('exit', () => {
+  for (const kill of atExit) kill();
+});
+
+/** Registers `kill` to run when the process exits; the returned function unregisters it. */
+export function killAtExit(kill: () => void): () => void {
+  atExit.add(kill);
+  return () => atExit.delete(kill);
+}
+
 export interface PrivatePostgres {
   /** postgres:// URL of the cluster's `postgres` database, as its superuser (trust authentication). */
   readonly url: string;
@@ -59,28 +105,13 @@ export interface PrivatePostgres {
   destroy(): Promise<void>;
 }
 
-const clusters = new Set<() => void>();
-// Last resort: no private server outlives the Jest worker.
-process.once('exit', () => {
-  for (const kill of clusters) kill();
-});
-
 /** Creates a cluster in a fresh temporary directory and starts it on a free port. */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const why = privatePostgresUnavailable();
   if (why) throw new Error(`cannot start a private PostgreSQL: ${why}`);
-  const bin = binDir()!;
-  const owner = postgresUser()!;
-  const asPostgres = process.getuid?.() === 0;
-  const command = (tool: string, args: string[]): [string, string[]] => (asPostgres ? ['runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]] : [join(bin, tool), args]);
-  const pg = async (tool: string, args: string[]) => {
-    const [file, argv] = command(tool, args);
-    return run(file, argv, { timeout: 60_000 });
-  };
+  const pg = (tool: string, args: string[]) => runPostgresTool(tool, args, 60_000);
 
-  // Under /tmp itself: the socket path must stay short (sun_path is ~107 bytes).
-  const dir = mkdtempSync('/tmp/psync-pg-');
-  if (asPostgres) chownSync(dir, owner.uid, owner.gid);
+  const dir = privatePostgresDir('psync-pg-');
   const data = join(dir, 'data');
   const port = await freePort();
   await pg('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
@@ -88,15 +119,9 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
   let running = false;
   const killNow = () => {
-    if (!running) return;
-    const [file, argv] = command('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
-    try {
-      execFileSync(file, argv, { stdio: 'ignore', timeout: 20_000 });
-    } catch {
-      // already gone
-    }
+    if (running) killPostgres(data);
   };
-  clusters.add(killNow);
+  const forget = killAtExit(killNow);
 
   const cluster: PrivatePostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -112,7 +137,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     async destroy() {
       killNow();
       running = false;
-      clusters.delete(killNow);
+      forget();
       rmSync(dir, { recursive: true, force: true });
     },
   };

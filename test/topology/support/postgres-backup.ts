@@ -19,12 +19,12 @@
  * The machine's shared cluster is never touched; every cluster is stopped and its
  * directory removed by `destroy()` (and, as a last resort, when the Jest worker exits).
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
-import { binDir, postgresUser, privatePostgresUnavailable } from '../../support/private-postgres';
+import { giveToPostgres, killAtExit, killPostgres, privatePostgresDir, privatePostgresUnavailable, runPostgresTool } from '../../support/private-postgres';
 import { freePort } from '../../support/system';
 
 const run = promisify(execFile);
@@ -68,36 +68,12 @@ export interface RestoredPostgres extends Cluster {
   readonly seconds: number;
 }
 
-const clusters = new Set<() => void>();
-// Last resort: no private server outlives the Jest worker.
-process.once('exit', () => {
-  for (const kill of clusters) kill();
-});
-
-const owner = () => postgresUser()!;
-const asPostgres = () => process.getuid?.() === 0;
-
-function command(tool: string, args: string[]): [string, string[]] {
-  const path = join(binDir()!, tool);
-  return asPostgres() ? ['runuser', ['-u', 'postgres', '--', path, ...args]] : [path, args];
-}
-
-async function pg(tool: string, args: string[], timeout = 120_000): Promise<{ stdout: string; stderr: string }> {
-  const [file, argv] = command(tool, args);
-  return run(file, argv, { timeout });
-}
-
-/** A directory under /tmp (short socket paths) owned by the postgres user. */
-function ownedTempDir(prefix: string): string {
-  const dir = mkdtempSync(`/tmp/${prefix}`);
-  if (asPostgres()) chownSync(dir, owner().uid, owner().gid);
-  return dir;
-}
+const pg = (tool: string, args: string[], timeout = 120_000) => runPostgresTool(tool, args, timeout);
+const ownedTempDir = privatePostgresDir;
 
 function ownedDir(path: string): string {
   mkdirSync(path, { recursive: true });
-  if (asPostgres()) chownSync(path, owner().uid, owner().gid);
-  return path;
+  return giveToPostgres(path);
 }
 
 /** Bytes of the files under `dir`. */
@@ -116,16 +92,10 @@ async function startCluster(dir: string, data: string, settings: string): Promis
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 ${settings}`;
   let running = false;
   const killNow = () => {
-    if (!running) return;
-    const [file, argv] = command('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
-    try {
-      execFileSync(file, argv, { stdio: 'ignore', timeout: 20_000 });
-    } catch {
-      // already gone
-    }
+    if (running) killPostgres(data);
     running = false;
   };
-  clusters.add(killNow);
+  const forget = killAtExit(killNow);
   const cluster = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -139,7 +109,7 @@ async function startCluster(dir: string, data: string, settings: string): Promis
     },
     async destroy() {
       killNow();
-      clusters.delete(killNow);
+      forget();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -227,7 +197,7 @@ export async function restoreBackup(backup: BaseBackup, archiveDir: string, opts
   const dir = ownedTempDir('psync-pgr-');
   const data = join(dir, 'data');
   await run('cp', ['-a', backup.dir, data]);
-  if (asPostgres()) await run('chown', ['-R', `${owner().uid}:${owner().gid}`, data]);
+  if (process.getuid?.() === 0) await run('chown', ['-R', 'postgres:postgres', data]);
   writeFileSync(join(data, 'recovery.signal'), '');
   appendFileSync(
     join(data, 'postgresql.auto.conf'),

@@ -10,15 +10,11 @@
  * `postgres` OS user (test/support/private-postgres.ts), in one temporary directory;
  * the machine's shared cluster is never touched.
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import postgres from 'postgres';
-import { binDir, postgresUser, privatePostgresUnavailable } from '../../support/private-postgres';
+import { killAtExit, killPostgres, privatePostgresDir, privatePostgresUnavailable, runPostgresTool } from '../../support/private-postgres';
 import { freePort } from '../../support/system';
-
-const run = promisify(execFile);
 
 export interface PgNode {
   readonly name: string;
@@ -50,27 +46,12 @@ export interface PostgresPair {
   destroy(): Promise<void>;
 }
 
-const live = new Set<() => void>();
-process.once('exit', () => {
-  for (const kill of live) kill();
-});
-
 /** Starts a primary and its synchronous standby. */
 export async function startPostgresPair(): Promise<PostgresPair> {
   const why = privatePostgresUnavailable();
   if (why) throw new Error(`cannot start a private PostgreSQL: ${why}`);
-  const bin = binDir()!;
-  const owner = postgresUser()!;
-  const asPostgres = process.getuid?.() === 0;
-  const command = (tool: string, args: string[]): [string, string[]] => (asPostgres ? ['runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]] : [join(bin, tool), args]);
-  const pg = async (tool: string, args: string[]) => {
-    const [file, argv] = command(tool, args);
-    return run(file, argv, { timeout: 90_000 });
-  };
-
-  // Under /tmp itself: the socket path must stay short (sun_path is ~107 bytes).
-  const dir = mkdtempSync('/tmp/psync-pgha-');
-  if (asPostgres) chownSync(dir, owner.uid, owner.gid);
+  const pg = (tool: string, args: string[]) => runPostgresTool(tool, args, 90_000);
+  const dir = privatePostgresDir('psync-pgha-');
   const ports = [await freePort(), await freePort()] as const;
   const nodes = [
     { name: 'a', port: ports[0], url: `postgres://postgres@127.0.0.1:${ports[0]}/postgres` },
@@ -92,16 +73,11 @@ export async function startPostgresPair(): Promise<PostgresPair> {
   const killAll = () => {
     for (const n of nodes) {
       if (!running.has(n.name)) continue;
-      const [file, argv] = command('pg_ctl', ['-D', dataOf(n), '-m', 'immediate', '-w', 'stop']);
-      try {
-        execFileSync(file, argv, { stdio: 'ignore', timeout: 20_000 });
-      } catch {
-        // already gone
-      }
+      killPostgres(dataOf(n));
       running.delete(n.name);
     }
   };
-  live.add(killAll);
+  const forget = killAtExit(killAll);
 
   const query = async <T extends Record<string, unknown>>(n: PgNode, text: string): Promise<T[]> => {
     const sql = postgres(n.url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
@@ -161,7 +137,7 @@ export async function startPostgresPair(): Promise<PostgresPair> {
     query,
     async destroy() {
       killAll();
-      live.delete(killAll);
+      forget();
       rmSync(dir, { recursive: true, force: true });
     },
   };
