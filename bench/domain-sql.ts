@@ -36,7 +36,7 @@ import { identityModule } from '../services/identity/module';
 import { authorizeBatch, countRequest, insertKey, insertWorkspace, type AuthorizeInput } from '../services/identity/queries';
 import { createSql, type Sql } from '../services/kit/database';
 import { KIT_MIGRATIONS, runMigrations, type MigrationSource } from '../services/kit/migrate';
-import type { OutboxRow } from '../services/kit/outbox';
+import type { OutboxRow } from '../services/kit/outbox-relay';
 import { createBenchDatabase } from './support/bench-system';
 import { cpuMsOf } from './support/proc-cpu';
 import { benchName } from './support/results';

@@ -33,7 +33,7 @@ import { randomUUID } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import type { ReceivedEvent } from '../services/kit/bus';
 import { KIT_MIGRATIONS, runMigrations } from '../services/kit/migrate';
-import { OutboxRelay } from '../services/kit/outbox';
+import { OutboxRelay } from '../services/kit/outbox-relay';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { startTestBus, testLogger } from '../test/support/bus';
 import { startTestDatabase } from '../test/support/database';

@@ -4,7 +4,7 @@
  * 0008; put_block and expire_holds call it too) to
  *  - `calendar.events`, the ordered log WatchEvents streams (calendar and booking
  *    events; see migration 0001 for why it is read in (xid, seq) order), and
- *  - `calendar.outbox`, relayed to the bus by the kit (outbox.ts) under the same id.
+ *  - `calendar.outbox`, relayed to the bus by the kit (outbox-relay.ts) under the same id.
  * Events are stored as plain rows, a type and a body of fields (event-codec.ts, which
  * alone turns them into protobuf messages when they are published or streamed).
  *

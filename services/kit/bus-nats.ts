@@ -3,7 +3,7 @@
  *
  * - One stream `<PREFIX>` (prefix upper-cased) over `<prefix>.>`, file storage, a
  *   2-minute duplicate window: `publish` sends the event id as `msgID`, so a relay that
- *   re-publishes after a crash (outbox.ts) does not create a second copy.
+ *   re-publishes after a crash (outbox-relay.ts) does not create a second copy.
  * - One durable pull consumer per `subscribe`, explicit ack, unlimited redelivery;
  *   a throwing handler gets a `nak` with a growing delay.
  * - Stream and consumers are created idempotently: several replicas may start at the

@@ -9,7 +9,7 @@
  *   for a single process (at-least-once, ordered per subject, redelivery on a throwing
  *   handler).
  *
- * Events enter the bus only through the transactional outbox (outbox.ts), so a
+ * Events enter the bus only through the transactional outbox (outbox-writer.ts, outbox-relay.ts), so a
  * published event always corresponds to a committed change. Delivery is
  * at-least-once: handlers must be idempotent (dedupe on `id` in the kit's
  * processed_events table, as notifications/intake.ts does).

@@ -24,7 +24,8 @@ import { InProcessServices } from './in-process-transport';
 import { InternalClients } from './internal-client';
 import { KIT_MIGRATIONS, runMigrations } from './migrate';
 import { provisionServiceRoles } from './database-roles';
-import { OutboxRelay } from './outbox';
+import { OutboxHousekeeping } from './outbox-housekeeping';
+import { OutboxRelay } from './outbox-relay';
 import { Shutdown } from './shutdown';
 import { securePrivateDataDir } from './private-dir';
 import { startTelemetry } from './telemetry';
@@ -263,14 +264,16 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     health.addCheck(() => bus.ping());
     for (const m of opts.services) for (const s of m.protoServices) health.declare(s);
 
-    const contexts: { module: ServiceModule; ctx: ServiceContext }[] = [];
+    const contexts: { module: ServiceModule; housekeeping: OutboxHousekeeping; ctx: ServiceContext }[] = [];
     // URLs are known only after the server binds (INTERNAL_PORT may be 0); contexts read them lazily.
     const urls = {} as ServiceUrls;
     for (const m of opts.services) {
       const sql = database.sqlFor(m.name);
-      const outbox = new OutboxRelay({ sql, schema: m.name, bus, log: log.child({ component: `${m.name}-outbox` }), encode: m.outboxEncoder });
+      const outboxLog = log.child({ component: `${m.name}-outbox` });
+      const outbox = new OutboxRelay({ sql, schema: m.name, bus, log: outboxLog, encode: m.outboxEncoder });
       contexts.push({
         module: m,
+        housekeeping: new OutboxHousekeeping({ sql, schema: m.name, log: outboxLog }),
         ctx: {
           config,
           log: log.child({ component: m.name }),
@@ -349,8 +352,8 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     await migrateAll(database, opts.services, log);
     if (bus.drained && !takeDrainedMarker(config.dataDir)) {
       // The in-process bus lost whatever the last run left unhandled: bus-continuity.ts.
-      for (const { module, ctx } of contexts) {
-        const requeued = await ctx.outbox.requeuePublished();
+      for (const { module, housekeeping } of contexts) {
+        const requeued = await housekeeping.requeuePublished();
         if (requeued > 0)
           log.warn(
             { schema: module.name, events: requeued },
@@ -358,9 +361,11 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
           );
       }
     }
-    for (const { module, ctx } of contexts) {
+    for (const { module, housekeeping, ctx } of contexts) {
       ctx.outbox.start();
       shutdown.add(`${module.name} outbox relay`, () => ctx.outbox.stop());
+      housekeeping.start();
+      shutdown.add(`${module.name} outbox housekeeping`, () => housekeeping.stop());
       await module.start?.(ctx);
       for (const s of module.protoServices) health.setReady(s);
     }

@@ -12,7 +12,7 @@ import type { EventBus } from './bus';
 import type { Logger } from './logger';
 import type { InternalClients } from './internal-client';
 import type { MigrationSource } from './migrate';
-import type { OutboxEncoder, OutboxRelay } from './outbox';
+import type { OutboxEncoder, OutboxRelay } from './outbox-relay';
 import type { Shutdown } from './shutdown';
 
 /** Base URLs of the internal services, as this process reaches them. */
@@ -53,7 +53,7 @@ export interface ServiceModule {
   protoServices: string[];
   /** Its forward-only migrations (the kit's outbox tables are added by the runner). */
   migrations: MigrationSource;
-  /** Turns its outbox rows into bus messages when it writes plain rows (outbox.ts `OutboxEncoder`). */
+  /** Turns its outbox rows into bus messages when it writes plain rows (outbox-relay.ts `OutboxEncoder`). */
   outboxEncoder?: OutboxEncoder;
   /** Registers the RPC implementations. */
   routes(router: ConnectRouter, ctx: ServiceContext): void;

@@ -22,7 +22,7 @@ import {
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { encodeOutboxRow } from '../../services/calendar/event-codec';
-import type { OutboxRow } from '../../services/kit/outbox';
+import type { OutboxRow } from '../../services/kit/outbox-relay';
 import { startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { testLogger } from '../support/bus';
 import { startPhotoServer, type PhotoServer } from '../catalog/support/photo-server';

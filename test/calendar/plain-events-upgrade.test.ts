@@ -31,7 +31,7 @@ import { WatchHub, watchEvents } from '../../services/calendar/watch';
 import type { ReceivedEvent } from '../../services/kit/bus';
 import { createMemoryBus } from '../../services/kit/bus-memory';
 import { KIT_MIGRATIONS, runMigrations, type MigrationSource } from '../../services/kit/migrate';
-import { OutboxRelay } from '../../services/kit/outbox';
+import { OutboxRelay } from '../../services/kit/outbox-relay';
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Subscription } from '../../services/kit/bus';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
-import { appendToOutbox } from '../../services/kit/outbox';
+import { appendToOutbox } from '../../services/kit/outbox-writer';
 import { startTestBus, TestBus } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 import { ROOT, waitForLine } from '../support/process';

@@ -1,5 +1,5 @@
 /**
- * What an outbox batch costs on the wire and how it ends (services/kit/outbox.ts,
+ * What an outbox batch costs on the wire and how it ends (services/kit/outbox-relay.ts,
  * OutboxRelay's class comment): socket writes to PostgreSQL per batch, per empty claim
  * and per idle poll; a claim that finds another relay's lock retries within 50 ms; a
  * failed claim is rolled back and its connection released; a connection lost in the
@@ -11,7 +11,8 @@ import pino from 'pino';
 import type { EventBus } from '../../services/kit/bus';
 import { createSql, type Sql } from '../../services/kit/database';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
-import { appendToOutbox, OutboxRelay } from '../../services/kit/outbox';
+import { appendToOutbox } from '../../services/kit/outbox-writer';
+import { OutboxRelay } from '../../services/kit/outbox-relay';
 import { startTestBus, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 

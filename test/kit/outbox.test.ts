@@ -1,5 +1,5 @@
 /**
- * Transactional outbox (outbox.ts), on the kit migrations' tables, against the test
+ * Transactional outbox (outbox-relay.ts), on the kit migrations' tables, against the test
  * database (real PostgreSQL with DATABASE_URL, embedded PGlite otherwise) and the
  * test bus (real NATS with NATS_URL, in-process otherwise).
  */
@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
-import { appendToOutbox, OutboxRelay } from '../../services/kit/outbox';
+import { appendToOutbox } from '../../services/kit/outbox-writer';
+import { OutboxRelay } from '../../services/kit/outbox-relay';
+import { OutboxHousekeeping } from '../../services/kit/outbox-housekeeping';
 import { startTestBus, testLogger, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 
@@ -267,8 +269,8 @@ test('prune deletes only rows published more than 7 days ago', async () => {
     (${old}, 'prune.x', '\\x00', now() - interval '8 days'),
     (${recent}, 'prune.x', '\\x00', now() - interval '6 days'),
     (${pending}, 'prune.x', '\\x00', null)`;
-  const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus: t.bus, log: testLogger() });
-  expect(await r.prune()).toBe(1);
+  const h = new OutboxHousekeeping({ sql: db.sql, schema: SCHEMA, log: testLogger() });
+  expect(await h.prune()).toBe(1);
   const left = await db.sql<{ id: string }[]>`select id from ${table} where subject = 'prune.x' order by seq`;
   expect(left.map((x) => x.id)).toEqual([recent, pending]);
   await db.sql`delete from ${table} where subject = 'prune.x'`;
@@ -281,8 +283,8 @@ test('pruneProcessed deletes only dedupe marks older than 30 days', async () => 
   await db.sql`insert into ${table} (consumer, event_id, processed_at) values
     ('prune-c', ${old}, now() - interval '31 days'),
     ('prune-c', ${recent}, now() - interval '29 days')`;
-  const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus: t.bus, log: testLogger() });
-  expect(await r.pruneProcessed()).toBe(1);
+  const h = new OutboxHousekeeping({ sql: db.sql, schema: SCHEMA, log: testLogger() });
+  expect(await h.pruneProcessed()).toBe(1);
   const left = await db.sql<{ event_id: string }[]>`select event_id from ${table} where consumer = 'prune-c'`;
   expect(left.map((x) => x.event_id)).toEqual([recent]);
   await db.sql`delete from ${table} where consumer = 'prune-c'`;
@@ -296,7 +298,7 @@ test('requeuePublished marks every published row unpublished again, and the rela
     (${a}, 'requeue.x', '\\x01', now() - interval '2 days'),
     (${b}, 'requeue.x', '\\x02', now())`;
   const r = new OutboxRelay({ sql: db.sql, schema: SCHEMA, bus: t.bus, log: testLogger() });
-  expect(await r.requeuePublished()).toBeGreaterThanOrEqual(2);
+  expect(await new OutboxHousekeeping({ sql: db.sql, schema: SCHEMA, log: testLogger() }).requeuePublished()).toBeGreaterThanOrEqual(2);
   const rows = await db.sql<{ id: string; published_at: Date | null }[]>`select id, published_at from ${table} where subject = 'requeue.x' order by seq`;
   expect(rows.map((x) => x.published_at)).toEqual([null, null]);
   // Published again by the next batch (the bus, or JetStream within its window, drops copies by id).

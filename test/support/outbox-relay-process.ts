@@ -11,7 +11,7 @@ import pino from 'pino';
 import type { EventBus } from '../../services/kit/bus';
 import { connectNatsBus } from '../../services/kit/bus-nats';
 import { createSql } from '../../services/kit/database';
-import { OutboxRelay } from '../../services/kit/outbox';
+import { OutboxRelay } from '../../services/kit/outbox-relay';
 
 function env(name: string): string {
   const v = process.env[name];

@@ -23,7 +23,7 @@ import { HealthState } from '../../services/kit/health';
 import { InternalClients } from '../../services/kit/internal-client';
 import { startInternalServer, type InternalServer } from '../../services/kit/internal-server';
 import { createLogger } from '../../services/kit/logger';
-import { appendToOutbox, type OutboxEvent } from '../../services/kit/outbox';
+import { appendToOutbox, type OutboxEvent } from '../../services/kit/outbox-writer';
 import { inSpan, startTelemetry, type Telemetry } from '../../services/kit/telemetry';
 
 const log = createLogger({ level: 'silent', name: 'kit-trace-test' });

@@ -1,78 +1,25 @@
 /**
- * The transactional outbox: how events leave a service.
+ * The transactional outbox, relaying side: how events leave a service.
  *
- * A service writes its state change and the event row in ONE transaction
- * (`appendToOutbox(tx, …)`), so an event exists exactly when its change committed.
- * `OutboxRelay` then copies unpublished rows to the bus in `seq` order, with the event
- * id as JetStream `msgID`: a relay killed after publishing but before marking rows
- * published re-publishes them on restart and JetStream drops the copies inside its
- * duplicate window (consumers dedupe beyond it, on processed_events). Nothing is lost or skipped:
- * a failed publish leaves the row unpublished and the relay retries it.
- *
- * Table (created by the kit migrations in every service schema):
- *   outbox(seq bigserial pk, id uuid unique, subject, data bytea, body jsonb,
- *          headers jsonb, created_at, published_at)
- * A row holds its message encoded (`data`) or as plain fields (`body`, which the
- * service's `encode` hook turns into the message when the row is published). Every row
- * is written by the SQL function `<schema>.append_outbox` (kit migration 0004).
+ * Rows written with the state change (outbox-writer.ts) are copied to the bus by
+ * `OutboxRelay` in `seq` order, with the event id as JetStream `msgID`: a relay killed
+ * after publishing but before marking rows published re-publishes them on restart and
+ * JetStream drops the copies inside its duplicate window (consumers dedupe beyond it, on
+ * processed_events). Nothing is lost or skipped: a failed publish leaves the row
+ * unpublished and the relay retries it. Old rows are deleted by outbox-housekeeping.ts.
  */
-import { randomUUID } from 'node:crypto';
 import type { EventBus } from './bus';
-import { connectionLost, connectionsClosed, type Sql, type Tx } from './database';
+import { connectionLost, connectionsClosed, type Sql } from './database';
 import type { Logger } from './logger';
 import { registerOutboxLag } from './metrics';
-import { BatchPruner } from './periodic';
-import { currentTraceHeaders } from './telemetry';
+import { assertSchemaName } from './outbox-writer';
 import { Worker } from './worker';
 
-const SCHEMA_PATTERN = /^[a-z][a-z0-9_]*$/;
-/** Published rows are kept this long (for investigations), then deleted. */
-const RETENTION_DAYS = 7;
-/**
- * Consumers' dedupe marks (processed_events) are kept this long. It must
- * exceed RETENTION_DAYS: after an unclean run of the in-process bus every retained
- * outbox row is published again (bus-continuity.ts) and its mark must still be there.
- * On NATS a redelivery comes within minutes (ack wait); a consumer stuck for a month
- * would handle an event twice.
- */
-export const PROCESSED_RETENTION_DAYS = 30;
-const HOUSEKEEPING_EVERY_MS = 10 * 60 * 1000;
-const HOUSEKEEPING_DELETE_LIMIT = 10_000;
 const MAX_BACKOFF_MS = 10_000;
 /** Idle poll: how often a relay nobody nudges looks for rows. */
 const DEFAULT_POLL_MS = 1000;
 /** How soon a relay that found the schema's lock held by another relay tries again. */
 const LOCK_RETRY_MS = 50;
-
-/** Throws unless `schema` is a plain lower-case identifier. */
-export function assertSchemaName(schema: string): void {
-  if (!SCHEMA_PATTERN.test(schema)) throw new Error(`invalid schema name "${schema}" (want ${SCHEMA_PATTERN})`);
-}
-
-/** An event to append; `id` defaults to a new random uuid. */
-export interface OutboxEvent {
-  id?: string;
-  subject: string;
-  data: Uint8Array;
-  headers?: Record<string, string>;
-}
-
-/**
- * Appends one event to `<schema>.outbox` inside the caller's transaction, so the state
- * change and its event commit (or roll back) together. Returns the event id.
- * Through `<schema>.append_outbox`, the one writer of outbox rows, which SQL functions
- * that write events inside a statement call as well.
- */
-export async function appendToOutbox(tx: Tx | Sql, schema: string, event: OutboxEvent): Promise<string> {
-  assertSchemaName(schema);
-  const q = tx as Sql;
-  const id = event.id ?? randomUUID();
-  const data = Buffer.from(event.data.buffer, event.data.byteOffset, event.data.byteLength);
-  // The active trace context (`traceparent`) travels with the event, so its consumers continue the trace.
-  const headers = { ...currentTraceHeaders(), ...(event.headers ?? {}) };
-  await q`select ${q(schema)}.append_outbox(${id}::uuid, ${event.subject}, ${data}::bytea, null, ${q.json(headers)})`;
-  return id;
-}
 
 /** An outbox row as the relay reads it: `data` (encoded) or `body` (plain fields) is set. */
 export interface OutboxRow {
@@ -168,7 +115,6 @@ export class OutboxRelay {
   private readonly batchSize: number;
   private readonly encode: OutboxEncoder;
   private readonly worker: Worker;
-  private readonly pruners: BatchPruner[];
   private unregisterLag: (() => void) | null = null;
   /** The nudge of a relay waiting for another relay's lock (LOCK_RETRY_MS). */
   private lockRetry: NodeJS.Timeout | null = null;
@@ -193,29 +139,6 @@ export class OutboxRelay {
       idleCheck: () => this.anyUnpublished(),
       onError: (err, retryInMs) => this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
     });
-    // Housekeeping, a minute after start (not during start-up) and then every 10 minutes,
-    // batch after batch until a batch comes back short; a failure only costs a log line.
-    const onError = (err: unknown) => this.log.warn({ err, schema: this.schema }, 'outbox: housekeeping failed');
-    this.pruners = [
-      new BatchPruner({
-        pruneOnce: () => this.prune(),
-        batch: HOUSEKEEPING_DELETE_LIMIT,
-        everyMs: HOUSEKEEPING_EVERY_MS,
-        firstDelayMs: 60_000,
-        name: `${this.schema}-outbox-prune`,
-        onPruned: (deleted) => this.log.info({ schema: this.schema, deleted }, 'outbox: old published rows deleted'),
-        onError,
-      }),
-      new BatchPruner({
-        pruneOnce: () => this.pruneProcessed(),
-        batch: HOUSEKEEPING_DELETE_LIMIT,
-        everyMs: HOUSEKEEPING_EVERY_MS,
-        firstDelayMs: 60_000,
-        name: `${this.schema}-inbox-prune`,
-        onPruned: (deleted) => this.log.info({ schema: this.schema, deleted }, 'inbox: old dedupe marks deleted'),
-        onError,
-      }),
-    ];
   }
 
   /** Starts relaying in the background; calling it again is harmless. */
@@ -224,7 +147,6 @@ export class OutboxRelay {
     // psync_outbox_lag_seconds / psync_outbox_pending{schema}, read at scrape time.
     this.unregisterLag = registerOutboxLag(this.schema, () => this.lag());
     this.worker.start();
-    for (const p of this.pruners) p.start();
   }
 
   /** Wakes the relay now (call after committing a transaction that appended events). */
@@ -238,7 +160,7 @@ export class OutboxRelay {
     this.unregisterLag = null;
     if (this.lockRetry) clearTimeout(this.lockRetry);
     this.lockRetry = null;
-    await Promise.all([this.worker.stop(), ...this.pruners.map((p) => p.stop())]);
+    await this.worker.stop();
   }
 
   /** One round of the background loop (see the class comment for when it claims). */
@@ -416,47 +338,6 @@ export class OutboxRelay {
 
   private get table(): string {
     return `${this.schema}.outbox`;
-  }
-
-  /**
-   * Marks every retained published row unpublished again, so the relay publishes it
-   * once more; returns how many. For the in-process bus after a run that ended with
-   * events still unhandled (its log was in memory): consumers dedupe on the event id
-   * (processed_events), so what they had handled is skipped. Never used with NATS, whose
-   * stream keeps what it acknowledged.
-   */
-  async requeuePublished(): Promise<number> {
-    const result = await this.sql`update ${this.sql(this.table)} set published_at = null where published_at is not null`;
-    return result.count;
-  }
-
-  /** Deletes up to 10,000 rows published more than RETENTION_DAYS ago; returns how many. */
-  async prune(): Promise<number> {
-    const deleted = await this.sql`
-      delete from ${this.sql(this.table)}
-      where seq in (
-        select seq from ${this.sql(this.table)}
-        where published_at < now() - make_interval(days => ${RETENTION_DAYS})
-        order by seq
-        limit ${HOUSEKEEPING_DELETE_LIMIT}
-      )
-    `;
-    return deleted.count;
-  }
-
-  /** Deletes up to 10,000 dedupe marks older than PROCESSED_RETENTION_DAYS from this schema's processed_events; returns how many. */
-  async pruneProcessed(): Promise<number> {
-    const table = this.sql(`${this.schema}.processed_events`);
-    const deleted = await this.sql`
-      delete from ${table}
-      where (consumer, event_id) in (
-        select consumer, event_id from ${table}
-        where processed_at < now() - make_interval(days => ${PROCESSED_RETENTION_DAYS})
-        order by processed_at
-        limit ${HOUSEKEEPING_DELETE_LIMIT}
-      )
-    `;
-    return deleted.count;
   }
 }
 
