@@ -45,6 +45,8 @@ export interface StartOptions {
   args?: string[];
   /** How long to wait for the `listening` line (default 60 s). */
   timeoutMs?: number;
+  /** The checkout to start services/main.ts from (default: this repository; another release's for the rolling-upgrade check). */
+  root?: string;
 }
 
 export interface RunningSystem {
@@ -300,7 +302,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   }
 
   const child = spawn(process.execPath, ['--import', 'tsx', 'services/main.ts', role, ...(opts.args ?? [])], {
-    cwd: ROOT,
+    cwd: opts.root ?? ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
