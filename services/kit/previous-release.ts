@@ -8,10 +8,11 @@
  * A checked-in id rather than one derived from history: a merge commit, a rebase or a
  * fast-forward each leave a different shape behind, and `HEAD~1` is the previous
  * release only when a change lands as one commit; the file says it plainly, like
- * `proto/landed.binpb` does for `buf breaking`, and is refreshed when a change lands.
+ * `proto/landed.binpb` does for `buf breaking`, and is refreshed when a change lands:
+ * `npm run previous-release:record` (this file run directly) on main names `HEAD`.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The repository root. */
@@ -48,3 +49,15 @@ export function requireCommit(commit: string, root = REPOSITORY_ROOT): void {
 export function filesAt(commit: string, dir: string, root = REPOSITORY_ROOT): Set<string> {
   return new Set(git(['ls-tree', '-r', '--name-only', commit, '--', dir], root).split('\n').filter(Boolean));
 }
+
+/** Names `HEAD` as the previous release in `file`, keeping its comment lines; returns the id. */
+export function recordPreviousRelease(file = PREVIOUS_RELEASE_FILE, root = REPOSITORY_ROOT): string {
+  const head = git(['rev-parse', 'HEAD'], root).trim();
+  const comments = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('#'));
+  writeFileSync(file, [...comments, head, ''].join('\n'));
+  return head;
+}
+
+if (require.main === module) process.stdout.write(`deploy/previous-release: ${recordPreviousRelease()}\n`);
