@@ -26,7 +26,8 @@
  * free loopback ports, removed in afterAll.
  */
 import { randomBytes } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createSql } from '../../services/kit/database';
 import { currentMigrations } from '../../services/kit/migration-manifest';
 import { validProperty } from '../gateway/fixtures';
@@ -39,7 +40,7 @@ import { privatePostgresUnavailable, startPrivatePostgres, type PrivatePostgres 
 import { randomKey, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { ROOT } from '../support/process';
 import { createCertificates, type Certificates } from '../support/tls';
-import { recordFigures, non503Errors } from './support/figures';
+import { FIGURES_DIR, recordFigures, non503Errors } from './support/figures';
 import { checkOutPreviousRelease, type PreviousReleaseCheckout } from './support/previous-release';
 
 jest.setTimeout(600_000);
@@ -65,6 +66,8 @@ let env: Record<string, string>;
 
 /** Every public answer, by status ('0': no answer, the exchange failed). */
 const statuses: Record<string, number> = {};
+/** Public answers by what served them (`old`, `new`, `old gateway + new services`, …). */
+const answeredBy: Record<string, number> = {};
 /** Event ids the partner acknowledged (answered 2xx), with how often and when first. */
 const acknowledged = new Map<string, { count: number; at: number }>();
 /** Receiver paths answering deliveries 503 for now. */
@@ -75,6 +78,27 @@ const committed = new Map<string, 'old' | 'new'>();
 const keptBlocks = new Map<string, Set<string>>();
 /** Every partner enrolled, through either release. */
 const everyone: Enrolled[] = [];
+/** Every process started, with what it runs (their output is kept in LOG_DIR afterwards). */
+const started: { release: string; system: RunningSystem; stopping: boolean }[] = [];
+const LOG_DIR = join(FIGURES_DIR, 'rolling-upgrade');
+
+/** Starts a process of the check and remembers it; its exit before `stopProcess` is reported. */
+async function startProcess(release: string, opts: Parameters<typeof startSystem>[0]): Promise<RunningSystem> {
+  const system = await startSystem({ ...opts, timeoutMs: 120_000 });
+  const entry = { release, system, stopping: false };
+  started.push(entry);
+  system.child.once('exit', (code, signal) => {
+    if (!entry.stopping)
+      process.stderr.write(`rolling-upgrade: ${release} (pid ${system.child.pid}) exited unasked: ${code ?? signal}\n${system.stderr().slice(-20).join('\n')}\n`);
+  });
+  return system;
+}
+
+async function stopProcess(system: RunningSystem): Promise<number | null> {
+  const entry = started.find((e) => e.system === system);
+  if (entry) entry.stopping = true;
+  return system.stop();
+}
 
 /** The partner's receiver: echoes challenges, refuses while its path is in `refusing`, records acknowledgements. */
 const partnerReceiver: Handler = (req) => {
@@ -88,17 +112,23 @@ const partnerReceiver: Handler = (req) => {
   return { status: 200, body: '{"ok":true}', headers: { 'content-type': 'application/json' } };
 };
 
-/** One release's process and its clients. */
-interface Side {
-  release: 'old' | 'new';
+/** A process with a public gateway, of one release. */
+interface Gateway {
+  /** What it runs, e.g. `old` or `new gateway + old services`. */
+  release: string;
   system: RunningSystem;
+}
+
+/** One release's all-in-one process and its clients. */
+interface Side extends Gateway {
+  release: 'old' | 'new';
   clients: SystemClients;
   partners: Partners;
 }
 
 async function start(release: 'old' | 'new'): Promise<Side> {
   const root = release === 'old' ? checkout!.dir : ROOT;
-  const system = await startSystem({ env, root, timeoutMs: 120_000 });
+  const system = await startProcess(release, { env, root });
   // The process runs the code of its release: its working directory is that release's checkout.
   expect(realpathSync(`/proc/${system.child.pid}/cwd`)).toBe(realpathSync(root));
   return { release, system, clients: new SystemClients(system.internalUrl), partners: new Partners(system) };
@@ -107,13 +137,29 @@ async function start(release: 'old' | 'new'): Promise<Side> {
 async function leave(side: Side): Promise<number | null> {
   side.clients.close();
   side.partners.close();
-  return side.system.stop();
+  return stopProcess(side.system);
+}
+
+/**
+ * A gateway of release `gatewayOf` in front of the services of `services` (as when the
+ * gateway Deployment and the service Deployments roll at different moments).
+ */
+async function crossGateway(gatewayOf: 'old' | 'new', services: Side): Promise<Gateway> {
+  const url = services.system.internalUrl;
+  const release = `${gatewayOf} gateway + ${services.release} services`;
+  const system = await startProcess(release, {
+    role: 'gateway',
+    root: gatewayOf === 'old' ? checkout!.dir : ROOT,
+    env: { ...env, INTERNAL_PORT: '0', IDENTITY_URL: url, CATALOG_URL: url, CALENDAR_URL: url, NOTIFICATIONS_URL: url },
+  });
+  return { release, system };
 }
 
 /** Sends `req` to `side`'s gateway and counts the answer. */
-async function call(side: Side, req: SentRequest): Promise<Answer> {
+async function call(side: Gateway, req: SentRequest): Promise<Answer> {
   const r = await send(side.system.gatewayUrl, req).catch((err: Error) => ({ status: 0, headers: {}, text: `no response: ${err.message}`, json: undefined }));
   statuses[String(r.status)] = (statuses[String(r.status)] ?? 0) + 1;
+  answeredBy[side.release] = (answeredBy[side.release] ?? 0) + 1;
   return r;
 }
 
@@ -169,8 +215,8 @@ function acknowledgedEvent(ref: string): string | undefined {
 }
 
 /** Partner traffic through `side`'s gateway until `running()` turns false: blocks kept and deleted, listings, property upserts, token exchanges. */
-async function partnerTraffic(side: Side, e: Enrolled, running: () => boolean): Promise<void> {
-  const tag = `${side.release}-${randomBytes(3).toString('hex')}`;
+async function partnerTraffic(side: Gateway, e: Enrolled, running: () => boolean): Promise<void> {
+  const tag = `${side.release.replace(/\W+/g, '-')}-${randomBytes(3).toString('hex')}`;
   for (let i = 0; running(); i++) {
     const uid = `${tag}-${i}`;
     const put = await call(side, jsonRequest('PUT', `/v1/blocks/${uid}`, { listing_id: e.listingId, check_in: '2027-03-01', check_out: '2027-03-04' }, e.partner.auth));
@@ -202,16 +248,19 @@ interface HandOver {
 }
 
 /**
- * Both sides serve partner traffic and commit bookings; then `leaving` commits the
+ * Both sides serve partner traffic and commit bookings, and so do a gateway of each
+ * release in front of the other release's services; then `leaving` commits the
  * hand-over partner's bookings (refused by the receiver while it lives), stops taking
  * traffic, gets SIGTERM and exits; `staying` must deliver them. Traffic goes on through
  * `staying` meanwhile.
  */
 async function handOver(leaving: Side, staying: Side, enrolled: { leaving: Enrolled; staying: Enrolled; handover: Enrolled }): Promise<HandOver> {
+  const crossed = await Promise.all([crossGateway(staying.release, leaving), crossGateway(leaving.release, staying)]);
   let leavingRuns = true;
   let stayingRuns = true;
   const traffic = [
     partnerTraffic(leaving, enrolled.leaving, () => leavingRuns),
+    ...crossed.map((g) => partnerTraffic(g, enrolled.staying, () => leavingRuns)),
     partnerTraffic(staying, enrolled.staying, () => stayingRuns),
     partnerTraffic(staying, enrolled.leaving, () => stayingRuns),
   ];
@@ -234,7 +283,8 @@ async function handOver(leaving: Side, staying: Side, enrolled: { leaving: Enrol
   // Its events are on their way (an attempt was refused) before the leaving process goes.
   await receiver!.waitFor(() => handed.some((ref) => deliveriesOf(ref).length > 0), 30_000, 'a first attempt at a hand-over delivery');
   leavingRuns = false;
-  await Promise.all([traffic[0], onLeaving]);
+  await Promise.all([...traffic.slice(0, 1 + crossed.length), onLeaving]);
+  for (const g of crossed) expect(await stopProcess(g.system)).toBe(0);
   const stopped = Date.now();
   expect(await leave(leaving)).toBe(0);
   const exited = Date.now();
@@ -274,6 +324,8 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
       SECRETS_ENCRYPTION_KEY: randomKey(),
       RATE_LIMIT_PER_HOUR: '1000000',
       TOKEN_RATE_LIMIT_PER_HOUR: '1000000',
+      // Several processes on one machine: each its own metrics port.
+      METRICS_PORT: '0',
     };
   }, 600_000);
 
@@ -282,7 +334,11 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
       s?.clients.close();
       s?.partners.close();
     }
+    for (const e of started) e.stopping = true;
     await stopAllSystems();
+    // Each process's output, for a failure's post-mortem (CI keeps .tmp/).
+    mkdirSync(LOG_DIR, { recursive: true });
+    started.forEach((e, i) => writeFileSync(join(LOG_DIR, `${i + 1}-${e.release.replace(/\W+/g, '-')}.log`), [...e.system.logs(), '--- stderr', ...e.system.stderr()].join('\n')));
     await receiver?.close();
     certs?.remove();
     await nats?.stop();
@@ -361,7 +417,7 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
     const byRelease = (r: 'old' | 'new') => [...committed.values()].filter((v) => v === r).length;
     recordFigures({
       fault: 'rolling-upgrade',
-      load: `previous release ${checkout!.commit.slice(0, 7)} beside this one on one PostgreSQL and one NATS: contract smoke through the old gateway on the new schema, then two hand-overs (old→new, new→old), each after ${SIDE_BY_SIDE_MS / 1000} s of partner traffic through both gateways (3 loops of block put/list/delete, property upsert, token) and a booking every 0.2 s through both calendars`,
+      load: `previous release ${checkout!.commit.slice(0, 7)} beside this one on one PostgreSQL and one NATS: contract smoke through the old gateway on the new schema, then two hand-overs (old→new, new→old), each after ${SIDE_BY_SIDE_MS / 1000} s of partner traffic through both releases' gateways and a gateway of each release in front of the other's services (5 loops of block put/list/delete, property upsert, token) and a booking every 0.2 s through both calendars`,
       lost: undelivered.length + lostBlocks,
       duplicated: duplicated.length,
       doubleSold: 0,
@@ -369,6 +425,7 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
       recoverySeconds: 0,
       extra: {
         answered,
+        ...Object.fromEntries(Object.entries(answeredBy).map(([k, v]) => [`answered_by_${k.replace(/\W+/g, '_')}`, v])),
         bookings_committed_by_old: byRelease('old'),
         bookings_committed_by_new: byRelease('new'),
         blocks_kept: [...keptBlocks.values()].reduce((n, s) => n + s.size, 0),
@@ -385,5 +442,7 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
     expect(lostBlocks).toBe(0);
     expect(non503Errors(statuses)).toBe(0);
     expect(answered).toBeGreaterThan(100);
+    // Every pairing served: each release alone, and each release's gateway in front of the other's services.
+    expect(Object.keys(answeredBy).sort()).toEqual(['new', 'new gateway + old services', 'old', 'old gateway + new services']);
   });
 });
