@@ -258,6 +258,8 @@ async function handOver(leaving: Side, staying: Side, enrolled: { leaving: Enrol
   const crossed = await Promise.all([crossGateway(staying.release, leaving), crossGateway(leaving.release, staying)]);
   let leavingRuns = true;
   let stayingRuns = true;
+  /** Bookings refused or failed (none expected), with the release asked. */
+  const bookingFailures: string[] = [];
   const traffic = [
     partnerTraffic(leaving, enrolled.leaving, () => leavingRuns),
     ...crossed.map((g) => partnerTraffic(g, enrolled.staying, () => leavingRuns)),
@@ -271,33 +273,46 @@ async function handOver(leaving: Side, staying: Side, enrolled: { leaving: Enrol
       const side = i % 2 === 0 || !leavingRuns ? staying : leaving;
       const booked = book(side, i % 2 === 0 ? enrolled.staying : enrolled.leaving);
       if (side === leaving) onLeaving = booked.catch(() => undefined);
-      await booked;
+      try {
+        await booked;
+      } catch (err) {
+        bookingFailures.push(`${side.release} (pid ${side.system.child.pid}, exit ${side.system.child.exitCode ?? side.system.child.signalCode}): ${String(err)}`);
+        return;
+      }
       await sleep(200);
     }
   })();
-  await sleep(SIDE_BY_SIDE_MS);
+  try {
+    await sleep(SIDE_BY_SIDE_MS);
 
-  refusing.add(enrolled.handover.path);
-  const handed: string[] = [];
-  for (let i = 0; i < HANDOVER_BOOKINGS; i++) handed.push(await book(leaving, enrolled.handover));
-  // Its events are on their way (an attempt was refused) before the leaving process goes.
-  await receiver!.waitFor(() => handed.some((ref) => deliveriesOf(ref).length > 0), 30_000, 'a first attempt at a hand-over delivery');
-  leavingRuns = false;
-  await Promise.all([...traffic.slice(0, 1 + crossed.length), onLeaving]);
-  for (const g of crossed) expect(await stopProcess(g.system)).toBe(0);
-  const stopped = Date.now();
-  expect(await leave(leaving)).toBe(0);
-  const exited = Date.now();
-  refusing.delete(enrolled.handover.path);
-  await receiver!.waitFor(() => handed.every((ref) => acknowledgedEvent(ref) !== undefined), 60_000, 'the hand-over deliveries');
-  const seconds = (Date.now() - stopped) / 1000;
-  await sleep(2000);
-  stayingRuns = false;
-  await Promise.all([...traffic, bookings]);
+    refusing.add(enrolled.handover.path);
+    const handed: string[] = [];
+    for (let i = 0; i < HANDOVER_BOOKINGS; i++) handed.push(await book(leaving, enrolled.handover));
+    // Its events are on their way (an attempt was refused) before the leaving process goes.
+    await receiver!.waitFor(() => handed.some((ref) => deliveriesOf(ref).length > 0), 30_000, 'a first attempt at a hand-over delivery');
+    leavingRuns = false;
+    await Promise.all([...traffic.slice(0, 1 + crossed.length), onLeaving]);
+    for (const g of crossed) expect(await stopProcess(g.system)).toBe(0);
+    const stopped = Date.now();
+    expect(await leave(leaving)).toBe(0);
+    const exited = Date.now();
+    refusing.delete(enrolled.handover.path);
+    await receiver!.waitFor(() => handed.every((ref) => acknowledgedEvent(ref) !== undefined), 60_000, 'the hand-over deliveries');
+    const seconds = (Date.now() - stopped) / 1000;
+    await sleep(2000);
+    stayingRuns = false;
+    await Promise.all([...traffic, bookings]);
 
-  const deliveredByStaying = handed.filter((ref) => acknowledged.get(acknowledgedEvent(ref)!)!.at >= exited).length;
-  expect(deliveredByStaying).toBe(HANDOVER_BOOKINGS);
-  return { seconds, deliveredByStaying };
+    const deliveredByStaying = handed.filter((ref) => acknowledged.get(acknowledgedEvent(ref)!)!.at >= exited).length;
+    expect(deliveredByStaying).toBe(HANDOVER_BOOKINGS);
+    return { seconds, deliveredByStaying };
+  } finally {
+    // Also when something failed: no loop outlives the hand-over.
+    leavingRuns = false;
+    stayingRuns = false;
+    await Promise.allSettled([...traffic, bookings]);
+    expect(bookingFailures).toEqual([]);
+  }
 }
 
 describeWithServers('rolling upgrade: the previous release beside this one on one schema', () => {
