@@ -23,7 +23,7 @@
  */
 import { spawn, ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +45,8 @@ export interface StartOptions {
   args?: string[];
   /** How long to wait for the `listening` line (default 60 s). */
   timeoutMs?: number;
+  /** The checkout to start main.ts (or an older release's services/main.ts) from (default: this repository; another release's for the rolling-upgrade check). */
+  root?: string;
 }
 
 export interface RunningSystem {
@@ -225,6 +227,15 @@ export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemI
  * `listening` line. On failure (exit, time-out) everything is cleaned up and the
  * error carries the output.
  */
+/**
+ * The entry point of the checkout at `root`: main.ts, or services/main.ts in a release
+ * from before the composition root moved to the top (the rolling-upgrade check starts
+ * the previous release from its own checkout).
+ */
+function entryOf(root: string): string {
+  return existsSync(join(root, 'main.ts')) ? 'main.ts' : join('services', 'main.ts');
+}
+
 export async function startSystem(opts: StartOptions = {}): Promise<RunningSystem> {
   const given = opts.env ?? {};
   const portsChosenHere = given.PORT === undefined && given.INTERNAL_PORT === undefined;
@@ -299,8 +310,9 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
     throw err;
   }
 
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', role, ...(opts.args ?? [])], {
-    cwd: ROOT,
+  const root = opts.root ?? ROOT;
+  const child = spawn(process.execPath, ['--import', 'tsx', entryOf(root), role, ...(opts.args ?? [])], {
+    cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

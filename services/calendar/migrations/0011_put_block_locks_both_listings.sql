@@ -12,6 +12,8 @@
 --
 -- Apart from the locks, the function is put_block of 0008.
 
+set local lock_timeout = '5s';
+
 create or replace function put_block(
   p_workspace_id text, p_external_uid text, p_listing_id text, p_check_in date,
   p_check_out date, p_reason text, p_at timestamptz, p_headers jsonb
