@@ -5,7 +5,8 @@
  *   authentication (401) → rate limit (429) → authorisation (403)
  *   → validation of path, query and body, all violations at once (400), including
  *     text that cannot be stored in any decoded string (storable-text.ts)
- *   → 501 not_enabled for a production workspace, and for the route's own 501 cases
+ *   → 501 not_enabled for a production workspace (a service's own 501, such as a block
+ *     addressed by provider_id, comes back as UNIMPLEMENTED after its validation)
  *   → the internal call and the presenter; a validation failure behind the gateway
  *     is answered in the contract's field names (internal-fields.ts).
  *
@@ -47,8 +48,6 @@ export interface ContractSpec<P, Q, B> {
    * none of their own in `found`.
    */
   rules?(body: Record<string, unknown>, found: readonly Violation[]): Violation[];
-  /** The route's own 501 cases after validation, in every environment (blocks by provider_id). */
-  notEnabled?(input: ContractInput<P, Q, B>): boolean;
   /**
    * Which fields of the internal request stand for which public ones: a validation
    * failure behind the gateway is answered in the contract's names, or as an internal
@@ -125,7 +124,7 @@ export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, 
 
       const input: ContractInput<P, Q, B> = { params: decoded.values as P, query: query as Q, body: body as B };
       // Only a sandbox workspace reaches a service; production answers 501 after full validation.
-      if (caller.environment !== Environment.SANDBOX || spec.notEnabled?.(input)) throw new ProblemError('not_enabled');
+      if (caller.environment !== Environment.SANDBOX) throw new ProblemError('not_enabled');
       try {
         await spec.call(ctx, input, caller);
       } catch (err) {

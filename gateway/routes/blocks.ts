@@ -3,7 +3,8 @@
  * "GET /blocks"):
  *
  * - PUT → CalendarService.PutBlock, 200 `{result, nights, listing_id}`; a block
- *   addressed by `provider_id` answers 501 in every environment, after validation;
+ *   addressed by `provider_id` answers 501 in every environment, after validation (the
+ *   calendar's decision, its UNIMPLEMENTED mapped to `not_enabled`);
  * - DELETE → CalendarService.DeleteBlock, 204 whether or not the block existed;
  * - GET → CalendarService.ListBlocks, 200 `{items, has_more}`.
  */
@@ -51,8 +52,9 @@ export function blockRoutes(deps: RouteDeps): Route[] {
         query: schemas.noParameters,
         body: { schema: schemas.block, empty: 'required' },
         rules: blockRangeViolations,
-        // Addressing by provider_id is published but not enabled (spec "What the service does").
-        notEnabled: ({ body }) => body.provider_id !== undefined,
+        // Addressing by provider_id is published but not enabled (spec "What the service
+        // does"): the calendar decides it, after validating (services/calendar/blocks.ts),
+        // and its UNIMPLEMENTED is the 501 not_enabled (connect-errors.ts).
         internalFields: { ...sameNames('external_uid', 'listing_id', 'provider_id', 'check_in', 'check_out', 'reason'), target: 'listing_id' },
         async call(ctx, { params, body }, caller) {
           const res = await calendar.putBlock(putBlockRequest(caller.workspaceId, params.external_uid, body));
