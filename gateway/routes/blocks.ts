@@ -16,14 +16,7 @@ import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest }
 import { sendJson, sendNoContent } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
-import { MAX_NIGHTS } from '../../services/kit/limits';
-
-const DAY_MS = 86_400_000;
-
-/** Nights between two `YYYY-MM-DD` dates (already valid calendar dates). */
-export function nightsBetween(checkIn: string, checkOut: string): number {
-  return Math.round((Date.parse(`${checkOut}T00:00:00Z`) - Date.parse(`${checkIn}T00:00:00Z`)) / DAY_MS);
-}
+import { checkRange } from '../../services/kit/night-range';
 
 /**
  * The night count, reported on `check_out` (docs/contract-gaps.md): not after
@@ -34,11 +27,8 @@ export function blockRangeViolations(body: Record<string, unknown>, found: reado
   const { check_in: checkIn, check_out: checkOut } = body;
   if (typeof checkIn !== 'string' || typeof checkOut !== 'string') return [];
   if (found.some((v) => v.field === 'check_in' || v.field === 'check_out')) return [];
-  const nights = nightsBetween(checkIn, checkOut);
-  if (Number.isNaN(nights)) return [];
-  if (nights < 1) return [{ field: 'check_out', code: 'invalid' }];
-  if (nights > MAX_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
-  return [];
+  // Only the range's own verdict: a date's shape is the schema's to report.
+  return checkRange(checkIn, checkOut).problems.filter((p) => p.code === 'invalid' || p.code === 'maximum');
 }
 
 export function blockRoutes(deps: RouteDeps): Route[] {

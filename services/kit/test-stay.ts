@@ -6,24 +6,14 @@
  * because both the gateway and the notifications service use it.
  */
 import { MAX_NIGHTS } from './limits';
+import { checkRange, formatDay, parseDay } from './night-range';
 
 /** Default stay: starting this many days after today (UTC)… */
 export const TEST_STAY_LEAD_DAYS = 30;
 /** …for this many nights. */
 export const TEST_STAY_NIGHTS = 2;
-const DAY_MS = 86_400_000;
-/** The first instant no date-time can be stored at (year 10000). */
-const END_OF_TIME_MS = Date.UTC(10000, 0, 1);
-
-/** Midnight UTC of a `YYYY-MM-DD` that is a real calendar date from 0001-01-01, or NaN. */
-export function dateMs(text: string): number {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(text) || text < '0001-01-01') return Number.NaN;
-  const ms = Date.parse(`${text}T00:00:00Z`);
-  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === text ? ms : Number.NaN;
-}
-
-/** `YYYY-MM-DD` of a midnight-UTC instant. */
-const isoDate = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** The first day no date-time can be stored at (year 10000), in days since 1970-01-01. */
+const END_OF_TIME_DAY = Date.UTC(10000, 0, 1) / 86_400_000;
 
 export type TestStay = { checkIn: string; checkOut: string; nights: number };
 export type StayViolation = { field: 'check_in' | 'check_out'; code: 'format' | 'invalid' | 'maximum' };
@@ -31,20 +21,19 @@ export type StayViolation = { field: 'check_in' | 'check_out'; code: 'format' | 
 /**
  * The stay, or what is wrong with it: a date that is not one → `format`; `check_out`
  * not after `check_in` → `invalid`, more than MAX_NIGHTS → `maximum` (both on
- * `check_out`, as for blocks); a default departure past year 9999 → `check_in`
- * `maximum`.
+ * `check_out`, the night-range rule of blocks: night-range.ts `checkRange`); a default
+ * departure past year 9999 → `check_in` `maximum`.
  */
 export function resolveTestStay(checkIn: string | undefined, checkOut: string | undefined, now: Date): TestStay | StayViolation[] {
-  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  const inMs = checkIn === undefined ? today + TEST_STAY_LEAD_DAYS * DAY_MS : dateMs(checkIn);
-  const outMs = checkOut === undefined ? inMs + TEST_STAY_NIGHTS * DAY_MS : dateMs(checkOut);
+  const today = Math.floor(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) / 86_400_000);
+  const inDay = checkIn === undefined ? today + TEST_STAY_LEAD_DAYS : parseDay(checkIn);
+  const outDay = checkOut === undefined ? (inDay === undefined ? undefined : inDay + TEST_STAY_NIGHTS) : parseDay(checkOut);
   const violations: StayViolation[] = [];
-  if (Number.isNaN(inMs)) violations.push({ field: 'check_in', code: 'format' });
-  if (checkOut !== undefined && Number.isNaN(outMs)) violations.push({ field: 'check_out', code: 'format' });
-  if (violations.length > 0) return violations;
-  const nights = Math.round((outMs - inMs) / DAY_MS);
-  if (nights < 1) return [{ field: 'check_out', code: 'invalid' }];
-  if (nights > MAX_NIGHTS) return [{ field: 'check_out', code: 'maximum' }];
-  if (outMs >= END_OF_TIME_MS) return [{ field: 'check_in', code: 'maximum' }];
-  return { checkIn: isoDate(inMs), checkOut: isoDate(outMs), nights };
+  if (inDay === undefined) violations.push({ field: 'check_in', code: 'format' });
+  if (checkOut !== undefined && outDay === undefined) violations.push({ field: 'check_out', code: 'format' });
+  if (violations.length > 0 || inDay === undefined || outDay === undefined) return violations;
+  if (outDay >= END_OF_TIME_DAY && outDay - inDay >= 1 && outDay - inDay <= MAX_NIGHTS) return [{ field: 'check_in', code: 'maximum' }];
+  const { span, problems } = checkRange(formatDay(inDay), formatDay(outDay));
+  if (!span) return problems.filter((p): p is StayViolation => p.code !== 'required');
+  return span;
 }

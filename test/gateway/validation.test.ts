@@ -5,7 +5,8 @@
  */
 import type { ErrorObject } from 'ajv';
 import { schemas, toViolations, queryForSchema, fieldPath, MAX_VIOLATIONS } from '../../gateway/validate';
-import { blockRangeViolations, nightsBetween } from '../../gateway/routes/blocks';
+import { blockRangeViolations } from '../../gateway/routes/blocks';
+import { checkRange } from '../../services/kit/night-range';
 import { acceptableWebhookUrl, webhookUrlViolations } from '../../gateway/routes/webhooks';
 import { acknowledgeViolations } from '../../gateway/routes/deletion-requests';
 import { VIOLATION_CODES } from '../../gateway/problems';
@@ -253,7 +254,7 @@ describe('block schema and range rule', () => {
   });
 
   test('730 nights is the most, 1 the least; leap days count', () => {
-    expect(nightsBetween('2027-01-01', '2028-12-31')).toBe(730);
+    expect(checkRange('2027-01-01', '2028-12-31').span?.nights).toBe(730);
     expect(
       blockErrors((b) => {
         b.check_in = '2027-01-01';
@@ -266,7 +267,7 @@ describe('block schema and range rule', () => {
         b.check_out = '2028-02-29';
       }),
     ).toEqual([]);
-    expect(nightsBetween('2028-02-28', '2028-03-01')).toBe(2);
+    expect(checkRange('2028-02-28', '2028-03-01').span?.nights).toBe(2);
   });
 
   test('the range rule runs beside other violations, not over bad dates', () => {

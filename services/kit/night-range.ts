@@ -3,9 +3,16 @@
  * zone) and night ranges: check_in is the first night held, check_out the departure
  * day, exclusive (spec: "Calendar block"). Dates are handled as whole days since
  * 1970-01-01 so no time zone or DST can shift a night.
+ *
+ * The one home of the date and night-range rules in TypeScript: the calendar checks
+ * every range with `checkRange`, the gateway reports a block's range with it before the
+ * call (routes/blocks.ts), and a test event's stay is checked with it (test-stay.ts).
+ * The JSON Schema checks each date's shape, protovalidate the internal field's shape,
+ * and the table constraints (max_nights(), calendar migration 0008) are the database's
+ * last line.
  */
 
-import { MAX_NIGHTS } from '../kit/limits';
+import { MAX_NIGHTS } from './limits';
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DAY_MS = 86_400_000;
