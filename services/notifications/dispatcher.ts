@@ -86,6 +86,12 @@ const LATENCY_MEMORY = 10_000;
 
 export interface DispatcherOptions {
   sql: Sql;
+  /**
+   * The same database committing asynchronously (ServiceContext.asyncCommitSql): the
+   * claim's leases and the attempts' outcomes, whose loss in a crash only means an
+   * attempt is made again (receivers deduplicate on event_id).
+   */
+  asyncCommitSql: Sql;
   log: Logger;
   /** Undefined when no secrets-encryption key is configured (nothing can be signed). */
   box: SecretBox | undefined;
@@ -167,6 +173,7 @@ interface AttemptTiming {
 
 export class DeliveryDispatcher {
   private readonly sql: Sql;
+  private readonly asyncSql: Sql;
   private readonly log: Logger;
   private readonly opts: DispatcherOptions;
   private readonly perEndpoint = new Map<string, number>();
@@ -192,9 +199,10 @@ export class DeliveryDispatcher {
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
     this.sql = opts.sql;
+    this.asyncSql = opts.asyncCommitSql;
     this.log = opts.log;
     const pollMs = opts.pollMs ?? 250;
-    this.health = new EndpointHealthStore(opts.sql, opts.schedule);
+    this.health = new EndpointHealthStore(opts.sql, opts.asyncCommitSql, opts.schedule);
     this.worker = new Worker({
       name: 'webhook-dispatcher',
       idleMs: pollMs,
@@ -303,7 +311,7 @@ export class DeliveryDispatcher {
    * `slotMayHelp` (see the comment before the end).
    */
   private async claimAndSend(freeFast: number, freeSlow: number): Promise<{ fast: number; slow: number }> {
-    const sql = this.sql;
+    const sql = this.asyncSql;
     const busy = [...this.perEndpoint];
     const token = randomUUID();
     // One statement (committed asynchronously, see record()):
@@ -320,9 +328,7 @@ export class DeliveryDispatcher {
     // 5. probes: the breaker goes half-open under this claim's token (one replica wins);
     // 6. locked/leased: lock (SKIP LOCKED, re-checked) and lease them.
     const rows = await sql<ClaimedRow[]>`
-      with recursive cfg as (
-        select set_config('synchronous_commit', 'off', true)
-      ), ws(workspace_id) as (
+      with recursive ws(workspace_id) as (
         (select workspace_id from notifications.deliveries where state = 'pending' order by workspace_id limit 1)
         union all
         select (select d.workspace_id from notifications.deliveries d
@@ -378,7 +384,6 @@ export class DeliveryDispatcher {
       ), probes as (
         update notifications.endpoint_health h
         set breaker = 'half_open', probe_owner = ${token}, probe_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second', updated_at = now()
-        from cfg
         where h.workspace_id in (select workspace_id from chosen where mode = 'probe')
           and ((h.breaker = 'open' and (h.not_before is null or h.not_before <= now())) or (h.breaker = 'half_open' and h.probe_until < now()))
         returning h.workspace_id
@@ -586,7 +591,7 @@ export class DeliveryDispatcher {
    * after a Retry-After is scheduled no earlier than the partner asked.
    */
   private async record(row: ClaimedRow, token: string, outcome: Outcome, attempt: AttemptTiming): Promise<void> {
-    const sql = this.sql;
+    const sql = this.asyncSql;
     const attempts = row.attempts + 1;
     const log = { workspace_id: row.workspace_id, event_id: row.event_id, event_type: row.event_type, attempts };
     if (outcome.delivered) {
@@ -607,12 +612,10 @@ export class DeliveryDispatcher {
     }
     // Abandoned: the body stays, for a replay (cleared only by the 30-day prune).
     const [r] = await sql<{ workspace_id: string }[]>`
-      with cfg as (select set_config('synchronous_commit', 'off', true)
-      ), d as (
+      with d as (
         update notifications.deliveries
         set state = 'abandoned', attempts = ${attempts}, last_status = ${outcome.status}, last_error = ${outcome.error},
             next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
-        from cfg
         where id = ${row.id} and lease_owner = ${token}
         returning id, workspace_id
       ), logged as (
@@ -653,10 +656,8 @@ export class DeliveryDispatcher {
    */
   private async abandonExpiredBehindBreaker(): Promise<void> {
     const span = breakerWaitLimitSeconds(this.opts.schedule);
-    const rows = await this.sql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
-      with cfg as (
-        select set_config('synchronous_commit', 'off', true)
-      ), gone as (
+    const rows = await this.asyncSql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
+      with gone as (
         select d.id from notifications.deliveries d
         join notifications.endpoint_health h on h.workspace_id = d.workspace_id and h.breaker <> 'closed'
         join notifications.endpoints e on e.workspace_id = d.workspace_id and e.status = 'active'
@@ -668,7 +669,7 @@ export class DeliveryDispatcher {
       )
       update notifications.deliveries d
       set state = 'abandoned', last_error = 'circuit_open', next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
-      from gone, cfg where d.id = gone.id
+      from gone where d.id = gone.id
       returning d.workspace_id, d.event_id, d.event_type, d.attempts, d.last_status`;
     if (rows.length === 0) return;
     const perEndpoint = new Map<string, number>();
@@ -700,11 +701,9 @@ export class DeliveryDispatcher {
    * delivery.
    */
   private async writeOutcomes(batch: OutcomeWrite[]): Promise<Map<string, { next_attempt_at: Date | null }>> {
-    const sql = this.sql;
+    const sql = this.asyncSql;
     const rows = await sql<{ id: string; next_attempt_at: Date | null }[]>`
-      with cfg as (
-        select set_config('synchronous_commit', 'off', true)
-      ), o as (
+      with o as (
         select * from unnest(
           ${sql.array(batch.map((w) => w.id))}::bigint[],
           ${sql.array(batch.map((w) => w.token))}::text[],
@@ -725,7 +724,7 @@ export class DeliveryDispatcher {
             -- A test event's body names nobody: it is kept, so the partner can resend it.
             body = case when o.delivered and not d.test then null else d.body end,
             finished_at = case when o.delivered then now() else d.finished_at end
-        from o, cfg
+        from o
         where d.id = o.id and d.lease_owner = o.token
         returning d.id, d.workspace_id, o.delivered, d.next_attempt_at
       ), reset as (

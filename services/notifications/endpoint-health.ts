@@ -99,8 +99,10 @@ export interface FailureResult {
 
 /** The statements that keep `endpoint_health`. */
 export class EndpointHealthStore {
+  /** `asyncSql`: the same database committing asynchronously (a success's reset). */
   constructor(
     private readonly sql: Sql,
+    private readonly asyncSql: Sql,
     private readonly schedule: readonly number[],
   ) {}
 
@@ -148,13 +150,12 @@ export class EndpointHealthStore {
    * the breaker state it had (to log a closing), or null when there was nothing to reset.
    */
   async success(workspaceId: string): Promise<BreakerState | null> {
-    const [r] = await this.sql<{ was: BreakerState }[]>`
-      with cfg as (select set_config('synchronous_commit', 'off', true)),
-      prev as (select breaker from notifications.endpoint_health where workspace_id = ${workspaceId} for update)
+    const [r] = await this.asyncSql<{ was: BreakerState }[]>`
+      with prev as (select breaker from notifications.endpoint_health where workspace_id = ${workspaceId} for update)
       update notifications.endpoint_health h
       set breaker = 'closed', consecutive_failures = 0, failed_probes = 0, not_before = null, hold_reason = null,
           probe_owner = null, probe_until = null, last_success_at = now(), updated_at = now()
-      from prev, cfg
+      from prev
       where h.workspace_id = ${workspaceId}
         and (h.breaker <> 'closed' or h.consecutive_failures <> 0 or h.not_before is not null)
       returning prev.breaker as was`;

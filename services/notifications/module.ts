@@ -57,6 +57,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
   const poster = createWebhookPoster({ allowCidrs: config.egressAllowCidrs, connectionsPerEndpoint: PER_ENDPOINT_CONCURRENCY });
   const dispatcher = new DeliveryDispatcher({
     sql,
+    asyncCommitSql: ctx.asyncCommitSql,
     log: log.child({ component: 'webhook-dispatcher' }),
     box,
     poster,

@@ -140,7 +140,7 @@ async function states(ws: string): Promise<Record<string, number>> {
 }
 
 function dispatcher(net: FakeNetwork, schedule: number[], pollMs = 50): DeliveryDispatcher {
-  return new DeliveryDispatcher({ sql: db.sql, log: testLogger(), box, poster: net, schedule, soleWorker: true, pollMs });
+  return new DeliveryDispatcher({ sql: db.sql, asyncCommitSql: db.sql, log: testLogger(), box, poster: net, schedule, soleWorker: true, pollMs });
 }
 
 test('endpoints that never answer (12 × 8 attempts, each with an older backlog) do not hold up healthy ones', async () => {
