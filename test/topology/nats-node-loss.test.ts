@@ -98,6 +98,8 @@ interface Phase {
   to: number;
   victim: string;
   leaderBefore: string;
+  consumerLeaderBefore: string;
+  connectedBefore: string[];
   leaderAfter: string;
   electionMs: number;
   catchUpMs: number;
@@ -106,14 +108,53 @@ interface Phase {
 
 const phases: Phase[] = [];
 
-/** Kills the stream's leader or a follower under traffic, restarts it after DOWN_MS, waits until it caught up. */
+/** Nodes the system under test holds its NATS connection to (named `psync-<prefix>-…`), from each node's `/connz`. */
+async function systemNodes(): Promise<string[]> {
+  const found: string[] = [];
+  for (const node of cluster!.nodes.filter((n) => n.running)) {
+    const connz = (await (await fetch(`http://127.0.0.1:${node.monitorPort}/connz`)).json()) as { connections?: { name?: string }[] };
+    if ((connz.connections ?? []).some((c) => (c.name ?? '').startsWith(`psync-${prefix}-`))) found.push(node.name);
+  }
+  return found;
+}
+
+/**
+ * Asks the leader of the stream (or of its consumer) to step down until `wanted(leader)`
+ * holds (JetStream elects another of the current replicas each time); at most 10 times.
+ */
+async function moveLeader(what: 'stream' | 'consumer', wanted: (leader: string) => boolean): Promise<void> {
+  const leader = async () =>
+    what === 'stream' ? (await asking(() => jsm.streams.info(STREAM))).cluster?.leader : (await asking(() => jsm.consumers.info(STREAM, CONSUMER))).cluster?.leader;
+  const subject = what === 'stream' ? `$JS.API.STREAM.LEADER.STEPDOWN.${STREAM}` : `$JS.API.CONSUMER.LEADER.STEPDOWN.${STREAM}.${CONSUMER}`;
+  for (let i = 0; i < 10; i++) {
+    const now = await leader();
+    if (now && wanted(now)) return;
+    await nc!.request(subject, undefined, { timeout: 5_000 }).catch(() => undefined);
+    for (let t = 0; t < 50; t++) {
+      const next = await leader().catch(() => undefined);
+      if (next && next !== now) break;
+      await sleep(200);
+    }
+  }
+}
+
+/**
+ * Kills a node under traffic, restarts it after DOWN_MS and waits until it caught up.
+ * `leader`: the worst case, one node that is the stream's leader, its consumer's leader
+ * and the node the system is connected to (leaders moved there first). `follower`: the
+ * node the system is connected to, with both leaders moved elsewhere first.
+ */
 async function loseNode(fault: string, which: 'leader' | 'follower'): Promise<void> {
+  const victim = (await systemNodes())[0] ?? cluster!.nodes.find((n) => n.running)!.name;
+  const where = which === 'leader' ? (l: string) => l === victim : (l: string) => l !== victim;
+  await moveLeader('stream', where);
+  await moveLeader('consumer', where);
   const from = Date.now();
   traffic!.takeStatuses();
   await sleep(5_000);
-  const before = await asking(() => jsm.streams.info(STREAM));
-  const leaderBefore = before.cluster!.leader!;
-  const victim = which === 'leader' ? leaderBefore : before.cluster!.replicas!.find((r) => r.name !== leaderBefore)!.name;
+  const leaderBefore = (await asking(() => jsm.streams.info(STREAM))).cluster!.leader!;
+  const consumerLeaderBefore = (await asking(() => jsm.consumers.info(STREAM, CONSUMER))).cluster!.leader!;
+  const connectedBefore = await systemNodes();
   const killedAt = Date.now();
   await cluster!.node(victim).kill();
   // The stream answers again (with a leader that is not the lost node).
@@ -138,7 +179,21 @@ async function loseNode(fault: string, which: 'leader' | 'follower'): Promise<vo
   }
   const catchUpMs = Date.now() - restartedAt;
   await sleep(5_000);
-  phases.push({ fault, from, killedAt, restartedAt, to: Date.now(), victim, leaderBefore, leaderAfter, electionMs, catchUpMs, statuses: traffic!.takeStatuses() });
+  phases.push({
+    fault,
+    from,
+    killedAt,
+    restartedAt,
+    to: Date.now(),
+    victim,
+    leaderBefore,
+    consumerLeaderBefore,
+    connectedBefore,
+    leaderAfter,
+    electionMs,
+    catchUpMs,
+    statuses: traffic!.takeStatuses(),
+  });
 }
 
 describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () => {
@@ -316,31 +371,36 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
         for (let k = 1; k < w.length; k++) if (w[k]! < w[k - 1]!) outOfOrderWatch++;
       }
 
-      // Publish stall: the longest an outbox row waited for the stream around the fault.
+      // Publish stall: the longest an outbox row committed around the fault waited for the stream.
       const published = rows.filter((r) => r.published_at);
-      const stallMs = Math.max(0, ...published.map((r) => r.published_at!.getTime() - r.created_at.getTime()));
+      const stallMs = Math.max(0, ...published.filter((r) => r.created_at.getTime() >= ph.killedAt - 2_000).map((r) => r.published_at!.getTime() - r.created_at.getTime()));
       const afterKill = published.filter((r) => r.created_at.getTime() >= ph.killedAt);
       const firstPublish = Math.min(...afterKill.map((r) => r.published_at!.getTime()));
       const deliveredAfterKill = booking.filter((e) => e.created_at.getTime() >= ph.killedAt).flatMap((e) => receipts.get(e.id) ?? []);
       const firstDelivery = Math.min(...deliveredAfterKill);
       const recoverySeconds = Math.round((Math.max(firstPublish, firstDelivery) - ph.killedAt) / 100) / 10;
-      const publishFailures = logs.filter((l) => String(l.msg).startsWith('outbox: publish failed') && Number(l.time) >= ph.from && Number(l.time) < ph.to).length;
-      const busReconnects = logs.filter((l) => l.msg === 'bus: reconnected to NATS' && Number(l.time) >= ph.from && Number(l.time) < ph.to).length;
+      // Log lines carry ISO times.
+      const inWindow = (l: Record<string, unknown>) => Date.parse(String(l.time)) >= ph.from && Date.parse(String(l.time)) < ph.to;
+      const publishFailures = logs.filter((l) => String(l.msg).startsWith('outbox: publish failed') && inWindow(l)).length;
+      const busReconnects = logs.filter((l) => l.msg === 'bus: reconnected to NATS' && inWindow(l)).length;
       const acknowledgedWithoutEvent = traffic.confirmed.filter((ref) => !bookingRefsWithEvent.has(ref)).length;
       const answered = Object.values(ph.statuses).reduce((a, b) => a + b, 0);
       const windowS = (ph.to - ph.from) / 1000;
 
       const figures: FaultFigures = {
         fault: ph.fault,
-        load: `3 partners, 6 listings: ${answered} answers in ${windowS.toFixed(0)} s (block PUT/DELETE through the gateway, ConfirmBooking/CancelBooking on the calendar API), ${rows.length} events published, ${booking.length} webhook deliveries, 1 WatchEvents reader; ${ph.victim} (${ph.fault === 'nats-leader-lost' ? 'stream leader' : 'follower'}) SIGKILLed for ${DOWN_MS / 1000} s`,
+        load: `3 partners, 6 listings: ${answered} answers in ${windowS.toFixed(0)} s (block PUT/DELETE through the gateway, ConfirmBooking/CancelBooking on the calendar API), ${rows.length} events published, ${booking.length} webhook deliveries, 1 WatchEvents reader; ${ph.victim} (${ph.fault === 'nats-leader-lost' ? 'leader of the stream and its consumer' : 'a follower of both'}, the system's NATS server) SIGKILLed for ${DOWN_MS / 1000} s`,
         lost: lost + (i === phases.length - 1 ? acknowledgedWithoutEvent : 0),
         duplicated: dupStream + dupWatch + dupDeliveries,
         doubleSold: i === phases.length - 1 ? doubleSold : 0,
         statuses: ph.statuses,
         recoverySeconds,
         extra: {
-          leader_before: ph.leaderBefore,
-          leader_after: ph.leaderAfter,
+          killed: ph.victim,
+          stream_leader_before: ph.leaderBefore,
+          consumer_leader_before: ph.consumerLeaderBefore,
+          system_connected_to: ph.connectedBefore.join('+'),
+          stream_leader_after: ph.leaderAfter,
           stream_answered_again_s: ph.electionMs / 1000,
           publish_stall_s: stallMs / 1000,
           publish_failures_logged: publishFailures,
