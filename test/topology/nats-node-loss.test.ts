@@ -239,6 +239,7 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
     await old.stop();
     const r1 = await monitoredStream();
     expect(r1?.config.num_replicas).toBe(1);
+    expect([0, 1]).toContain(r1?.consumers.find((c) => c.name === CONSUMER)?.config.num_replicas);
 
     system = await startSystem({ env: { ...env, NATS_STREAM_REPLICAS: '3', NATS_STREAM_MAX_AGE: MAX_AGE, NATS_STREAM_MAX_BYTES: String(MAX_BYTES) }, timeoutMs: 120_000 });
     const updated = jsonLogs(system.logs()).find((l) => String(l.msg).startsWith('bus: stream configuration updated'));
@@ -319,7 +320,8 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
 
     // What the stream holds, in its order.
     const stream: { id: string; seq: number }[] = [];
-    const last = (await asking(() => jsm.streams.info(STREAM))).state.last_seq;
+    const streamState = (await asking(() => jsm.streams.info(STREAM))).state;
+    const last = streamState.last_seq;
     const oc = await nc!.jetstream().consumers.get(STREAM);
     const iter = await oc.consume();
     for await (const m of iter) {
@@ -411,6 +413,20 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
           out_of_order_stream: outOfOrderStream,
           out_of_order_watch: outOfOrderWatch,
           not_on_stream: notOnStream.length,
+          ...(notOnStream.length > 0
+            ? {
+                missing_published_s_after_kill: `${(Math.min(...notOnStream.map((r) => r.published_at?.getTime() ?? NaN)) - ph.killedAt) / 1000}..${(Math.max(...notOnStream.map((r) => r.published_at?.getTime() ?? NaN)) - ph.killedAt) / 1000}`,
+                missing_created_s_after_kill: `${(Math.min(...notOnStream.map((r) => r.created_at.getTime())) - ph.killedAt) / 1000}..${(Math.max(...notOnStream.map((r) => r.created_at.getTime())) - ph.killedAt) / 1000}`,
+                stream_state: JSON.stringify({
+                  messages: streamState.messages,
+                  first: streamState.first_seq,
+                  last: streamState.last_seq,
+                  deleted: streamState.num_deleted,
+                  read: stream.length,
+                }),
+                seq_gaps: stream.filter((m, k) => k > 0 && m.seq !== stream[k - 1]!.seq + 1).length,
+              }
+            : {}),
           not_watched: notWatched.length,
           not_delivered: notDelivered.length,
           duplicate_on_stream: dupStream,
