@@ -59,6 +59,14 @@ const ACK_WAIT_MS = 30_000;
 const WORKING_INTERVAL_MS = 10_000;
 /** Messages buffered per pull; small, because a stopping subscription naks what it holds. */
 const PULL_BATCH = 32;
+/**
+ * How long one pull request waits on the server. nats.js asks for a heartbeat every half
+ * of it and pulls again after two missed ones: a pull request held by a consumer leader
+ * that dies (a NATS node lost) is noticed after about this long. With nats.js's default
+ * (30 s) a lost consumer leader stalled deliveries for over 30 s
+ * (test/topology/nats-node-loss.test.ts).
+ */
+const PULL_EXPIRES_MS = 5_000;
 
 /** Redelivery delay after the n-th failed delivery: 250 ms, 500 ms, 1 s … capped at 30 s, with jitter. */
 export function redeliveryDelayMs(deliveryCount: number): number {
@@ -396,7 +404,7 @@ export async function connectNatsBus(opts: {
       try {
         const consumer = await js.consumers.get(stream, this.sub.durable);
         if (this.worker.isStopping) return { items: 0, more: false };
-        this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: 30_000 });
+        this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: PULL_EXPIRES_MS });
         if (this.worker.isStopping) this.iter.stop();
         for await (const m of this.iter) {
           if (this.worker.isStopping) {
