@@ -50,7 +50,6 @@ import { context } from '@opentelemetry/api';
 import { contextFromHeaders } from '../kit/telemetry';
 import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
-import type { EventKind } from './envelope';
 import { GroupCommit } from '../kit/group-commit';
 import { Worker, type RoundResult } from '../kit/worker';
 import { breakerWaitLimitSeconds, EndpointHealthStore, honoursRetryAfter, parseRetryAfter } from './endpoint-health';
@@ -58,23 +57,9 @@ import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
 import { signatureHeaders } from './signature';
 import type { WebhookPoster } from './webhook-poster';
+import { claimDeliveries, startableNow, type ClaimedRow } from './delivery-claim';
+import { ATTEMPT_TIMEOUT_MS, FAST_LANE_SLOTS, SLOW_ATTEMPT_MS, SLOW_LANE_SLOTS, SUSPEND_AFTER_ABANDONED } from './delivery-limits';
 
-/** Deliveries in flight per endpoint per process while its attempts succeed (one while they fail). */
-export const PER_ENDPOINT_CONCURRENCY = 8;
-/** Deliveries in flight per process to endpoints whose attempts succeed promptly. */
-export const FAST_LANE_SLOTS = 256;
-/** Deliveries in flight per process to endpoints that fail, are slow, or are being probed. */
-export const SLOW_LANE_SLOTS = 256;
-/** Deliveries in flight per process in all. */
-export const MAX_IN_FLIGHT = FAST_LANE_SLOTS + SLOW_LANE_SLOTS;
-/** An endpoint whose recent attempts take longer than this (moving average) moves to the slow lane. */
-export const SLOW_ATTEMPT_MS = 2000;
-/** Time-out of one delivery attempt (connect, TLS, request, response head). */
-export const ATTEMPT_TIMEOUT_MS = 10_000;
-/** How long a claim is valid; well over one attempt, so a live worker never loses it. */
-export const LEASE_MS = 30_000;
-/** Abandoned deliveries in a row (no 2xx between them) that suspend an active endpoint. */
-export const SUSPEND_AFTER_ABANDONED = 5;
 /** Response bytes read (and discarded) at most. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Outcomes written in one statement at most. */
@@ -104,31 +89,6 @@ export interface DispatcherOptions {
   pollMs?: number;
 }
 
-interface ClaimedRow {
-  id: string;
-  workspace_id: string;
-  event_id: string;
-  event_type: EventKind;
-  body: string;
-  attempts: number;
-  url: string | null;
-  status: string | null;
-  events: string[] | null;
-  secret_ciphertext: Buffer | null;
-  previous_secret_ciphertext: Buffer | null;
-  previous_valid: boolean | null;
-  traceparent: string | null;
-  /** 'probe': this attempt is the half-open breaker's one probe. */
-  mode: 'normal' | 'probe';
-  slow_lane: boolean;
-  /** The endpoint had failures, a hold or a breaker not closed when claimed: a 2xx must reset it. */
-  health_dirty: boolean;
-  /** The claim took as many of the endpoint's due deliveries as its room allowed (more may be due). */
-  room_used: boolean;
-  /** Other deliveries of its booking are pending: they wait for this one (per-booking order). */
-  behind: boolean;
-}
-
 /** The result of one attempt, as recorded. */
 type Outcome =
   | { delivered: true; status: number }
@@ -153,16 +113,6 @@ interface OutcomeWrite {
   delayS: number;
   /** When the attempt started, and how long it took (null: nothing was sent); the delivery log's row. */
   attempt: AttemptTiming;
-}
-
-/**
- * A delivery an attempt may start on now: pending, due, and not leased (or its lease ran
- * out). The claim takes its candidates by it and the idle poll's check (anyDue) asks it;
- * `d` is the deliveries table's alias in the statement.
- */
-function startableNow(sql: Sql, d: string) {
-  const t = sql(d);
-  return sql`${t}.state = 'pending' and ${t}.next_attempt_at <= now() and (${t}.lease_until is null or ${t}.lease_until < now())`;
 }
 
 /** When an attempt started and how long it took, in ms (null when nothing was sent). */
@@ -311,105 +261,9 @@ export class DeliveryDispatcher {
    * `slotMayHelp` (see the comment before the end).
    */
   private async claimAndSend(freeFast: number, freeSlow: number): Promise<{ fast: number; slow: number }> {
-    const sql = this.asyncSql;
     const busy = [...this.perEndpoint];
     const token = randomUUID();
-    // One statement (committed asynchronously, see record()):
-    // 1. ws: the endpoints (workspaces) that have pending deliveries, by a skip scan of
-    //    deliveries_pending_by_endpoint (one index probe per endpoint, however long its backlog);
-    // 2. eps: what each may have now: held (Retry-After, breaker open and not yet due)
-    //    nothing; a due open breaker, or a half-open one whose probe was lost, one probe;
-    //    otherwise PER_ENDPOINT_CONCURRENCY (1 while failing) less what this process
-    //    already has in flight there; and its lane;
-    // 3. cand: each endpoint's first due deliveries in order, skipping leased ones and
-    //    ones with an earlier delivery of the same booking still pending;
-    // 4. chosen: round-robin, every endpoint's first before anyone's second, up to the
-    //    lane's free slots;
-    // 5. probes: the breaker goes half-open under this claim's token (one replica wins);
-    // 6. locked/leased: lock (SKIP LOCKED, re-checked) and lease them.
-    const rows = await sql<ClaimedRow[]>`
-      with recursive ws(workspace_id) as (
-        (select workspace_id from notifications.deliveries where state = 'pending' order by workspace_id limit 1)
-        union all
-        select (select d.workspace_id from notifications.deliveries d
-                where d.state = 'pending' and d.workspace_id > ws.workspace_id order by d.workspace_id limit 1)
-        from ws where ws.workspace_id is not null
-      ), used as (
-        select * from unnest(${sql.array(busy.map(([ws]) => ws))}::uuid[], ${sql.array(busy.map(([, n]) => n))}::int[]) as u(workspace_id, n)
-      ), slow as (
-        select * from unnest(${sql.array(this.slowEndpoints())}::uuid[]) as s(workspace_id)
-      ), eps as (
-        select ws.workspace_id,
-               case
-                 when e.status is distinct from 'active' or h.workspace_id is null then 'normal'
-                 when h.breaker = 'open' then
-                   case when (h.not_before is null or h.not_before <= now()) and u.n is null then 'probe' else 'held' end
-                 when h.breaker = 'half_open' then
-                   case when h.probe_until < now() and u.n is null then 'probe' else 'held' end
-                 when h.not_before > now() then 'held'
-                 else 'normal'
-               end as mode,
-               coalesce(e.status = 'active' and (h.consecutive_failures > 0 or h.breaker <> 'closed' or h.not_before > now()), false)
-                 or s.workspace_id is not null as slow_lane,
-               coalesce(e.status = 'active' and (h.consecutive_failures > 0 or h.breaker <> 'closed' or h.not_before is not null), false) as health_dirty,
-               case when e.status = 'active' and h.consecutive_failures > 0 then 1 else ${PER_ENDPOINT_CONCURRENCY} end - coalesce(u.n, 0) as room
-        from ws
-        left join notifications.endpoints e on e.workspace_id = ws.workspace_id
-        left join notifications.endpoint_health h on h.workspace_id = ws.workspace_id
-        left join used u on u.workspace_id = ws.workspace_id
-        left join slow s on s.workspace_id = ws.workspace_id
-        where ws.workspace_id is not null
-      ), cand as (
-        select eps.workspace_id, eps.mode, eps.slow_lane, eps.health_dirty, x.id, x.next_attempt_at,
-               row_number() over (partition by eps.workspace_id order by x.next_attempt_at, x.id) as turn,
-               count(*) over (partition by eps.workspace_id) >= eps.room as room_used
-        from eps cross join lateral (
-          select d.id, d.next_attempt_at
-          from notifications.deliveries d
-          where d.workspace_id = eps.workspace_id and ${startableNow(sql, 'd')}
-            and (d.booking_reference is null or not exists (
-              select 1 from notifications.deliveries p
-              where p.workspace_id = d.workspace_id and p.booking_reference = d.booking_reference
-                and p.state = 'pending' and (p.occurred_at, p.id) < (d.occurred_at, d.id)))
-          order by d.next_attempt_at, d.id
-          limit case when eps.mode = 'probe' then 1 else greatest(eps.room, 0) end
-        ) x
-        where eps.mode = 'probe' or (eps.mode = 'normal' and eps.room > 0)
-      ), lane as (
-        select cand.*, row_number() over (partition by cand.slow_lane order by cand.turn, cand.next_attempt_at, cand.id) as pos
-        from cand
-      ), chosen as (
-        select id, workspace_id, mode, slow_lane, health_dirty, room_used from lane
-        where pos <= case when slow_lane then ${freeSlow}::int else ${freeFast}::int end
-      ), probes as (
-        update notifications.endpoint_health h
-        set breaker = 'half_open', probe_owner = ${token}, probe_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second', updated_at = now()
-        where h.workspace_id in (select workspace_id from chosen where mode = 'probe')
-          and ((h.breaker = 'open' and (h.not_before is null or h.not_before <= now())) or (h.breaker = 'half_open' and h.probe_until < now()))
-        returning h.workspace_id
-      ), locked as (
-        select d.id from notifications.deliveries d
-        where d.id in (select id from chosen where mode = 'normal' or workspace_id in (select workspace_id from probes))
-          and d.state = 'pending' and (d.lease_until is null or d.lease_until < now())
-        for update of d skip locked
-      ), leased as (
-        update notifications.deliveries d
-        set lease_owner = ${token}, lease_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second'
-        from locked where d.id = locked.id
-        returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts, d.traceparent, d.booking_reference
-      )
-      select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts, l.traceparent,
-             c.mode, c.slow_lane, c.health_dirty, c.room_used,
-             (l.booking_reference is not null and exists (
-               select 1 from notifications.deliveries p
-               where p.workspace_id = l.workspace_id and p.booking_reference = l.booking_reference
-                 and p.state = 'pending' and p.id <> l.id)) as behind,
-             e.url, e.status, e.events, e.secret_ciphertext, e.previous_secret_ciphertext,
-             (e.previous_valid_until > now()) as previous_valid
-      from leased l
-      join chosen c on c.id = l.id
-      left join notifications.endpoints e on e.workspace_id = l.workspace_id
-      order by l.id`;
+    const rows = await claimDeliveries(this.asyncSql, { busy, slowEndpoints: this.slowEndpoints(), freeFast, freeSlow, token });
     const claimed = { fast: 0, slow: 0 };
     let held = false;
     for (const row of rows) {

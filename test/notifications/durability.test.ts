@@ -19,7 +19,7 @@ import { backends, createScratchDatabase, deleteBusStream, jsonLogs, stopAllSyst
 import { SystemClients, eventDriver, eventually, sleep, startWebhookSystem, type EventDriver } from './support/harness';
 import { echoAndAccept, Receiver, type Received } from './support/receiver';
 import { createCertificates, type Certificates } from '../support/tls';
-import { LEASE_MS } from '../../services/notifications/dispatcher';
+import { LEASE_MS } from '../../services/notifications/delivery-limits';
 
 const ALL = [WebhookEventType.BOOKING_CONFIRMED, WebhookEventType.BOOKING_CANCELLED, WebhookEventType.USER_ERASED];
 const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL);

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { DeliveryState, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { backends } from '../support/system';
 import { BREAKER_THRESHOLD } from '../../services/notifications/endpoint-health';
-import { PER_ENDPOINT_CONCURRENCY } from '../../services/notifications/dispatcher';
+import { PER_ENDPOINT_CONCURRENCY } from '../../services/notifications/delivery-limits';
 import { eventually, psync, sleep, type EventDriver } from './support/harness';
 import { echoAndAccept, dedupe, type Handler, type Received } from './support/receiver';
 import { webhookSuite } from './support/suite';

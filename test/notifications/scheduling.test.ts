@@ -22,7 +22,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
 import { BREAKER_THRESHOLD } from '../../services/notifications/endpoint-health';
-import { DeliveryDispatcher, PER_ENDPOINT_CONCURRENCY } from '../../services/notifications/dispatcher';
+import { DeliveryDispatcher } from '../../services/notifications/dispatcher';
+import { PER_ENDPOINT_CONCURRENCY } from '../../services/notifications/delivery-limits';
 import { notificationsModule } from '../../services/notifications/module';
 import { mintSigningSecret, SecretBox } from '../../services/notifications/secret-box';
 import type { PostResult, WebhookPoster } from '../../services/notifications/webhook-poster';
