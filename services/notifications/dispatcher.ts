@@ -52,13 +52,14 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { GroupCommit } from '../kit/group-commit';
 import { Worker, type RoundResult } from '../kit/worker';
-import { breakerWaitLimitSeconds, EndpointHealthStore, honoursRetryAfter, parseRetryAfter } from './endpoint-health';
+import { EndpointHealthStore } from './endpoint-health';
 import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
 import { signatureHeaders } from './signature';
 import type { WebhookPoster } from './webhook-poster';
 import { claimDeliveries, startableNow, type ClaimedRow } from './delivery-claim';
-import { ATTEMPT_TIMEOUT_MS, FAST_LANE_SLOTS, SLOW_ATTEMPT_MS, SLOW_LANE_SLOTS, SUSPEND_AFTER_ABANDONED } from './delivery-limits';
+import { abandonDelivery, classifyResponse, writeOutcomes, type AttemptTiming, type Outcome, type OutcomeWrite } from './delivery-outcomes';
+import { ATTEMPT_TIMEOUT_MS, FAST_LANE_SLOTS, SLOW_ATTEMPT_MS, SLOW_LANE_SLOTS } from './delivery-limits';
 
 /** Response bytes read (and discarded) at most. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -87,38 +88,6 @@ export interface DispatcherOptions {
   soleWorker: boolean;
   /** Idle poll interval (due retries are found by polling); default 250 ms. */
   pollMs?: number;
-}
-
-/** The result of one attempt, as recorded. */
-type Outcome =
-  | { delivered: true; status: number }
-  | {
-      delivered: false;
-      status: number | null;
-      error: string;
-      /** made no connection because the endpoint was not active */
-      skipped?: boolean;
-      /** Seconds the partner asked to wait (Retry-After on a 429 or 503), capped. */
-      retryAfterS?: number;
-    };
-
-/** An outcome written in a batch: a delivery, or a failed attempt with its retry scheduled `delayS` from now. */
-interface OutcomeWrite {
-  id: string;
-  token: string;
-  attempts: number;
-  delivered: boolean;
-  status: number | null;
-  error: string | null;
-  delayS: number;
-  /** When the attempt started, and how long it took (null: nothing was sent); the delivery log's row. */
-  attempt: AttemptTiming;
-}
-
-/** When an attempt started and how long it took, in ms (null when nothing was sent). */
-interface AttemptTiming {
-  startedAt: Date;
-  durationMs: number | null;
 }
 
 export class DeliveryDispatcher {
@@ -152,7 +121,7 @@ export class DeliveryDispatcher {
     this.asyncSql = opts.asyncCommitSql;
     this.log = opts.log;
     const pollMs = opts.pollMs ?? 250;
-    this.health = new EndpointHealthStore(opts.sql, opts.asyncCommitSql, opts.schedule);
+    this.health = new EndpointHealthStore(opts.sql, opts.asyncCommitSql, opts.schedule, opts.log);
     this.worker = new Worker({
       name: 'webhook-dispatcher',
       idleMs: pollMs,
@@ -171,7 +140,7 @@ export class DeliveryDispatcher {
     this.outcomes = new GroupCommit({
       maxBatch: OUTCOME_BATCH,
       write: async (batch: OutcomeWrite[]) => {
-        const written = await this.writeOutcomes(batch);
+        const written = await writeOutcomes(this.asyncSql, batch);
         return batch.map((w) => written.get(w.id) ?? null);
       },
     });
@@ -213,7 +182,7 @@ export class DeliveryDispatcher {
     const freeSlow = SLOW_LANE_SLOTS - this.laneUse.slow;
     if (Date.now() - this.lastSweep >= SWEEP_MS) {
       this.lastSweep = Date.now();
-      await this.abandonExpiredBehindBreaker();
+      await this.health.abandonExpiredBehindBreaker();
     }
     if (freeFast <= 0 && freeSlow <= 0) {
       this.slotMayHelp = true;
@@ -363,15 +332,7 @@ export class DeliveryDispatcher {
       const ms = performance.now() - started;
       timing = { startedAt, durationMs: Math.round(ms) };
       this.noteLatency(row.workspace_id, ms);
-      if ('status' in res) {
-        const retryAfterS = honoursRetryAfter(res.status) ? parseRetryAfter(res.retryAfter) : undefined;
-        outcome =
-          res.status >= 200 && res.status < 300
-            ? { delivered: true, status: res.status }
-            : { delivered: false, status: res.status, error: res.status >= 300 && res.status < 400 ? 'redirect' : 'http_status', retryAfterS };
-      } else {
-        outcome = { delivered: false, status: null, error: res.error };
-      }
+      outcome = classifyResponse(res);
       notificationsMetrics.observe('attempt_seconds', ms / 1000, { outcome: outcome.delivered ? 'delivered' : outcome.error });
       await this.recordHealth(row, token, outcome);
     }
@@ -417,23 +378,11 @@ export class DeliveryDispatcher {
           'webhook endpoint circuit open: attempts keep failing; its deliveries wait (uncounted) until a probe gets a 2xx',
         );
       }
-      if (outcome.status === 410) await this.suspendGone(ws);
+      if (outcome.status === 410) await this.health.suspendGone(ws);
     } catch (err) {
       // The breaker is an optimisation of the endpoint's load, never a reason to lose an outcome.
       this.log.error({ err, workspace_id: ws }, "webhooks: recording the endpoint's health failed");
     }
-  }
-
-  /** 410 Gone: the partner says the endpoint is gone for good; suspend it at once (docs/notifications.md, "Status"). */
-  private async suspendGone(workspaceId: string): Promise<void> {
-    const [s] = await this.sql<{ workspace_id: string }[]>`
-      update notifications.endpoints set status = 'suspended', suspended_at = now()
-      where workspace_id = ${workspaceId} and status = 'active'
-      returning workspace_id`;
-    if (!s) return;
-    notificationsMetrics.inc('endpoints_suspended');
-    notificationsMetrics.inc('endpoints_gone');
-    this.log.warn({ workspace_id: workspaceId, status: 410 }, 'webhook endpoint suspended: it answered 410 Gone; a registration whose challenge is echoed reactivates it');
   }
 
   /**
@@ -445,7 +394,6 @@ export class DeliveryDispatcher {
    * after a Retry-After is scheduled no earlier than the partner asked.
    */
   private async record(row: ClaimedRow, token: string, outcome: Outcome, attempt: AttemptTiming): Promise<void> {
-    const sql = this.asyncSql;
     const attempts = row.attempts + 1;
     const log = { workspace_id: row.workspace_id, event_id: row.event_id, event_type: row.event_type, attempts };
     if (outcome.delivered) {
@@ -465,77 +413,12 @@ export class DeliveryDispatcher {
       return;
     }
     // Abandoned: the body stays, for a replay (cleared only by the 30-day prune).
-    const [r] = await sql<{ workspace_id: string }[]>`
-      with d as (
-        update notifications.deliveries
-        set state = 'abandoned', attempts = ${attempts}, last_status = ${outcome.status}, last_error = ${outcome.error},
-            next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
-        where id = ${row.id} and lease_owner = ${token}
-        returning id, workspace_id
-      ), logged as (
-        insert into notifications.delivery_attempts (delivery_id, attempted_at, response_status, duration_ms, outcome)
-        select d.id, ${attempt.startedAt}::timestamptz, ${outcome.status}::int, ${attempt.durationMs}::int, ${outcome.error}::text from d
-      )
-      select workspace_id from d`;
+    const r = await abandonDelivery(this.asyncSql, { id: row.id, token, attempts, status: outcome.status, error: outcome.error, attempt });
     if (!r) return this.lostLease(row);
     notificationsMetrics.inc('abandoned', { event_type: row.event_type });
     this.log.warn({ ...log, status: outcome.status, error: outcome.error }, 'webhook delivery abandoned after its last attempt');
     if (outcome.skipped) return;
-    await this.countAbandoned(row.workspace_id, 1);
-  }
-
-  /** A run of abandoned deliveries without a 2xx between them suspends an active endpoint. */
-  private async countAbandoned(workspaceId: string, n: number): Promise<void> {
-    const [s] = await this.sql<{ consecutive_abandoned: number; status: string }[]>`
-      update notifications.endpoints
-      set consecutive_abandoned = consecutive_abandoned + ${n},
-          status = case when status = 'active' and consecutive_abandoned + ${n} >= ${SUSPEND_AFTER_ABANDONED} then 'suspended' else status end,
-          suspended_at = case when status = 'active' and consecutive_abandoned + ${n} >= ${SUSPEND_AFTER_ABANDONED} then now() else suspended_at end
-      where workspace_id = ${workspaceId} and status = 'active'
-      returning consecutive_abandoned, status`;
-    if (s?.status === 'suspended') {
-      notificationsMetrics.inc('endpoints_suspended');
-      this.log.warn(
-        { workspace_id: workspaceId, consecutive_abandoned: s.consecutive_abandoned },
-        'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it',
-      );
-    }
-  }
-
-  /**
-   * Deliveries that waited behind an open (or half-open) breaker for longer than the
-   * whole retry schedule (plus one longest open interval) since they were queued are abandoned without another attempt
-   * (`last_error` `circuit_open`): a dead endpoint's backlog ends on the same clock as
-   * it would have without the breaker, and counts towards suspension.
-   */
-  private async abandonExpiredBehindBreaker(): Promise<void> {
-    const span = breakerWaitLimitSeconds(this.opts.schedule);
-    const rows = await this.asyncSql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
-      with gone as (
-        select d.id from notifications.deliveries d
-        join notifications.endpoint_health h on h.workspace_id = d.workspace_id and h.breaker <> 'closed'
-        join notifications.endpoints e on e.workspace_id = d.workspace_id and e.status = 'active'
-        where h.breaker <> 'closed' and d.state = 'pending' and d.created_at < now() - ${span}::float8 * interval '1 second'
-          and (d.lease_until is null or d.lease_until < now())
-        order by d.id
-        limit 500
-        for update of d skip locked
-      )
-      update notifications.deliveries d
-      set state = 'abandoned', last_error = 'circuit_open', next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
-      from gone where d.id = gone.id
-      returning d.workspace_id, d.event_id, d.event_type, d.attempts, d.last_status`;
-    if (rows.length === 0) return;
-    const perEndpoint = new Map<string, number>();
-    for (const r of rows) {
-      notificationsMetrics.inc('abandoned', { event_type: r.event_type });
-      this.log.warn(
-        { workspace_id: r.workspace_id, event_id: r.event_id, event_type: r.event_type, attempts: r.attempts, status: r.last_status, error: 'circuit_open' },
-        'webhook delivery abandoned after its last attempt',
-      );
-      perEndpoint.set(r.workspace_id, (perEndpoint.get(r.workspace_id) ?? 0) + 1);
-    }
-    for (const [ws, n] of perEndpoint) await this.countAbandoned(ws, n);
+    await this.health.countAbandoned(row.workspace_id, 1);
   }
 
   /**
@@ -547,51 +430,6 @@ export class DeliveryDispatcher {
    */
   private writeOutcome(w: OutcomeWrite): Promise<{ next_attempt_at: Date | null } | null> {
     return this.outcomes.submit(w);
-  }
-
-  /**
-   * One statement: the outcomes of `batch` where the lease is still ours, each with its
-   * row in the delivery log (delivery_attempts); the endpoints' abandonment runs reset on
-   * delivery.
-   */
-  private async writeOutcomes(batch: OutcomeWrite[]): Promise<Map<string, { next_attempt_at: Date | null }>> {
-    const sql = this.asyncSql;
-    const rows = await sql<{ id: string; next_attempt_at: Date | null }[]>`
-      with o as (
-        select * from unnest(
-          ${sql.array(batch.map((w) => w.id))}::bigint[],
-          ${sql.array(batch.map((w) => w.token))}::text[],
-          ${sql.array(batch.map((w) => w.attempts))}::int[],
-          ${sql.array(batch.map((w) => w.delivered))}::bool[],
-          ${sql.array(batch.map((w) => w.status ?? 0))}::int[],
-          ${sql.array(batch.map((w) => w.error ?? ''))}::text[],
-          ${sql.array(batch.map((w) => w.delayS))}::float8[],
-          ${sql.array(batch.map((w) => w.attempt.startedAt.toISOString()))}::timestamptz[],
-          ${sql.array(batch.map((w) => w.attempt.durationMs ?? -1))}::int[]
-        ) as o(id, token, attempts, delivered, status, error, delay_s, attempted_at, duration_ms)
-      ), d as (
-        update notifications.deliveries d
-        set state = case when o.delivered then 'delivered' else 'pending' end,
-            attempts = o.attempts, last_status = nullif(o.status, 0), last_error = nullif(o.error, ''),
-            next_attempt_at = case when o.delivered then null else now() + o.delay_s * interval '1 second' end,
-            lease_owner = null, lease_until = null,
-            -- A test event's body names nobody: it is kept, so the partner can resend it.
-            body = case when o.delivered and not d.test then null else d.body end,
-            finished_at = case when o.delivered then now() else d.finished_at end
-        from o
-        where d.id = o.id and d.lease_owner = o.token
-        returning d.id, d.workspace_id, o.delivered, d.next_attempt_at
-      ), reset as (
-        update notifications.endpoints e set consecutive_abandoned = 0
-        where e.workspace_id in (select workspace_id from d where delivered) and e.consecutive_abandoned <> 0
-      ), logged as (
-        insert into notifications.delivery_attempts (delivery_id, attempted_at, response_status, duration_ms, outcome, next_attempt_at)
-        select d.id, o.attempted_at, nullif(o.status, 0), nullif(o.duration_ms, -1),
-               case when o.delivered then 'delivered' else o.error end, d.next_attempt_at
-        from d join o on o.id = d.id
-      )
-      select id, next_attempt_at from d`;
-    return new Map(rows.map((r) => [String(r.id), { next_attempt_at: r.next_attempt_at }]));
   }
 
   private lostLease(row: ClaimedRow): void {

@@ -1,7 +1,8 @@
 /**
- * The delivery health of an endpoint (docs/notifications.md, "Scheduling and
- * isolation"): its circuit breaker, the holds a partner asks for with Retry-After,
- * and how much of the dispatcher an endpoint may use. The state lives in
+ * An endpoint's delivery state (docs/notifications.md, "Scheduling and isolation"):
+ * its circuit breaker, the holds a partner asks for with Retry-After, how much of the
+ * dispatcher an endpoint may use, and its suspension (410 Gone, a run of abandoned
+ * deliveries, a backlog that waited behind the breaker past the retry schedule). The state lives in
  * `notifications.endpoint_health`, shared by every replica; the pure rules are here
  * so that they can be unit-tested, the statements that apply them below.
  *
@@ -12,6 +13,9 @@
  * a failure opens it again for twice as long (capped).
  */
 import type { Sql } from '../kit/database';
+import type { Logger } from '../kit/logger';
+import { SUSPEND_AFTER_ABANDONED } from './delivery-limits';
+import { notificationsMetrics } from './metrics';
 
 /** Failed attempts in a row (any delivery of the endpoint, no 2xx between) that open the breaker. */
 export const BREAKER_THRESHOLD = 5;
@@ -99,11 +103,12 @@ export interface FailureResult {
 
 /** The statements that keep `endpoint_health`. */
 export class EndpointHealthStore {
-  /** `asyncSql`: the same database committing asynchronously (a success's reset). */
+  /** `asyncSql`: the same database committing asynchronously (a success's reset, the breaker's abandonments). */
   constructor(
     private readonly sql: Sql,
     private readonly asyncSql: Sql,
     private readonly schedule: readonly number[],
+    private readonly log: Logger,
   ) {}
 
   /**
@@ -185,6 +190,72 @@ export class EndpointHealthStore {
     const out: Record<BreakerState, number> = { closed: 0, open: 0, half_open: 0 };
     for (const r of rows) out[r.breaker] = Number(r.n);
     return out;
+  }
+
+  /** 410 Gone: the partner says the endpoint is gone for good; suspend it at once (docs/notifications.md, "Status"). */
+  async suspendGone(workspaceId: string): Promise<void> {
+    const [s] = await this.sql<{ workspace_id: string }[]>`
+      update notifications.endpoints set status = 'suspended', suspended_at = now()
+      where workspace_id = ${workspaceId} and status = 'active'
+      returning workspace_id`;
+    if (!s) return;
+    notificationsMetrics.inc('endpoints_suspended');
+    notificationsMetrics.inc('endpoints_gone');
+    this.log.warn({ workspace_id: workspaceId, status: 410 }, 'webhook endpoint suspended: it answered 410 Gone; a registration whose challenge is echoed reactivates it');
+  }
+
+  /** A run of abandoned deliveries without a 2xx between them suspends an active endpoint. */
+  async countAbandoned(workspaceId: string, n: number): Promise<void> {
+    const [s] = await this.sql<{ consecutive_abandoned: number; status: string }[]>`
+      update notifications.endpoints
+      set consecutive_abandoned = consecutive_abandoned + ${n},
+          status = case when status = 'active' and consecutive_abandoned + ${n} >= ${SUSPEND_AFTER_ABANDONED} then 'suspended' else status end,
+          suspended_at = case when status = 'active' and consecutive_abandoned + ${n} >= ${SUSPEND_AFTER_ABANDONED} then now() else suspended_at end
+      where workspace_id = ${workspaceId} and status = 'active'
+      returning consecutive_abandoned, status`;
+    if (s?.status === 'suspended') {
+      notificationsMetrics.inc('endpoints_suspended');
+      this.log.warn(
+        { workspace_id: workspaceId, consecutive_abandoned: s.consecutive_abandoned },
+        'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it',
+      );
+    }
+  }
+
+  /**
+   * Deliveries that waited behind an open (or half-open) breaker for longer than the
+   * whole retry schedule (plus one longest open interval) since they were queued are abandoned without another attempt
+   * (`last_error` `circuit_open`): a dead endpoint's backlog ends on the same clock as
+   * it would have without the breaker, and counts towards suspension.
+   */
+  async abandonExpiredBehindBreaker(): Promise<void> {
+    const span = breakerWaitLimitSeconds(this.schedule);
+    const rows = await this.asyncSql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
+      with gone as (
+        select d.id from notifications.deliveries d
+        join notifications.endpoint_health h on h.workspace_id = d.workspace_id and h.breaker <> 'closed'
+        join notifications.endpoints e on e.workspace_id = d.workspace_id and e.status = 'active'
+        where h.breaker <> 'closed' and d.state = 'pending' and d.created_at < now() - ${span}::float8 * interval '1 second'
+          and (d.lease_until is null or d.lease_until < now())
+        order by d.id
+        limit 500
+        for update of d skip locked
+      )
+      update notifications.deliveries d
+      set state = 'abandoned', last_error = 'circuit_open', next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
+      from gone where d.id = gone.id
+      returning d.workspace_id, d.event_id, d.event_type, d.attempts, d.last_status`;
+    if (rows.length === 0) return;
+    const perEndpoint = new Map<string, number>();
+    for (const r of rows) {
+      notificationsMetrics.inc('abandoned', { event_type: r.event_type });
+      this.log.warn(
+        { workspace_id: r.workspace_id, event_id: r.event_id, event_type: r.event_type, attempts: r.attempts, status: r.last_status, error: 'circuit_open' },
+        'webhook delivery abandoned after its last attempt',
+      );
+      perEndpoint.set(r.workspace_id, (perEndpoint.get(r.workspace_id) ?? 0) + 1);
+    }
+    for (const [ws, n] of perEndpoint) await this.countAbandoned(ws, n);
   }
 }
 
