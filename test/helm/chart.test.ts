@@ -523,7 +523,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
   });
 
   test('every role the chart starts is one main.ts accepts', () => {
-    const main = readFileSync(join(REPO_ROOT, 'services', 'main.ts'), 'utf8');
+    const main = readFileSync(join(REPO_ROOT, 'main.ts'), 'utf8');
     for (const role of [...COMPONENTS, 'migrate']) expect(main).toMatch(new RegExp(`(role === '${role}'|${role}: ${role}Module)`));
   });
 

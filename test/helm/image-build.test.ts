@@ -378,7 +378,7 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
     test('runs every RUN of deps → build but npm ci and npm prune; npm run build, the migrations copy and the test -f checks pass', () => {
       expect(build.skipped).toEqual([expect.stringMatching(/\bnpm ci\b/), expect.stringMatching(/\bnpm prune\b/)]);
       expect(build.ran.some((r) => /\bnpm run build\b/.test(r))).toBe(true);
-      expect(build.ran.some((r) => /dist\/services\/\$name\/migrations/.test(r) && /test -f dist\/services\/main\.js/.test(r))).toBe(true);
+      expect(build.ran.some((r) => /dist\/services\/\$name\/migrations/.test(r) && /test -f dist\/main\.js/.test(r) && /test -f dist\/psync-cli\.cjs/.test(r))).toBe(true);
     });
 
     test('copies exactly what the COPYs name, .dockerignore applied (no tests, no local state)', () => {
