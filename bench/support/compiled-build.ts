@@ -35,7 +35,7 @@ export function buildForBench(root: string): string {
     // tsc emits despite type errors (no noEmitOnError): a type error elsewhere in the tree
     // (work in progress) does not stop a benchmark whose entry points were emitted. Type
     // checking is `npm run typecheck`'s job.
-    if (!existsSync(join(out, 'services', 'main.js'))) throw err;
+    if (!existsSync(join(out, 'main.js'))) throw err;
     const lines = String((err as { stdout?: Buffer }).stdout ?? '')
       .split('\n')
       .filter(Boolean);
