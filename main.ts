@@ -3,14 +3,16 @@
  * knows both the services (services/) and the gateway (gateway/), so neither imports
  * the other's start-up.
  *
- *   node … main.ts [all|gateway|identity|catalog|calendar|notifications|migrate]
+ *   node … main.ts [all|gateway|identity|catalog|calendar|notifications|migrate|after-restore]
  *
  * `all` (the default) runs the gateway and the four internal services in one process
  * — with no environment set, on the embedded PostgreSQL (PGlite under DATA_DIR) and
  * the in-process bus. Kubernetes runs one role per Deployment from the same image,
- * and `migrate` (run all migrations, print one JSON line, exit) as a Helm hook Job.
+ * and `migrate` (run all migrations, print one JSON line, exit) as a Helm hook Job;
+ * `after-restore` once after a database restore (run-after-restore.ts).
  */
 import { runMigrationsOnly, runProcess } from './services/kit/run-process';
+import { runAfterRestore } from './services/kit/run-after-restore';
 import type { ServiceModule } from './services/kit/service-module';
 import { identityModule } from './services/identity/module';
 import { catalogModule } from './services/catalog/module';
@@ -33,9 +35,11 @@ if (role === 'all') {
   void runProcess({ name: 'gateway', services: [], gateway: startGateway });
 } else if (role === 'migrate') {
   void runMigrationsOnly(Object.values(modules));
+} else if (role === 'after-restore') {
+  void runAfterRestore(Object.values(modules));
 } else if (modules[role]) {
   void runProcess({ name: role, services: [modules[role]] });
 } else {
-  process.stderr.write(`unknown role "${role}": expected all, gateway, migrate, ${Object.keys(modules).join(', ')}\n`);
+  process.stderr.write(`unknown role "${role}": expected all, gateway, migrate, after-restore, ${Object.keys(modules).join(', ')}\n`);
   process.exit(2);
 }

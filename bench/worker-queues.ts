@@ -103,6 +103,9 @@ function kit(sql: Sql): Contender {
     async subscribe() {
       throw new Error('not used');
     },
+    async forgetConsumer() {
+      return false;
+    },
     async ping() {},
     async close() {},
   };

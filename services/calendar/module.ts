@@ -5,6 +5,7 @@
  * keys of the marketplace's writes (pruned after 24 h) and guest erasure
  * (docs/calendar.md, docs/marketplace.md).
  */
+import { skipEventSeqsOfTheGap } from './after-restore';
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
@@ -48,6 +49,7 @@ export const calendarModule: ServiceModule = {
   migrations: { prefix: 'calendar', dir: join(__dirname, 'migrations') },
   // Its events are plain rows: the relay encodes them (event-codec.ts).
   outboxEncoder: encodeOutboxRow,
+  afterRestore: ({ sql }) => skipEventSeqsOfTheGap(sql),
   routes(router, ctx) {
     const { deps, hub } = stateFor(ctx);
     registerCalendarService(router, deps, hub);

@@ -175,6 +175,10 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
       if (closed) throw new Error('bus: closed');
     },
 
+    async forgetConsumer(): Promise<boolean> {
+      return false;
+    },
+
     async close(): Promise<void> {
       closed = true;
       await Promise.all([...active].map((s) => s.stop()));

@@ -496,6 +496,15 @@ export async function connectNatsBus(opts: {
       return s;
     },
 
+    async forgetConsumer(durable: string): Promise<boolean> {
+      try {
+        return await jsm.consumers.delete(stream, durable);
+      } catch (err) {
+        if (err instanceof Error && /consumer not found/i.test(err.message)) return false;
+        throw err;
+      }
+    },
+
     async ping(): Promise<void> {
       if (closed || nc.isClosed()) throw new Error('bus: connection closed');
       await nc.flush();

@@ -59,6 +59,13 @@ export interface EventBus {
   /** Drains subscriptions and closes the connection. */
   close(): Promise<void>;
   /**
+   * Deletes the durable consumer `durable`, so the next subscribe creates it again and
+   * reads the stream from its oldest event (after a database restore: run-after-restore.ts).
+   * True when there was one to delete; the in-process bus keeps no consumer between
+   * runs and answers false.
+   */
+  forgetConsumer(durable: string): Promise<boolean>;
+  /**
    * In-process bus only (its log lives in memory): true when every durable consumer
    * has handled every event published to it so far — nothing would be lost if the
    * process ended now. The runner records it at shutdown (run-process.ts).

@@ -158,13 +158,19 @@ export async function runProcess(opts: RunOptions): Promise<void> {
 }
 
 /**
- * Runs the migrations of `services` and exits: the Kubernetes migration Job
- * (`main.ts migrate`). Prints {"migrated":true,"schemas":[…]} on success.
+ * A one-shot role (`migrate`, `after-restore`): its configuration, logs on stderr (stdout
+ * carries only its one JSON line), a private DATA_DIR and the database, then `work`;
+ * prints what `work` answers as one JSON line and exits 0, or logs `failure` and exits 1
+ * (a start-up failure says what to fix, as the long-running roles do).
  */
-export async function runMigrationsOnly(services: ServiceModule[]): Promise<void> {
+export async function runOneShot(
+  name: string,
+  services: ServiceModule[],
+  failure: string,
+  work: (c: { config: Config; log: Logger; db: Database }) => Promise<Record<string, unknown>>,
+): Promise<void> {
   const config = configOrExit();
-  // Logs go to stderr so stdout carries only the one JSON result line.
-  const log = createLogger({ level: config.logLevel, name: 'migrate', format: config.logFormat }, pino.destination(2));
+  const log = createLogger({ level: config.logLevel, name, format: config.logFormat }, pino.destination(2));
   try {
     secureDataDir(config, log);
     const db = await openDatabaseOrExplain(
@@ -172,15 +178,24 @@ export async function runMigrationsOnly(services: ServiceModule[]): Promise<void
       log,
       services.map((m) => m.name),
     );
-    const schemas = await migrateAll(db, services, log);
-    await db.close();
-    process.stdout.write(`${JSON.stringify({ migrated: true, schemas })}\n`);
+    let result: Record<string, unknown>;
+    try {
+      result = await work({ config, log, db });
+    } finally {
+      await db.close();
+    }
+    process.stdout.write(`${JSON.stringify(result)}\n`);
     process.exit(0);
   } catch (err) {
     if (err instanceof StartupError) exitOnStartupError(err);
-    log.fatal({ err }, 'migration failed');
+    log.fatal({ err }, failure);
     process.exit(1);
   }
+}
+
+/** `main.ts migrate` (the Helm hook Job): every hosted schema's pending migrations, then `{"migrated":true,"schemas":[…]}`. */
+export function runMigrationsOnly(services: ServiceModule[]): Promise<void> {
+  return runOneShot('migrate', services, 'migration failed', async ({ db, log }) => ({ migrated: true, schemas: await migrateAll(db, services, log) }));
 }
 
 /**

@@ -55,8 +55,21 @@ export interface ServiceModule {
   migrations: MigrationSource;
   /** Turns its outbox rows into bus messages when it writes plain rows (outbox-relay.ts `OutboxEncoder`). */
   outboxEncoder?: OutboxEncoder;
+  /**
+   * What the service does once after its database was restored from a backup, before
+   * the system starts on it (`main.ts after-restore`, run-after-restore.ts); answers
+   * what it did, for the command's JSON line.
+   */
+  afterRestore?(ctx: RestoreContext): Promise<Record<string, unknown>>;
   /** Registers the RPC implementations. */
   routes(router: ConnectRouter, ctx: ServiceContext): void;
   /** Starts background workers (consumers, pipelines); stop them via ctx.shutdown. */
   start?(ctx: ServiceContext): Promise<void>;
+}
+
+/** What a service's afterRestore gets: its database, the bus and a logger. */
+export interface RestoreContext {
+  sql: Sql;
+  bus: EventBus;
+  log: Logger;
 }

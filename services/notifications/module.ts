@@ -119,6 +119,10 @@ export const notificationsModule: ServiceModule = {
   name: 'notifications',
   protoServices: [NotificationsService.typeName],
   migrations: { prefix: 'notifications', dir: join(__dirname, 'migrations') },
+  // After a database restore the intake reads the stream again from its oldest event:
+  // what the restored database handled is skipped (processed_events), what it had not
+  // becomes deliveries (docs/operations.md "Backup and restore").
+  afterRestore: async ({ bus }) => ({ intake_consumer_rewound: await bus.forgetConsumer(INTAKE_CONSUMER) }),
 
   routes(router, ctx) {
     const rt = runtimeFor(ctx);

@@ -33,6 +33,7 @@ async function main(): Promise<void> {
     subscribe: (o) => nats.subscribe(o),
     ping: () => nats.ping(),
     close: () => nats.close(),
+    forgetConsumer: (d) => nats.forgetConsumer(d),
     async publish(event) {
       process.stdout.write(`attempt ${event.id}\n`);
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));

@@ -32,7 +32,7 @@ import { Partners, type Partner } from '../gateway/partners';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { privatePostgresUnavailable } from '../support/private-postgres';
 import { hasNatsServer } from '../support/private-nats';
-import { freePort, jsonLogs, randomKey, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
+import { freePort, jsonLogs, linesOf, randomKey, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { createCertificates, type Certificates } from '../support/tls';
 import { webhookEnv } from '../notifications/support/harness';
 import { Receiver, type Received } from '../notifications/support/receiver';
@@ -277,44 +277,11 @@ async function readRestored(url: string): Promise<RestoredState> {
   }
 }
 
-/**
- * The operator's step on the bus after a database restore (docs/operations.md): the
- * notifications intake's durable consumer is removed, so the system creates it again at
- * start and reads the stream from its beginning; the restored processed_events skip what
- * the restored database already turned into deliveries.
- */
-async function rewindIntake(): Promise<void> {
-  const nc = await connect({ servers: nats.url });
-  try {
-    const jsm = await nc.jetstreamManager();
-    await jsm.consumers.delete(prefix.toUpperCase(), INTAKE_CONSUMER);
-  } finally {
-    await nc.close();
-  }
-}
-
 /** The system's exit and last output, when it is no longer running (for failure messages). */
 function exitReport(): string {
   const c = system.child;
   if (c.exitCode === null && c.signalCode === null) return '';
   return `\nthe system exited (${c.exitCode ?? c.signalCode}):\n${[...system.logs().slice(-15), ...system.stderr().slice(-15)].join('\n')}`;
-}
-
-/**
- * The operator's step on the calendar's event log after a restore (docs/operations.md):
- * new events skip the seqs the lost server may have used after the restore point, and
- * a WatchEvents cursor among them reads as expired, so the marketplace resynchronises
- * instead of resuming after some other event that reused its seq.
- */
-async function skipLostEventSeqs(url: string): Promise<void> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    await sql`
-      with s as (select setval(pg_get_serial_sequence('calendar.events', 'seq'), (select coalesce(max(seq), 0) from calendar.events) + 1000000000) as v)
-      update calendar.events_pruned set max_seq = greatest(max_seq, (select v from s))`;
-  } finally {
-    await sql.end({ timeout: 5 });
-  }
 }
 
 /** Every block of `p` the public API lists. */
@@ -395,13 +362,22 @@ describeIfPossible('backup and restore under traffic', () => {
     partners!.close();
     const before = receiver.received.length;
 
-    // Restore into a fresh server, rewind the intake, start the system on it.
+    // Restore into a fresh server, run after-restore, start the system on it.
     const restoreStarted = Date.now();
     restored = await restoreBackup(backup, primary!.archiveDir);
     const restorePoint = restored.restoredTo.getTime();
     const state = await readRestored(restored.url);
-    await rewindIntake();
-    await skipLostEventSeqs(restored.url);
+    // The operator's one command after a restore (docs/operations.md "Backup and restore"):
+    // the intake reads the stream again from its oldest event, the event log skips the gap.
+    const afterDir = mkdtempSync(join(tmpdir(), 'psync-after-restore-'));
+    const restoreSteps = await runMain(['after-restore'], { ...env, DATABASE_URL: restored.url, DATA_DIR: afterDir }, 120_000);
+    rmSync(afterDir, { recursive: true, force: true });
+    expect({ code: restoreSteps.code, stderr: restoreSteps.code === 0 ? '' : restoreSteps.stderr }).toEqual({ code: 0, stderr: '' });
+    const done = JSON.parse(linesOf(restoreSteps.stdout)[0]!) as { restored: boolean; services: Record<string, Record<string, unknown>> };
+    expect(done).toEqual({
+      restored: true,
+      services: { calendar: { next_event_seq_after: expect.any(String) }, notifications: { intake_consumer_rewound: true } },
+    });
     await startOn(restored.url);
     partners = new Partners(system);
     let firstServed: number | undefined;
