@@ -114,15 +114,15 @@ export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): 
   const uid = req.externalUid;
 
   const at = new Date();
-  // The block's listing is read before its lock is taken (a lock comes before a
-  // transaction's first write); a move committed in between leaves the delete nothing on
-  // that listing, so the block is read again, under the new listing's lock.
+  // The block's listing is read before its lock is taken (outside the transaction, so
+  // deleting an absent block costs one statement); a move committed in between leaves
+  // the delete nothing on that listing, so the block is read again.
   for (let attempt = 1; ; attempt++) {
+    const [found] = await deps.sql<{ listing_id: string }[]>`
+      select listing_id from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
+    `;
+    if (!found) return { deleted: false };
     const outcome = await withListingTransaction(deps.sql, async (tx) => {
-      const [found] = await tx<{ listing_id: string }[]>`
-        select listing_id from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
-      `;
-      if (!found) return 'absent';
       await lockListing(tx, found.listing_id);
       const [row] = await tx<{ listing_id: string; check_in: string; check_out: string }[]>`
         with b as (
@@ -147,7 +147,6 @@ export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): 
       ]);
       return 'deleted';
     });
-    if (outcome === 'absent') return { deleted: false };
     if (outcome === 'deleted') break;
     if (attempt >= 5) throw serviceUnavailable('the block kept moving between listings; retry');
   }

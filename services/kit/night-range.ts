@@ -68,10 +68,16 @@ export function checkRange(checkIn: string, checkOut: string, max = MAX_NIGHTS):
   else if (b === undefined) problems.push({ field: 'check_out', code: 'format' });
   if (a === undefined || b === undefined) return { problems };
   const nights = b - a;
-  // As the gateway reports them: not after check_in → invalid, too long → maximum.
-  if (nights < 1) return { problems: [{ field: 'check_out', code: 'invalid' }] };
-  if (nights > max) return { problems: [{ field: 'check_out', code: 'maximum' }] };
+  const problem = nightCountProblem(nights, max);
+  if (problem) return { problems: [problem] };
   return { span: { checkIn: formatDay(a), checkOut: formatDay(b), nights }, problems };
+}
+
+/** The range rule on a night count, reported on `check_out`: not after check_in → `invalid`, more than `max` nights → `maximum`. */
+export function nightCountProblem(nights: number, max = MAX_NIGHTS): { field: 'check_out'; code: 'invalid' | 'maximum' } | undefined {
+  if (nights < 1) return { field: 'check_out', code: 'invalid' };
+  if (nights > max) return { field: 'check_out', code: 'maximum' };
+  return undefined;
 }
 
 /** Every night of [checkIn, checkOut) as "YYYY-MM-DD", ascending. */

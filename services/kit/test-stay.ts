@@ -5,8 +5,7 @@
  * `501` for production workspaces (a 501 means the request was valid). In the kit
  * because both the gateway and the notifications service use it.
  */
-import { MAX_NIGHTS } from './limits';
-import { checkRange, formatDay, parseDay } from './night-range';
+import { formatDay, nightCountProblem, parseDay } from './night-range';
 
 /** Default stay: starting this many days after today (UTC)… */
 export const TEST_STAY_LEAD_DAYS = 30;
@@ -21,7 +20,7 @@ export type StayViolation = { field: 'check_in' | 'check_out'; code: 'format' | 
 /**
  * The stay, or what is wrong with it: a date that is not one → `format`; `check_out`
  * not after `check_in` → `invalid`, more than MAX_NIGHTS → `maximum` (both on
- * `check_out`, the night-range rule of blocks: night-range.ts `checkRange`); a default
+ * `check_out`, the night-range rule of blocks: night-range.ts `nightCountProblem`); a default
  * departure past year 9999 → `check_in` `maximum`.
  */
 export function resolveTestStay(checkIn: string | undefined, checkOut: string | undefined, now: Date): TestStay | StayViolation[] {
@@ -32,8 +31,8 @@ export function resolveTestStay(checkIn: string | undefined, checkOut: string | 
   if (inDay === undefined) violations.push({ field: 'check_in', code: 'format' });
   if (checkOut !== undefined && outDay === undefined) violations.push({ field: 'check_out', code: 'format' });
   if (violations.length > 0 || inDay === undefined || outDay === undefined) return violations;
-  if (outDay >= END_OF_TIME_DAY && outDay - inDay >= 1 && outDay - inDay <= MAX_NIGHTS) return [{ field: 'check_in', code: 'maximum' }];
-  const { span, problems } = checkRange(formatDay(inDay), formatDay(outDay));
-  if (!span) return problems.filter((p): p is StayViolation => p.code !== 'required');
-  return span;
+  const problem = nightCountProblem(outDay - inDay);
+  if (problem) return [problem];
+  if (outDay >= END_OF_TIME_DAY) return [{ field: 'check_in', code: 'maximum' }];
+  return { checkIn: formatDay(inDay), checkOut: formatDay(outDay), nights: outDay - inDay };
 }

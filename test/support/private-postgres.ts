@@ -116,7 +116,16 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   await pg('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
 
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  return startPostgresOn(dir, data, port, '-c fsync=off');
+}
+
+/**
+ * Starts the server of the data directory `data` (made by initdb, a base backup or a
+ * restore) in `dir` on `port` with `settings` (`-c name=value …`), and answers it as a
+ * PrivatePostgres whose destroy() removes `dir`.
+ */
+export async function startPostgresOn(dir: string, data: string, port: number, settings: string): Promise<PrivatePostgres> {
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 ${settings}`;
   let running = false;
   const killNow = () => {
     if (running) killPostgres(data);
@@ -127,11 +136,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
     async start() {
-      await pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+      await runPostgresTool('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '120', 'start']);
       running = true;
     },
     async stop(mode = 'immediate') {
-      await pg('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
+      await runPostgresTool('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
       running = false;
     },
     async destroy() {

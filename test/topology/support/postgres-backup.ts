@@ -20,11 +20,11 @@
  * directory removed by `destroy()` (and, as a last resort, when the Jest worker exits).
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
-import { giveToPostgres, killAtExit, killPostgres, privatePostgresDir, privatePostgresUnavailable, runPostgresTool } from '../../support/private-postgres';
+import { giveToPostgres, privatePostgresDir, privatePostgresUnavailable, runPostgresTool, startPostgresOn } from '../../support/private-postgres';
 import { freePort } from '../../support/system';
 
 const run = promisify(execFile);
@@ -86,42 +86,6 @@ function sizeOf(dir: string): number {
   return total;
 }
 
-/** A cluster over the data directory `data` in `dir`, started on a free port. */
-async function startCluster(dir: string, data: string, settings: string): Promise<Cluster & { start(): Promise<void> }> {
-  const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 ${settings}`;
-  let running = false;
-  const killNow = () => {
-    if (running) killPostgres(data);
-    running = false;
-  };
-  const forget = killAtExit(killNow);
-  const cluster = {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    port,
-    async start() {
-      await pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '120', 'start']);
-      running = true;
-    },
-    async stop(mode: 'immediate' | 'fast' = 'immediate') {
-      await pg('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
-      running = false;
-    },
-    async destroy() {
-      killNow();
-      forget();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  try {
-    await cluster.start();
-  } catch (err) {
-    await cluster.destroy();
-    throw err;
-  }
-  return cluster;
-}
-
 /** Runs `fn` with a one-connection client of `url`. */
 async function withClient<T>(url: string, fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
@@ -157,7 +121,7 @@ export async function startArchivingPostgres(opts: { archiveTimeoutSeconds?: num
       '',
     ].join('\n'),
   );
-  const cluster = await startCluster(dir, data, '-c fsync=off');
+  const cluster = await startPostgresOn(dir, data, await freePort(), '-c fsync=off');
   let backupNo = 0;
   return {
     ...cluster,
@@ -208,7 +172,7 @@ export async function restoreBackup(backup: BaseBackup, archiveDir: string, opts
       '',
     ].join('\n'),
   );
-  const cluster = await startCluster(dir, data, '-c fsync=off -c archive_mode=off');
+  const cluster = await startPostgresOn(dir, data, await freePort(), '-c fsync=off -c archive_mode=off');
   try {
     const restoredTo = await withClient(cluster.url, async (sql) => {
       const deadline = Date.now() + 180_000;
