@@ -32,7 +32,8 @@
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import type { ReceivedEvent } from '../services/kit/bus';
-import { KIT_MIGRATIONS, runMigrations } from '../services/kit/migrate';
+import { runMigrations } from '../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../services/kit/migration-files';
 import { OutboxRelay } from '../services/kit/outbox-relay';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { startTestBus, testLogger } from '../test/support/bus';

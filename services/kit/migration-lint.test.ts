@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lintMigrationFiles, migrationsAddedSince } from './migration-lint';
+import { functionFilesChangedSince, lintMigrationFiles, migrationsAddedSince, notForFunctionFiles, routinesInMigrations } from './migration-lint';
 import { filesAt, previousRelease } from './previous-release';
 
 let dir: string;
@@ -65,5 +65,24 @@ describe('migration lint (squawk)', () => {
     const { ok, report } = lintMigrationFiles(added);
     expect(report).toBe('');
     expect(ok).toBe(true);
+    expect(routinesInMigrations(added)).toEqual([]);
+  });
+
+  test('the repeatable SQL files new or changed since the previous release pass, without the lock_timeout rule', () => {
+    const changed = functionFilesChangedSince(previousRelease());
+    for (const f of changed) expect(f).toMatch(/^services\/[a-z]+\/functions\/[a-z0-9_]+\.sql$/);
+    expect(notForFunctionFiles()).toEqual(['require-statement-timeout', 'require-lock-timeout']);
+    expect(lintMigrationFiles(changed, undefined, notForFunctionFiles())).toEqual({ ok: true, report: '' });
+  });
+
+  test('a migration that defines a function, procedure or view is named: those live in functions/', () => {
+    writeFileSync(
+      join(dir, '0005_routine.sql'),
+      "set local lock_timeout = '5s';\nalter table t add column c text;\nCREATE OR REPLACE FUNCTION calendar.f() returns int language sql return 1;\ncreate view v as select 1;\n",
+    );
+    writeFileSync(join(dir, '0006_schema.sql'), "set local lock_timeout = '5s';\n-- the function f is created in functions/f.sql\nalter table t add column d text;\n");
+    expect(routinesInMigrations(['0005_routine.sql', '0006_schema.sql'], dir)).toEqual([
+      { file: '0005_routine.sql', defines: ['CREATE OR REPLACE FUNCTION calendar.f', 'create view v'] },
+    ]);
   });
 });

@@ -7,10 +7,15 @@
  * test/kit/migration-manifest.test.ts fails when a listed file changed or disappeared,
  * and when a file is not listed yet. `npm run migrations:manifest` (this file run
  * directly) adds the entries of new files and never rewrites an existing one.
+ *
+ * Repeatable SQL files (sql-functions.ts) change by raising their version, so the
+ * manifest's `functions` pins each landed version, `<prefix>/<name>@<version>` → sha256:
+ * a file changed without a higher version fails the same test.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from './migrate';
+import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from './migration-files';
+import { loadFunctionFiles, type FunctionFile } from './sql-functions';
 
 /** The folder holding `kit/` and one folder per service. */
 const SERVICES_DIR = join(__dirname, '..');
@@ -27,6 +32,8 @@ export interface Manifest {
   $comment: string;
   /** migration id → sha256 hex */
   migrations: Record<string, string>;
+  /** `<repeatable file id>@<version>` → sha256 hex */
+  functions: Record<string, string>;
 }
 
 /**
@@ -49,14 +56,24 @@ export function currentMigrations(servicesDir = SERVICES_DIR): MigrationFile[] {
   return loadMigrations(allMigrationSources(servicesDir));
 }
 
-export function readManifest(path = MANIFEST_PATH): Manifest {
-  return JSON.parse(readFileSync(path, 'utf8')) as Manifest;
+/** Every repeatable SQL file on disk, as runMigrations reads them. */
+export function currentFunctionFiles(servicesDir = SERVICES_DIR): FunctionFile[] {
+  return loadFunctionFiles(allMigrationSources(servicesDir));
 }
+
+/** A repeatable file's manifest key. */
+export const functionKey = (f: Pick<FunctionFile, 'id' | 'version'>): string => `${f.id}@${f.version}`;
+
+export function readManifest(path = MANIFEST_PATH): Manifest {
+  const m = JSON.parse(readFileSync(path, 'utf8')) as Partial<Manifest>;
+  return { $comment: MANIFEST_COMMENT, migrations: m.migrations ?? {}, functions: m.functions ?? {} };
+}
+
+const sorted = (r: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
 /** Sorted ids, two-space indentation, a final newline: regenerating it never reorders the file. */
 export function formatManifest(manifest: Manifest): string {
-  const migrations = Object.fromEntries(Object.entries(manifest.migrations).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return `${JSON.stringify({ $comment: MANIFEST_COMMENT, migrations }, null, 2)}\n`;
+  return `${JSON.stringify({ $comment: MANIFEST_COMMENT, migrations: sorted(manifest.migrations), functions: sorted(manifest.functions) }, null, 2)}\n`;
 }
 
 export interface ManifestCheck {
@@ -66,10 +83,14 @@ export interface ManifestCheck {
   missing: string[];
   /** Files not listed yet. */
   unlisted: MigrationFile[];
+  /** Repeatable files whose version is listed with other content: changed without raising the version. */
+  changedFunctions: Array<{ key: string; file: string; listed: string; current: string }>;
+  /** Repeatable files whose version is not listed yet. */
+  unlistedFunctions: FunctionFile[];
 }
 
 /** Compares the manifest with the files. */
-export function checkManifest(manifest: Manifest, files: MigrationFile[]): ManifestCheck {
+export function checkManifest(manifest: Manifest, files: MigrationFile[], functionFiles: FunctionFile[] = []): ManifestCheck {
   const onDisk = new Map(files.map((f) => [f.id, f]));
   const changed: ManifestCheck['changed'] = [];
   const missing: string[] = [];
@@ -79,30 +100,43 @@ export function checkManifest(manifest: Manifest, files: MigrationFile[]): Manif
     else if (f.checksum !== listed) changed.push({ id, file: f.file, listed, current: f.checksum });
   }
   const unlisted = files.filter((f) => !(f.id in manifest.migrations));
-  return { changed, missing, unlisted };
+  const changedFunctions: ManifestCheck['changedFunctions'] = [];
+  const unlistedFunctions: FunctionFile[] = [];
+  for (const f of functionFiles) {
+    const listed = manifest.functions[functionKey(f)];
+    if (listed === undefined) unlistedFunctions.push(f);
+    else if (listed !== f.checksum) changedFunctions.push({ key: functionKey(f), file: f.file, listed, current: f.checksum });
+  }
+  return { changed, missing, unlisted, changedFunctions, unlistedFunctions };
 }
 
 /** The manifest with the unlisted files added; existing entries are kept as they are, changed or not. */
-export function withNewEntries(manifest: Manifest, files: MigrationFile[]): Manifest {
+export function withNewEntries(manifest: Manifest, files: MigrationFile[], functionFiles: FunctionFile[] = []): Manifest {
+  const check = checkManifest(manifest, files, functionFiles);
   const migrations = { ...manifest.migrations };
-  for (const f of checkManifest(manifest, files).unlisted) migrations[f.id] = f.checksum;
-  return { $comment: MANIFEST_COMMENT, migrations };
+  for (const f of check.unlisted) migrations[f.id] = f.checksum;
+  const functions = { ...manifest.functions };
+  for (const f of check.unlistedFunctions) functions[functionKey(f)] = f.checksum;
+  return { $comment: MANIFEST_COMMENT, migrations, functions };
 }
 
 /** `npm run migrations:manifest`: adds new files' entries; reports (never rewrites) changed or missing ones and exits 1 for them. */
 function main(): void {
   const files = currentMigrations();
-  const manifest: Manifest = existsSync(MANIFEST_PATH) ? readManifest(MANIFEST_PATH) : { $comment: MANIFEST_COMMENT, migrations: {} };
-  const check = checkManifest(manifest, files);
-  writeFileSync(MANIFEST_PATH, formatManifest(withNewEntries(manifest, files)));
+  const functionFiles = currentFunctionFiles();
+  const manifest: Manifest = existsSync(MANIFEST_PATH) ? readManifest(MANIFEST_PATH) : { $comment: MANIFEST_COMMENT, migrations: {}, functions: {} };
+  const check = checkManifest(manifest, files, functionFiles);
+  writeFileSync(MANIFEST_PATH, formatManifest(withNewEntries(manifest, files, functionFiles)));
   const where = relative(process.cwd(), MANIFEST_PATH);
   for (const f of check.unlisted) process.stdout.write(`added ${f.id} ${f.checksum} to ${where}\n`);
-  if (check.unlisted.length === 0) process.stdout.write(`${where}: no new migrations\n`);
+  for (const f of check.unlistedFunctions) process.stdout.write(`added ${functionKey(f)} ${f.checksum} to ${where}\n`);
+  if (check.unlisted.length === 0 && check.unlistedFunctions.length === 0) process.stdout.write(`${where}: nothing new\n`);
   for (const c of check.changed) {
     process.stderr.write(`${c.id} (${c.file}) changed after it landed: restore it and put the change in a new migration\n`);
   }
   for (const id of check.missing) process.stderr.write(`${id} is listed but its file is gone: restore it\n`);
-  if (check.changed.length > 0 || check.missing.length > 0) process.exitCode = 1;
+  for (const c of check.changedFunctions) process.stderr.write(`${c.file} changed without raising its version (${c.key} landed as ${c.listed}): raise its \`-- version:\` line\n`);
+  if (check.changed.length > 0 || check.missing.length > 0 || check.changedFunctions.length > 0) process.exitCode = 1;
 }
 
 if (require.main === module) main();

@@ -11,7 +11,7 @@ import type { ServiceName } from './service-name';
 import type { EventBus } from './bus';
 import type { Logger } from './logger';
 import type { InternalClients } from './internal-client';
-import type { MigrationSource } from './migrate';
+import type { MigrationSource } from './migration-files';
 import type { OutboxEncoder, OutboxRelay } from './outbox-relay';
 import type { Shutdown } from './shutdown';
 

@@ -15,7 +15,8 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { ListBlocksRequestSchema, type Block } from '../../gen/psync/calendar/v1/calendar_pb';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { calendarModule } from '../../services/calendar/module';
 import { listBlocks } from '../../services/calendar/blocks';
 import { blockPageQuery, SPAN_CLASSES } from '../../services/calendar/blocks-list';

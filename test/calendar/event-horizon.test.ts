@@ -16,7 +16,8 @@
  *    back until it commits or rolls back, and then the stream continues gapless and in
  *    order.
  */
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { createSql, type Sql, type Tx } from '../../services/kit/database';
 import { calendarModule } from '../../services/calendar/module';
 import { readEventHorizon } from '../../services/calendar/event-horizon';

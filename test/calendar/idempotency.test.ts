@@ -25,7 +25,8 @@ import { authInterceptor, CredentialRegistry, tokenSha256 } from '../../services
 import { requestGuardInterceptor } from '../../services/kit/request-guard';
 import { validationInterceptor } from '../../services/kit/validation';
 import { startInternalServer, type InternalServer } from '../../services/kit/internal-server';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { notFound } from '../../services/kit/errors';
 import type { CalendarDeps } from '../../services/calendar/calendar-deps';
 import { IDEMPOTENCY_RETENTION_HOURS, IdempotencyKeyPruner, pruneIdempotencyKeysOnce } from '../../services/calendar/idempotency';

@@ -8,7 +8,8 @@
  *   property's workspace and claimed.
  */
 import { join } from 'node:path';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { PhotoPipeline } from '../../services/catalog/photo-pipeline';
 import type { PhotoOutcome } from '../../services/catalog/photo-processor';
 import { upsertProperty } from '../../services/catalog/property-upsert';

@@ -14,7 +14,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { identityModule } from '../../services/identity/module';
-import { KIT_MIGRATIONS, runMigrations, type MigrationSource } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/migration-files';
 import type { Sql } from '../../services/kit/database';
 import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
 import { mintApiKey } from '../../services/identity/api-keys';

@@ -10,7 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { identityModule } from '../../services/identity/module';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { createSql, type Sql } from '../../services/kit/database';
 import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
 import { mintApiKey } from '../../services/identity/api-keys';

@@ -16,7 +16,8 @@ import parameters from '../../gateway/schemas/parameters.json';
 import { calendarModule } from '../../services/calendar/module';
 import { identityModule } from '../../services/identity/module';
 import { MAX_NIGHTS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../../services/kit/limits';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 
 jest.setTimeout(120_000);

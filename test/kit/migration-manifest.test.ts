@@ -7,12 +7,14 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/migrate';
+import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/migration-files';
 import {
   MANIFEST_PATH,
   allMigrationSources,
   checkManifest,
+  currentFunctionFiles,
   currentMigrations,
+  functionKey,
   formatManifest,
   readManifest,
   withNewEntries,
@@ -26,7 +28,8 @@ import { ROOT } from '../support/process';
 
 const manifest = readManifest();
 const files = currentMigrations();
-const check = checkManifest(manifest, files);
+const functionFiles = currentFunctionFiles();
+const check = checkManifest(manifest, files, functionFiles);
 const where = relative(ROOT, MANIFEST_PATH);
 
 describe('the checked-in manifest', () => {
@@ -44,6 +47,11 @@ describe('the checked-in manifest', () => {
 
   test('every migration file is listed', () => {
     expect(check.unlisted.map((f) => `${relative(ROOT, f.file)} is not in ${where}: run \`npm run migrations:manifest\` to add it`)).toEqual([]);
+  });
+
+  test('every repeatable SQL file is listed at its version with its content: a landed version is never edited', () => {
+    expect(check.changedFunctions.map((c) => `${relative(ROOT, c.file)} changed without raising its version (${c.key} in ${where}): raise its \`-- version:\` line`)).toEqual([]);
+    expect(check.unlistedFunctions.map((f) => `${relative(ROOT, f.file)} version ${f.version} is not in ${where}: run \`npm run migrations:manifest\` to add it`)).toEqual([]);
   });
 
   test('is in the form the generator writes (sorted ids), so adding an entry never rewrites the others', () => {
@@ -102,6 +110,7 @@ describe('checkManifest and withNewEntries', () => {
         'alpha/0001_a': sum('create table a (id integer);'), // the file differs
         'alpha/0000_gone': sum('select 1;'),
       },
+      functions: {},
     };
     const onDisk = currentMigrations(dir);
     const result = checkManifest(listed, onDisk);
@@ -112,5 +121,23 @@ describe('checkManifest and withNewEntries', () => {
     const next = withNewEntries(listed, onDisk);
     expect(next.migrations).toEqual({ ...listed.migrations, 'alpha/0002_b': sum('create table b (id int);') });
     expect(Object.keys(JSON.parse(formatManifest(next)).migrations)).toEqual(['alpha/0000_gone', 'alpha/0001_a', 'alpha/0002_b', 'kit/0001_base']);
+  });
+
+  test('pins each landed version of a repeatable file: an edit without a higher version is reported, a new version is added beside the old', () => {
+    const sum = (s: string) => migrationChecksum(Buffer.from(s));
+    const v1 = '-- version: 1\ncreate or replace function f() returns int language sql return 1;\n';
+    const v2 = '-- version: 2\ncreate or replace function f() returns int language sql return 2;\n';
+    mkdirSync(join(dir, 'alpha', 'functions'), { recursive: true });
+    writeFileSync(join(dir, 'alpha', 'functions', 'f.sql'), v1.replace('return 1', 'return 3'));
+    const listed: Manifest = { $comment: '', migrations: {}, functions: { 'alpha/f@1': sum(v1) } };
+    const edited = checkManifest(listed, [], currentFunctionFiles(dir));
+    expect(edited.changedFunctions.map((c) => c.key)).toEqual(['alpha/f@1']);
+    expect(edited.unlistedFunctions).toEqual([]);
+
+    writeFileSync(join(dir, 'alpha', 'functions', 'f.sql'), v2);
+    const raised = checkManifest(listed, [], currentFunctionFiles(dir));
+    expect(raised.changedFunctions).toEqual([]);
+    expect(raised.unlistedFunctions.map(functionKey)).toEqual(['alpha/f@2']);
+    expect(withNewEntries(listed, [], currentFunctionFiles(dir)).functions).toEqual({ 'alpha/f@1': sum(v1), 'alpha/f@2': sum(v2) });
   });
 });

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createSql, Sql } from '../../services/kit/database';
-import { KIT_MIGRATIONS, MigrationSource, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/migration-files';
 import { startTestDatabase, TestDatabase } from '../support/database';
 
 let db: TestDatabase;
@@ -50,7 +51,11 @@ describe('kit migrations', () => {
     const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
 
     const result = await runMigrations(sql, { schema: 'svc_kit', sources: [KIT_MIGRATIONS], log });
-    expect(result).toEqual({ schema: 'svc_kit', applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'] });
+    expect(result).toEqual({
+      schema: 'svc_kit',
+      applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'],
+      functions: ['kit/append_outbox'],
+    });
     expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
       [30, 'svc_kit', 'kit/0001_outbox'],
       [30, 'svc_kit', 'kit/0002_processed_events'],
@@ -125,7 +130,7 @@ describe('runMigrations', () => {
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
     const second = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(second).toEqual({ schema: 'svc_twice', applied: [] });
+    expect(second).toEqual({ schema: 'svc_twice', applied: [], functions: [] });
     expect(await sql`select * from svc_twice.things order by id`).toEqual(thingsBefore);
     expect(await sql`select * from svc_twice.schema_migrations order by id`).toEqual(recordBefore);
     expect(thingsBefore).toHaveLength(2);

@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { appendToOutbox } from '../../services/kit/outbox-writer';
 import { OutboxRelay } from '../../services/kit/outbox-relay';
 import { OutboxHousekeeping } from '../../services/kit/outbox-housekeeping';

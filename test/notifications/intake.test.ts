@@ -17,7 +17,8 @@ import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking } 
 import type { EventOwner } from '../../services/notifications/event-proof';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import type { ReceivedEvent } from '../../services/kit/bus';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { notificationsModule } from '../../services/notifications/module';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { testLogger } from '../support/bus';

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { notificationsModule } from '../../services/notifications/module';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { resealSecrets } from '../../services/notifications/reseal';
 import { mintSigningSecret, SecretBox } from '../../services/notifications/secret-box';
 import { startTestDatabase, type TestDatabase } from '../support/database';

@@ -6,7 +6,9 @@
  * "Every release runs beside the previous one").
  *
  * As `helm upgrade` does it: this change's migrations run first (`main.ts migrate`, the
- * hook Job) while nothing of the new release serves; then the old release alone serves
+ * hook Job) while nothing of the new release serves, its repeatable SQL files
+ * (services/kit/sql-functions.ts) recorded at their versions, which the old release's
+ * own start-up migration leaves in place; then the old release alone serves
  * the contract smoke (token, property, blocks, webhook registration with its challenge, a
  * signed booking delivery, an erasure acknowledged). Then the new release starts beside
  * the old one and both serve partner traffic while bookings are committed through both;
@@ -29,7 +31,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSql } from '../../services/kit/database';
-import { currentMigrations } from '../../services/kit/migration-manifest';
+import { currentFunctionFiles, currentMigrations } from '../../services/kit/migration-manifest';
 import { validProperty } from '../gateway/fixtures';
 import { jsonRequest, send, type Received as Answer, type SentRequest } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
@@ -53,6 +55,34 @@ if (unavailable) test.skip(`private PostgreSQL and nats-server unavailable: ${un
 const SIDE_BY_SIDE_MS = 8000;
 /** Bookings committed by the leaving process for the hand-over partner. */
 const HANDOVER_BOOKINGS = 5;
+
+/** This release's repeatable SQL files, `<schema>:<id>` → `version checksum` (the kit's are in every schema). */
+function thisRelease(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const f of currentFunctionFiles()) {
+    const prefix = f.id.split('/')[0]!;
+    for (const schema of prefix === 'kit' ? ['identity', 'catalog', 'calendar', 'notifications'] : [prefix]) out[`${schema}:${f.id}`] = `${f.version} ${f.checksum}`;
+  }
+  return out;
+}
+
+/** What the database records as applied: migration ids, and repeatable files as thisRelease() lists them. */
+async function recorded(): Promise<{ migrations: Set<string>; functions: Record<string, string> }> {
+  const sql = createSql(env.DATABASE_URL!, { max: 1 });
+  try {
+    const schemas = await sql<{ nspname: string }[]>`select nspname from pg_namespace where nspname in ('identity', 'catalog', 'calendar', 'notifications')`;
+    const migrations = new Set<string>();
+    const functions: Record<string, string> = {};
+    for (const { nspname } of schemas) {
+      for (const r of await sql<{ id: string }[]>`select id from ${sql(`${nspname}.schema_migrations`)}`) migrations.add(r.id);
+      const rows = await sql<{ id: string; version: number; checksum: string }[]>`select id, version, checksum from ${sql(`${nspname}.schema_functions`)}`;
+      for (const r of rows) functions[`${nspname}:${r.id}`] = `${r.version} ${r.checksum}`;
+    }
+    return { migrations, functions };
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -364,15 +394,9 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
   test("this change's migrations run first, as the pre-upgrade hook Job does", async () => {
     const res = await runMain(['migrate'], { ...process.env, ...env }, 120_000);
     expect([res.code, res.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
-    const sql = createSql(env.DATABASE_URL!, { max: 1 });
-    try {
-      const schemas = await sql<{ nspname: string }[]>`select nspname from pg_namespace where nspname in ('identity', 'catalog', 'calendar', 'notifications')`;
-      const applied = new Set<string>();
-      for (const { nspname } of schemas) for (const r of await sql<{ id: string }[]>`select id from ${sql(`${nspname}.schema_migrations`)}`) applied.add(r.id);
-      expect(currentMigrations().filter((m) => !applied.has(m.id))).toEqual([]);
-    } finally {
-      await sql.end({ timeout: 5 });
-    }
+    const { migrations, functions } = await recorded();
+    expect(currentMigrations().filter((m) => !migrations.has(m.id))).toEqual([]);
+    expect(functions).toEqual(thisRelease());
   });
 
   test('the previous release serves the contract smoke on the migrated schema', async () => {
@@ -402,6 +426,8 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
     expect(verifyDelivery(erasure!, first.secret).ok).toBe(true);
     const ack = await call(old, jsonRequest('POST', `/v1/deletion-requests/${erasure!.json.event_id}/acknowledge`, {}, auth));
     expect([ack.status, ack.json?.event_id]).toEqual([200, erasure!.json.event_id]);
+    // The old release migrated at start-up too: this release's repeatable SQL stayed (sql-functions.ts).
+    expect((await recorded()).functions).toEqual(thisRelease());
   });
 
   test('upgrade: the new release starts beside the old one, the old one leaves, the new one delivers what the old one committed', async () => {
