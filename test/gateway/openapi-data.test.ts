@@ -8,6 +8,8 @@
  *   code's (problem codes, violation codes, upsert results, property statuses, missing
  *   reasons, photo rejections, block reasons, endpoint statuses, delivery states,
  *   event kinds, cancellation initiators).
+ * - Code samples: each curl command is its operation's request (method, path with the
+ *   parameters' examples, its own query parameters, its first request example as body).
  * - Problem examples: each is exactly the document problems.ts renders for its code
  *   (with its `errors[]` / `conflicts[]`), with the default documentation base and the
  *   examples' request id; the token endpoint's `{message}` examples are the route's bodies.
@@ -34,7 +36,7 @@ import {
 import { INVALID_API_KEY, TOKEN_CEILING_REACHED, TOKEN_NOT_CONFIGURED, TOO_MANY_FAILURES } from '../../gateway/routes/token';
 import { settings } from '../../services/kit/config';
 import { ROOT } from '../support/process';
-import { documentAjv, operations, responseExamples } from './openapi-walk';
+import { documentAjv, operations, requestExamples, responseExamples } from './openapi-walk';
 
 const DATA = join(ROOT, 'gateway/openapi');
 const doc = JSON.parse(JSON.stringify(buildOpenApiDocument()));
@@ -130,6 +132,21 @@ describe('examples written as data are what the code renders', () => {
     expect(values('TokenRefused')).toEqual([INVALID_API_KEY]);
     expect(values('TokenRateLimited')).toEqual([TOKEN_CEILING_REACHED, TOO_MANY_FAILURES]);
     expect(values('TokenNotConfigured')).toEqual([TOKEN_NOT_CONFIGURED]);
+  });
+
+  test("each curl sample is its operation's request: method, path with the parameters' examples, query parameters of its own, the first request example as body", () => {
+    for (const op of operations(doc).filter((o) => o.at[0] === 'paths')) {
+      const source: string = op.op['x-codeSamples'][0].source;
+      const m = /^curl -X ([A-Z]+) "\$BASE_URL([^"?]*)(?:\?([^"]*))?"/.exec(source);
+      const path = op.path.replace(/\{([a-z_]+)\}/g, (_, n: string) => encodeURIComponent(op.parameters.find((p) => p.name === n).example));
+      expect([op.key, m?.[1], m?.[2]]).toEqual([op.key, op.method.toUpperCase(), path]);
+      const queryNames = op.parameters.filter((p) => p.in === 'query').map((p) => p.name);
+      for (const name of new URLSearchParams(m?.[3] ?? '').keys()) expect([op.key, name, queryNames.includes(name)]).toEqual([op.key, name, true]);
+      const data = /--data '(.*)'$/s.exec(source)?.[1];
+      const first = requestExamples(op)[0];
+      if (op.op.requestBody?.required) expect([op.key, data === undefined]).toEqual([op.key, false]);
+      if (data !== undefined) expect([op.key, JSON.parse(data.replace(/'\\''/g, "'"))]).toEqual([op.key, first?.example.value]);
+    }
   });
 
   test('POST /token declares its body as ignored: optional, any media type, any value', () => {
