@@ -38,15 +38,21 @@
  * - A `description` written as an array of lines is joined with newlines (long
  *   multi-paragraph descriptions read better that way).
  *
- * Everything else is written literally and CHECKED by test/gateway/openapi-data.test.ts
- * against the code: enumerations (problem codes, violation codes, event kinds …) equal
- * the code's vocabularies; every problem example is exactly the document problems.ts
- * renders for its code (title, detail, type); the `errors[]` of every `400` example is
- * exactly what the gateway's validators report for that example's request (also in
- * test/gateway/openapi.test.ts); every example validates against its schema.
+ * Everything else is written literally and CHECKED against the code. In
+ * test/gateway/openapi-data.test.ts: enumerations (problem codes, violation codes, event
+ * kinds …) equal the code's vocabularies; every problem example is exactly the document
+ * problems.ts renders for its code (title, detail, type); the token endpoint's `{message}`
+ * examples are the route's bodies; each curl sample is its operation's request. In
+ * test/gateway/openapi.test.ts: the `errors[]` of every `400` example is exactly what
+ * the gateway's validators report for that example's request (`x-request`); every
+ * example validates against its schema; each path's `x-other-methods.allow` is the
+ * `Allow` the router answers. test/gateway/openapi-examples.test.ts sends the examples
+ * to a running system.
  *
- * To add an endpoint: add its path and operation to tags/<tag>.json (a new tag also
- * needs its entry in document.json's `tags` and in TAGS below), its request and
+ * To add an endpoint: add its path and operation to tags/<tag>.json (a new path item
+ * starts with `x-other-methods`: the `Allow` the router answers for other methods,
+ * `HEAD` beside `GET`; a new tag also needs its entry in document.json's `tags` and in
+ * TAGS below), its request and
  * response examples to examples/<tag>.json under `METHOD /path` (a `400` example with
  * `x-request` and the `errors[]` the validators report, which the tests print when they
  * differ), new response or webhook schemas to components/schemas.json (request bodies
