@@ -52,13 +52,13 @@
  * To add an endpoint: add its path and operation to tags/<tag>.json (a new path item
  * starts with `x-other-methods`: the `Allow` the router answers for other methods,
  * `HEAD` beside `GET`; a new tag also needs its entry in document.json's `tags` and in
- * TAGS below), its request and
- * response examples to examples/<tag>.json under `METHOD /path` (a `400` example with
- * `x-request` and the `errors[]` the validators report, which the tests print when they
- * differ), new response or webhook schemas to components/schemas.json (request bodies
- * as `$embed` of the gateway's schema), then `npm run openapi:write` and
- * `npm run sdk:generate`, and run test/gateway/openapi*.test.ts. The route itself lives
- * in gateway/routes/; the coverage test fails until route and document agree.
+ * TAGS below), its request and response examples to examples/<tag>.json under
+ * `METHOD /path` (a `400` example with `x-request` and the `errors[]` the validators
+ * report, which the tests print when they differ), new response or webhook schemas to
+ * components/schemas.json (request bodies as `$embed` of the gateway's schema), then
+ * `npm run openapi:write` and `npm run sdk:generate`, and run
+ * test/gateway/openapi*.test.ts. The route itself lives in gateway/routes/; the
+ * coverage test fails until route and document agree.
  */
 import acknowledgeSchema from './schemas/acknowledge.json';
 import blockSchema from './schemas/block.json';
