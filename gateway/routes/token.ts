@@ -32,6 +32,12 @@ import { RATE_WINDOW_SECONDS } from '../../services/kit/limits';
 /** The one body of every refusal (spec "Authentication" 7). */
 export const INVALID_API_KEY = { message: 'invalid API key' } as const;
 
+/** The body of a refusal past the key's ceiling of exchanges. */
+export const TOKEN_CEILING_REACHED = { message: 'too many token requests for this API key; retry later' } as const;
+
+/** The body of the answer of a deployment that issues no tokens. */
+export const TOKEN_NOT_CONFIGURED = { message: 'the token endpoint is not configured' } as const;
+
 /** Connect codes by which identity refuses a key. */
 const REFUSALS = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument, Code.NotFound]);
 
@@ -93,10 +99,10 @@ export function tokenRoutes(deps: RouteDeps): Route[] {
             const retryAfter = retryAfterFrom(err) ?? state?.retryAfterSeconds ?? secondsLeftInWindow(Date.now() / 1000);
             ctx.state.rateLimit ??= { limit: deps.tokenQuota, windowSeconds: RATE_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };
             ctx.set('Retry-After', String(retryAfter));
-            return sendJson(ctx, 429, { message: 'too many token requests for this API key; retry later' });
+            return sendJson(ctx, 429, TOKEN_CEILING_REACHED);
           }
           if (reason === ErrorReason.TOKEN_ISSUER_NOT_CONFIGURED) {
-            return sendJson(ctx, 503, { message: 'the token endpoint is not configured' });
+            return sendJson(ctx, 503, TOKEN_NOT_CONFIGURED);
           }
           if (REFUSALS.has(err.code)) return failed();
           throw err;

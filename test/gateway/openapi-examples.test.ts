@@ -127,6 +127,32 @@ test('POST /token', async () => {
   const res = await sendExample('POST /token', 'token', { auth: { Authorization: `Bearer ${sandbox.apiKey}` } });
   expect(res.json).toEqual(expect.objectContaining({ token_type: 'Bearer', workspace_id: sandbox.workspaceId, sandbox: true }));
   await sendExample('POST /token', 'invalid_key', { auth: { Authorization: 'Bearer psk_nope_nope' } });
+  // The body is ignored (the example sends one): none, or one that is not JSON, gets a token just the same.
+  for (const extra of [{}, { headers: { 'Content-Type': 'text/plain' }, body: 'not json at all' }]) {
+    const again = await send(suite.system.gatewayUrl, {
+      method: 'POST',
+      path: '/v1/token',
+      ...extra,
+      headers: { ...(extra.headers ?? {}), Authorization: `Bearer ${sandbox.apiKey}` },
+    });
+    expect([again.status, again.json.token_type]).toEqual([200, 'Bearer']);
+  }
+});
+
+test('outside the operations: a path not in the document (404) and another method on a documented path (405), as NotFound and MethodNotAllowed say', async () => {
+  const problem = async (response: string, name: string, method: string, path: string) => {
+    const media = doc.components.responses[response].content['application/problem+json'];
+    const res = await send(suite.system.gatewayUrl, { method, path, headers: sandbox.auth });
+    const fn = schemaAt(['components', 'responses', response, 'content', 'application/problem+json', 'schema']);
+    expect([response, res.status, res.json.code, fn(res.json) ? [] : fn.errors]).toEqual([response, media.examples[name].value.status, media.examples[name].value.code, []]);
+    // The rate-limit headers of the presented token's key (looked at, not counted).
+    expect(res.headers['ratelimit-policy']).toEqual(expect.stringMatching(/^[0-9]+;w=3600$/));
+    sent.add(`components/responses/${response} ${name}`);
+    return res;
+  };
+  await problem('NotFound', 'unknown_path', 'GET', '/v1/bookings');
+  const res = await problem('MethodNotAllowed', 'other_method', 'GET', `/v1/blocks/${EXAMPLE_IDS.externalUid}`);
+  expect(res.headers.allow).toBe(doc.paths['/blocks/{external_uid}']['x-other-methods'].allow);
 });
 
 test('PUT /properties/{provider_id}', async () => {
@@ -257,6 +283,12 @@ test('every response example of every operation was sent, or is listed in NOT_SE
       if (!sent.has(id) && !NOT_SENT[`${r.status} ${r.name}`]) missing.push(id);
     }
   }
+  for (const [response, name] of [
+    ['NotFound', 'unknown_path'],
+    ['MethodNotAllowed', 'other_method'],
+  ]) {
+    if (!sent.has(`components/responses/${response} ${name}`)) missing.push(`components/responses/${response} ${name}`);
+  }
   expect(missing).toEqual([]);
-  expect(sent.size).toBeGreaterThanOrEqual(35);
+  expect(sent.size).toBeGreaterThanOrEqual(37);
 });

@@ -21,6 +21,10 @@
  *   operation is a route the gateway answers.
  * - What the presenters, the problem renderer and the webhook envelopes produce fits
  *   the response and webhook schemas (every public enum value included).
+ * - Outside the operations: each path item's `x-other-methods.allow` is its operations'
+ *   methods (`HEAD` beside `GET`), and the gateway answers every other method on it
+ *   with that `Allow` and a `method_not_allowed` document fitting `MethodNotAllowed`; a
+ *   path not in the document gets `not_found`, fitting `NotFound`.
  *
  * The gateway runs in-process with its internal services unreachable: serving the
  * document must need none of them (no Authorize call, nothing counted).
@@ -158,7 +162,7 @@ describe('docs/openapi.json', () => {
       const b = generated.split('\n');
       const line = a.findIndex((l, i) => l !== b[i]);
       throw new Error(
-        `${OPENAPI_FILE} is out of date with gateway/openapi.ts: run \`npm run openapi:write\` and commit it.\n` +
+        `${OPENAPI_FILE} is out of date with gateway/openapi/: run \`npm run openapi:write\` and commit it.\n` +
           `First difference at line ${line + 1}:\n  committed: ${a[line] ?? '(end of file)'}\n  generated: ${b[line] ?? '(end of file)'}`,
       );
     }
@@ -207,13 +211,17 @@ describe('docs/openapi.json', () => {
       throw new Error(`redocly printed no JSON report (exit ${code}):\n${stdout}\n${stderr}`);
     }
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message} ${p.location?.[0]?.pointer ?? ''}`)).toEqual([]);
-    // The one ignored finding: operation-4xx-response on GET /openapi.json (.redocly.lint-ignore.yaml says why).
-    expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 1 });
+    // The ignored findings (.redocly.lint-ignore.yaml says why): operation-4xx-response on GET /openapi.json,
+    // no-unused-components on NotFound and MethodNotAllowed (referenced from x-unknown-path and x-other-methods).
+    expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 3 });
     expect(code).toBe(0);
     const config = readFileSync(join(ROOT, 'redocly.yaml'), 'utf8');
     expect(config).toMatch(/^extends:\n {2}- recommended\n/m);
     expect(config).not.toMatch(/^\s*rules:/m); // no rule disabled or relaxed
-    expect(readFileSync(join(ROOT, '.redocly.lint-ignore.yaml'), 'utf8')).toContain("- '#/paths/~1openapi.json/get/responses'");
+    const ignored = readFileSync(join(ROOT, '.redocly.lint-ignore.yaml'), 'utf8');
+    expect(ignored).toContain("- '#/paths/~1openapi.json/get/responses'");
+    expect(ignored).toContain("- '#/components/responses/NotFound'");
+    expect(ignored).toContain("- '#/components/responses/MethodNotAllowed'");
   });
 });
 
@@ -411,6 +419,48 @@ describe('covers the contract', () => {
   });
 });
 
+describe('outside the operations: 404 and 405 as the gateway answers them', () => {
+  let schemaAt: ReturnType<typeof documentAjv>['schemaAt'];
+  beforeAll(() => {
+    ({ schemaAt } = documentAjv(doc));
+  });
+  const fits = (response: string, value: unknown) => {
+    const fn = schemaAt(['components', 'responses', response, 'content', 'application/problem+json', 'schema']);
+    return fn(value) ? [] : fn.errors;
+  };
+
+  test("every path item's x-other-methods.allow is its methods, and every other method gets 405 with exactly that Allow", async () => {
+    let count = 0;
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      const methods = METHODS.filter((m) => item[m]).map((m) => m.toUpperCase());
+      const allow: string = item['x-other-methods']?.allow;
+      expect([path, allow?.split(', ').sort()]).toEqual([path, [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].sort()]);
+      expect([path, item['x-other-methods'].response]).toEqual([path, { $ref: '#/components/responses/MethodNotAllowed' }]);
+      const url = `/v1${path.replace(/\{[a-z_]+\}/g, '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f')}`;
+      for (const method of ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS'].filter((m) => !allow.split(', ').includes(m))) {
+        const res = await send(base, { method, path: url });
+        expect([path, method, res.status, res.headers.allow, res.json?.code]).toEqual([path, method, 405, allow, 'method_not_allowed']);
+        expect([path, method, fits('MethodNotAllowed', res.json)]).toEqual([path, method, []]);
+        count++;
+      }
+    }
+    expect(count).toBeGreaterThan(30);
+  });
+
+  test('a path not in the document is 404 not_found, whatever the method, as x-unknown-path says', async () => {
+    expect(doc['x-unknown-path'].response).toEqual({ $ref: '#/components/responses/NotFound' });
+    for (const [method, path] of [
+      ['GET', '/v1/bookings'],
+      ['POST', '/v1/properties'],
+      ['DELETE', '/v2/blocks'],
+      ['PUT', '/v1/properties/villa-42/photos'],
+    ]) {
+      const res = await send(base, { method: method!, path: path! });
+      expect([method, path, res.status, res.json?.code, fits('NotFound', res.json)]).toEqual([method, path, 404, 'not_found', []]);
+    }
+  });
+});
+
 describe('what the gateway sends fits the document', () => {
   let ajv: Ajv2020;
   const schemaOf = (name: string): ValidateFunction => {
@@ -564,8 +614,8 @@ describe('what the gateway sends fits the document', () => {
         codesOf(media.schema).includes('internal_error'),
       ]);
     }
-    // Every code a contract endpoint answers is documented (404 not_found / 405 belong to no operation).
-    expect([...byCode.keys()].sort()).toEqual((Object.keys(PROBLEM_CODES) as ProblemCode[]).filter((c) => c !== 'not_found' && c !== 'method_not_allowed').sort());
+    // Every code the gateway answers is documented (404 not_found and 405 in the responses of no operation: NotFound, MethodNotAllowed).
+    expect([...byCode.keys()].sort()).toEqual((Object.keys(PROBLEM_CODES) as ProblemCode[]).sort());
     for (const code of Object.keys(PROBLEM_CODES) as ProblemCode[])
       expectFits('Problem', problemDocument(new ProblemError(code), 'https://d.example', '3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40'));
   });

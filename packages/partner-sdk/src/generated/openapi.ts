@@ -1056,6 +1056,47 @@ export interface components {
                 };
             };
         };
+        /** @description `not_found`: no endpoint of this API has this path, whatever the method (a path outside the document: `x-unknown-path`). Nothing was done. The rate-limit headers are those of the presented token's key, looked at and not counted (without a token, the full default quota). */
+        NotFound: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    code?: "not_found";
+                    /** @constant */
+                    status?: 404;
+                };
+            };
+        };
+        /** @description `method_not_allowed`: the path is one of this document's, the method is not one of its operations (any other method, `PATCH`, `OPTIONS` and `TRACE` included; `HEAD` is answered as `GET` where there is one). `Allow` lists the path's methods: its `x-other-methods.allow`. Nothing was done. The rate-limit headers are those of the presented token's key, looked at and not counted. */
+        MethodNotAllowed: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Allow: components["headers"]["Allow"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    code?: "method_not_allowed";
+                    /** @constant */
+                    status?: 405;
+                };
+            };
+        };
     };
     parameters: {
         /**
@@ -1129,6 +1170,8 @@ export interface components {
         "WWW-Authenticate": string;
         /** @description `no-store` (RFC 6749 §5.1): an access token is never cached. */
         "Cache-Control": "no-store";
+        /** @description The methods the path answers (RFC 9110): its operations in this document, with `HEAD` wherever there is a `GET` — the path's `x-other-methods.allow`. */
+        Allow: string;
     };
     pathItems: never;
 }
@@ -1141,7 +1184,12 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Ignored: the key is read from the `Authorization` header only. Any body, of any content type, or none at all gets the same answer: it is never read or parsed. */
+        requestBody?: {
+            content: {
+                "*/*": unknown;
+            };
+        };
         responses: {
             /** @description A fresh access token. */
             200: {
