@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { ListingOriginSchema, ListingSchema, type Listing, type ListingOrigin } from '../../gen/psync/catalog/v1/catalog_pb';
+import { base32 } from '../kit/base32';
 import type { Sql, Tx } from '../kit/database';
 import { EnumNames, environments } from '../kit/enum-names';
 import { propertyStatuses } from './messages';
@@ -28,26 +29,12 @@ export interface ListingRecord {
   created_at: Date;
 }
 
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
-
 /**
  * A new listing id: `lst_` and 24 base32 characters (120 random bits). Opaque to
  * partners and marketplace; never reused, never a placeholder.
  */
 export function newListingId(): string {
-  const bytes = randomBytes(15);
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const b of bytes) {
-    value = (value << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  return `lst_${out}`;
+  return `lst_${base32(randomBytes(15))}`;
 }
 
 /** Reads listings by id (any workspace); partner listings take their fields from the property. */

@@ -13,12 +13,10 @@
  * "Authentication" 7).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { base32 } from '../kit/base32';
 
 /** Prefix of every API key (also scrubbed from free text by the logger). */
 export const API_KEY_PREFIX = 'psk_';
-
-/** RFC 4648 base32 alphabet, lower-case. */
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
 /** Bytes behind a key id: 10 bytes = 80 bits = exactly 16 base32 characters. */
 const KEY_ID_BYTES = 10;
@@ -35,23 +33,6 @@ export interface MintedApiKey {
   apiKey: string;
   /** SHA-256 of the secret: the only thing stored. */
   secretHash: Buffer;
-}
-
-/** Lower-case base32 without padding. */
-export function base32(bytes: Uint8Array): string {
-  let out = '';
-  let bits = 0;
-  let value = 0;
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
-  return out;
 }
 
 /** Mints a new key from the system CSPRNG. */

@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CLIENT_TOKEN_PREFIX, tokenSha256 } from '../kit/internal-auth';
-import { base32 } from './api-keys';
+import { base32 } from '../kit/base32';
 
 export { CLIENT_TOKEN_PREFIX };
 

@@ -2,216 +2,37 @@
  * Typed, validated configuration read from the environment.
  *
  * Every variable a process reads is declared once in `settings` below with its
- * default, its parser and a one-line description (README.md's configuration table
- * mirrors it). `loadConfig()` validates everything at start-up; a bad value raises a
- * ConfigError whose message is one clear line, and the entry points exit non-zero
- * with it (see exitOnConfigError).
+ * default, its parser (config-parsers.ts) and a one-line description (README.md's
+ * configuration table mirrors it). `loadConfig()` validates everything at start-up,
+ * each value and then the rules between them; a bad value raises a ConfigError
+ * (config-error.ts) whose message is one clear line, and the entry points exit
+ * non-zero with it (see exitOnConfigError).
  */
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
-import { isRole, type Role } from './access-policy';
 import { MAX_TOKEN_TTL_SECONDS, RATE_WINDOW_SECONDS } from './limits';
-import { checkCredsFile, natsServers, NatsCredentialsError } from './nats-credentials';
-import { parsePostgresUrl, type PostgresUrl } from './postgres-url';
-
-/** A configuration value that cannot be used; the message is one line for the operator. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-type Parser<T> = (raw: string, name: string) => T;
-
-const int =
-  (min: number, max: number): Parser<number> =>
-  (raw, name) => {
-    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
-    const n = Number(raw.trim());
-    if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-    return n;
-  };
-
-const url =
-  (schemes: string[]): Parser<string> =>
-  (raw, name) => {
-    let u: URL;
-    try {
-      u = new URL(raw);
-    } catch {
-      throw new ConfigError(`${name} must be a URL (${schemes.join(', ')})`);
-    }
-    if (!schemes.includes(u.protocol.replace(/:$/, ''))) {
-      throw new ConfigError(`${name} must use one of ${schemes.join(', ')}, got ${u.protocol.replace(/:$/, '')}`);
-    }
-    return raw;
-  };
-
-/** A PostgreSQL URL, one host or a comma-separated host list (postgres-url.ts). */
-const postgresUrl: Parser<string> = (raw, name) => {
-  let u: PostgresUrl;
-  try {
-    u = parsePostgresUrl(raw);
-  } catch (err) {
-    const why = err instanceof TypeError && err.message !== 'Invalid URL' && err.message !== 'not a URL' ? `: ${err.message}` : '';
-    throw new ConfigError(`${name} must be a URL (postgres, postgresql; hosts may be a comma-separated list)${why}`);
-  }
-  if (u.scheme !== 'postgres' && u.scheme !== 'postgresql') throw new ConfigError(`${name} must use one of postgres, postgresql, got ${u.scheme}`);
-  return raw;
-};
-
-const text: Parser<string> = (raw) => raw;
-
-/** Runs a nats-credentials.ts check, reporting its refusal as a ConfigError. */
-function natsCheck<T>(check: () => T): T {
-  try {
-    return check();
-  } catch (err) {
-    if (err instanceof NatsCredentialsError) throw new ConfigError(err.message);
-    throw err;
-  }
-}
-
-/** NATS_URL: comma-separated nats/tls/ws/wss URLs, credentials (if any) the same in each. */
-const natsUrl: Parser<string> = (raw, name) => {
-  natsCheck(() => natsServers(raw, name));
-  return raw;
-};
-
-/** NATS_CREDS: a readable .creds file. */
-const credsFile: Parser<string> = (raw, name) => {
-  let content: string;
-  try {
-    accessSync(raw, constants.R_OK);
-    content = readFileSync(raw, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`${name} (${raw}) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-  }
-  natsCheck(() => checkCredsFile(content, raw, name));
-  return raw;
-};
-
-const logLevel: Parser<string> = (raw, name) => {
-  const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-  if (!levels.includes(raw)) throw new ConfigError(`${name} must be one of ${levels.join(', ')}, got "${raw}"`);
-  return raw;
-};
-
-/** Comma-separated non-negative delays in seconds, e.g. "1,1,2". */
-const delays: Parser<number[]> = (raw, name) => {
-  const parts = raw.split(',').map((p) => p.trim());
-  if (parts.length === 0 || parts.some((p) => !/^\d+(\.\d+)?$/.test(p))) {
-    throw new ConfigError(`${name} must be comma-separated delays in seconds, e.g. "1,1,2"`);
-  }
-  return parts.map(Number);
-};
-
-/** Comma-separated CIDRs, IPv4 or IPv6, e.g. "127.0.0.0/8,::1/128". */
-const cidrs: Parser<string[]> = (raw, name) => {
-  const list = raw
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean);
-  for (const c of list) {
-    const [addr, bits, extra] = c.split('/');
-    const family = addr ? isIP(addr) : 0;
-    const max = family === 6 ? 128 : 32;
-    if (!family || extra !== undefined || bits === undefined || !/^\d+$/.test(bits) || Number(bits) > max) {
-      throw new ConfigError(`${name} must be comma-separated CIDRs like 127.0.0.0/8, got "${c}"`);
-    }
-  }
-  return list;
-};
-
-/** Base64 (or base64url) of at least `minBytes` bytes, e.g. a key made with `openssl rand -base64 32`; decoded. */
-const base64Key =
-  (minBytes: number): Parser<Buffer> =>
-  (raw, name) => {
-    const s = raw.trim();
-    const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(s) ? Buffer.from(s, 'base64') : Buffer.alloc(0);
-    if (bytes.length < minBytes) throw new ConfigError(`${name} must be base64 of at least ${minBytes} random bytes (e.g. openssl rand -base64 ${minBytes})`);
-    return bytes;
-  };
-
-/** A credential sent or accepted on the internal API: 32 to 512 visible ASCII characters (no spaces). */
-const credential: Parser<string> = (raw, name) => {
-  const s = raw.trim();
-  if (!/^[\x21-\x7e]{32,512}$/.test(s)) throw new ConfigError(`${name} must be 32 to 512 visible ASCII characters without spaces (e.g. openssl rand -base64 32)`);
-  return s;
-};
-
-/** One accepted internal-API credential: the caller's role and SHA-256 of its token. */
-export interface AcceptedCaller {
-  role: Role;
-  /** Lower-case hex SHA-256 of the token's UTF-8 bytes. */
-  sha256: string;
-}
-
-/**
- * Comma-separated `role:sha256hex` entries, e.g. `gateway:9f86…,operator:2c26…`. A role
- * may appear more than once (current and previous credential during a rotation).
- */
-const callers: Parser<AcceptedCaller[]> = (raw, name) => {
-  const out: AcceptedCaller[] = [];
-  for (const entry of raw
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean)) {
-    const m = /^([a-z]+):([0-9a-fA-F]{64})$/.exec(entry);
-    if (!m || !isRole(m[1]!)) {
-      throw new ConfigError(
-        `${name} must be comma-separated role:sha256hex entries (roles: gateway, identity, catalog, calendar, notifications, marketplace, operator), got "${entry.slice(0, 24)}…"`,
-      );
-    }
-    out.push({ role: m[1], sha256: m[2]!.toLowerCase() });
-  }
-  return out;
-};
-
-/** Units of a duration setting, in milliseconds. */
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** A duration such as `7d`, `72h`, `30m`, `90s` (one number and one unit: ms, s, m, h, d); in milliseconds, between `minMs` and `maxMs`. */
-const duration =
-  (minMs: number, maxMs: number): Parser<number> =>
-  (raw, name) => {
-    const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw.trim());
-    if (!m) throw new ConfigError(`${name} must be a duration such as 7d, 72h, 30m or 90s, got "${raw}"`);
-    const ms = Number(m[1]) * DURATION_UNITS[m[2]!]!;
-    if (ms < minMs || ms > maxMs) throw new ConfigError(`${name} must be between ${formatDuration(minMs)} and ${formatDuration(maxMs)}, got ${raw.trim()}`);
-    return ms;
-  };
-
-/** `ms` in the largest unit that divides it (7d, 36h, 90s …), as the duration settings are written. */
-export function formatDuration(ms: number): string {
-  for (const unit of ['d', 'h', 'm', 's'] as const) {
-    const size = DURATION_UNITS[unit]!;
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}
-
-/** Multipliers of a byte-size setting: SI (KB = 1000) and binary (KiB = 1024) units. */
-const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
-
-/** A byte size such as `10GiB`, `500MB` or `1073741824` (an integer and an optional unit); at least `min` bytes, at most 2^53 - 1. */
-const byteSize =
-  (min: number): Parser<number> =>
-  (raw, name) => {
-    const m = /^(\d+)\s*([a-zA-Z]*)$/.exec(raw.trim());
-    const unit = m ? BYTE_UNITS[m[2]!.toLowerCase()] : undefined;
-    if (!m || unit === undefined) throw new ConfigError(`${name} must be a size in bytes such as 10GiB, 500MB or 1073741824, got "${raw}"`);
-    const n = Number(m[1]) * unit;
-    if (!Number.isSafeInteger(n) || n < min) throw new ConfigError(`${name} must be between ${min} bytes and 8 PiB, got ${raw.trim()}`);
-    return n;
-  };
+import { ConfigError } from './config-error';
+import {
+  base64Key,
+  bool,
+  byteSize,
+  callers,
+  cidrs,
+  credential,
+  credsFile,
+  delays,
+  duration,
+  int,
+  logLevel,
+  natsUrl,
+  postgresUrl,
+  text,
+  url,
+  type AcceptedCaller,
+  type Parser,
+} from './config-parsers';
+import { natsServers } from './nats-credentials';
 
 /** Default retention of the JetStream stream (NATS_STREAM_MAX_AGE): 7 days. */
 export const DEFAULT_STREAM_MAX_AGE_MS = 7 * 86_400_000;
-
-const bool: Parser<boolean> = (raw, name) => {
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-};
 
 /** Default retry schedule for webhook deliveries: exponential, about a day in total. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 28800];
@@ -480,13 +301,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('INTERNAL_TLS_REQUIRE_CLIENT_CERT needs INTERNAL_TLS_CERT, INTERNAL_TLS_KEY and INTERNAL_TLS_CA');
   }
   return config;
-}
-
-/** Prints a ConfigError as one line on stderr and exits 1; rethrows anything else. */
-export function exitOnConfigError(err: unknown): never {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`configuration error: ${err.message}\n`);
-    process.exit(1);
-  }
-  throw err;
 }

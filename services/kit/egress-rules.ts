@@ -1,7 +1,8 @@
 /**
  * The egress rules: which URLs and which addresses an outbound request to a
  * partner-supplied URL may reach (docs/security/threat-model.md, "Egress"). No I/O but
- * name resolution; the client that applies them at every connection is egress.ts.
+ * name resolution; the client that applies them at every connection is egress.ts,
+ * through its vetting connector (egress-connector.ts).
  *
  * - The URL: an absolute URL with an allowed scheme and port (per kind of URL,
  *   `UrlRules`), no user-info, and a DNS name as host: an IP literal is refused, in

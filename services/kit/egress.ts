@@ -3,13 +3,9 @@
  * gave us (webhook deliveries and registration challenges, photo fetches), on undici
  * under the rules of egress-rules.ts (docs/security/threat-model.md, "Egress").
  *
- * - The address rule holds at every connection: sockets are opened by undici's
- *   connector with the `lookup` of egress-rules.ts, which resolves the name when the
- *   socket opens, keeps only the addresses that pass (public unicast, or inside
- *   EGRESS_ALLOW_CIDRS) and hands Node exactly those to connect to. There is no second
- *   resolution between the vetting and the connection, so a connection goes to an
- *   address that passed, and a name that rebinds to a private address after an earlier
- *   check is refused at the connection, before any byte is sent.
+ * - The address rule holds at every connection: every socket is opened by the vetting
+ *   connector of egress-connector.ts, so a connection goes only to an address that
+ *   passed the rules when it was opened.
  * - TLS: the URL's host name is the server name (SNI and certificate check) and the
  *   Host header; trust is Node's own store (NODE_EXTRA_CA_CERTS adds a CA); HTTP/1.1.
  * - Redirects are never followed: no redirect handling is composed into the
@@ -21,17 +17,23 @@
  *   without one is counted while it streams and the connection is closed at the limit.
  *
  * Connections: without a pool (photo fetches, challenges) a request has a connection
- * of its own, closed after it. Webhook deliveries use an `EgressPool`: kept-alive
- * connections per pool key (the endpoint) and origin, each opened through the same
- * vetting connector, so a reused connection is always one that was vetted and pinned
- * when it was opened.
+ * of its own, closed after it. Webhook deliveries use an `EgressPool` (egress-pool.ts):
+ * kept-alive connections per pool key (the endpoint) and origin, each opened through
+ * the same vetting connector, so a reused connection is always one that was vetted and
+ * pinned when it was opened.
+ *
+ * This module is the egress facade: callers import the rules (egress-rules.ts) and the
+ * pool (egress-pool.ts) from here with the request itself, so one import names all
+ * of egress.
  */
-import type { Socket } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
-import { Agent, Client, buildConnector, type Dispatcher } from 'undici';
-import { EgressError, checkUrl, vettingLookup, type Resolver, type UrlRules } from './egress-rules';
+import { Client, type buildConnector, type Dispatcher } from 'undici';
+import { DEFAULT_CONNECT_TIMEOUT_MS, connector, onUsedConnection } from './egress-connector';
+import type { EgressPool } from './egress-pool';
+import { EgressError, checkUrl, type Resolver, type UrlRules } from './egress-rules';
 import { inSpan } from './telemetry';
 
+export { EgressPool, type EgressPoolOptions } from './egress-pool';
 export {
   CidrList,
   EgressError,
@@ -51,12 +53,9 @@ export {
 } from './egress-rules';
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;
-const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 const DEFAULT_TOTAL_TIMEOUT_MS = 60_000;
-/** TLS sessions remembered per pool key (one per server name it talks to). */
-const SESSIONS_PER_KEY = 8;
 
 export interface GuardedRequestOptions {
   /** Scheme/port rules of this kind of URL (PHOTO_URL_RULES, WEBHOOK_URL_RULES). */
@@ -301,21 +300,6 @@ class Deadline {
   }
 }
 
-const USED_CONNECTION = Symbol('egress.usedConnection');
-
-/**
- * True if `err` says a connection that had already carried a response was closed or
- * reset under this request before any answer: a kept-alive connection the server
- * dropped as the request went out. (A socket's bytesRead counts decrypted bytes: zero
- * on a connection that never answered.)
- */
-function onUsedConnection(err: unknown): boolean {
-  if (err instanceof EgressError || typeof err !== 'object' || err === null) return false;
-  const e = err as { code?: string; socket?: { bytesRead?: number }; [USED_CONNECTION]?: boolean };
-  if (e.code === 'UND_ERR_SOCKET') return (e.socket?.bytesRead ?? 0) > 0;
-  return (e.code === 'ECONNRESET' || e.code === 'EPIPE') && e[USED_CONNECTION] === true;
-}
-
 /** Maps undici's and Node's errors to the egress vocabulary. */
 function toEgressError(err: unknown): EgressError {
   if (err instanceof EgressError) return err;
@@ -339,144 +323,4 @@ function toEgressError(err: unknown): EgressError {
   }
   const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO|HOSTNAME/i.test(code) || /certificate|ssl|tls/i.test(e.message ?? '');
   return new EgressError('unreachable', tls ? 'tls' : 'connect', `request failed: ${code || e.message}`);
-}
-
-/**
- * An undici connector whose sockets resolve through the vetting `lookup` (and so go
- * only to addresses that passed), with its own TLS session cache (`sessions` entries,
- * 0: none). `onSocket` sees every socket it opens.
- */
-function connector(
-  rules: { allowCidrs?: readonly string[]; resolver?: Resolver },
-  timeoutMs: number,
-  sessions: number,
-  onSocket?: (socket: Socket) => void,
-): buildConnector.connector {
-  const connect = buildConnector({ timeout: timeoutMs, maxCachedSessions: sessions, lookup: vettingLookup(rules) });
-  if (!onSocket) return connect;
-  return (options, callback) =>
-    connect(options, (...args: buildConnector.CallbackArgs) => {
-      if (args[1]) onSocket(args[1]);
-      callback(...args);
-    });
-}
-
-export interface EgressPoolOptions {
-  /** EGRESS_ALLOW_CIDRS: applied to every new connection of the pool. */
-  allowCidrs?: readonly string[];
-  /** Name resolution for new connections; default the system resolver. */
-  resolver?: Resolver;
-  /**
-   * Connections per pool key and origin at most, busy and idle together; make it the
-   * caller's own concurrency bound per key, so a request never waits for one.
-   */
-  maxSocketsPerKey: number;
-  /**
-   * Pool keys whose connections are kept; a request for another one closes the least
-   * recently used key's connections (once its requests in flight are done). Default 64.
-   */
-  maxKeys?: number;
-  /** An idle connection is closed after this long (sooner if the server announces a shorter Keep-Alive, less 1 s). Default 30000. */
-  idleTimeoutMs?: number;
-  /**
-   * No connection older than this is reused (a changed DNS answer is then picked up):
-   * a key's connections are renewed together at this age. Default 300000.
-   */
-  maxSocketAgeMs?: number;
-  /** TCP connection and TLS handshake of a new connection. Default 5000. */
-  connectTimeoutMs?: number;
-}
-
-/** One pool key's connections. */
-interface KeyConnections {
-  /** Kept-alive connections per origin (undici Pools). */
-  agent: Agent;
-  /** The key's vetting connector (and TLS session cache), also for a retry on a connection of its own. */
-  connect: buildConnector.connector;
-  /** When `agent` was made: none of its connections is older. */
-  since: number;
-}
-
-/**
- * Kept-alive connections for a caller that sends many requests to the same
- * partners (webhook deliveries). The address rule holds as without it: every new
- * connection resolves the name again, is refused unless an address passes the rules
- * (this pool's allowCidrs) and is pinned to that address; a request only ever reuses
- * a connection that was vetted that way when it was opened. Pass it as
- * `guardedRequest(url, { pool, poolKey })`; `close()` at shutdown.
- *
- * Per pool key an undici Agent, keeping per origin at most `maxSocketsPerKey`
- * connections (HTTP/1.1, one request at a time each) and a TLS session cache of its
- * own; connections are closed when idle or too old; at most `maxKeys` keys keep
- * connections.
- */
-export class EgressPool {
-  private readonly keys = new Map<string, KeyConnections>();
-  private readonly open = new Set<Socket>();
-  private isClosed = false;
-
-  constructor(private readonly opts: EgressPoolOptions) {}
-
-  /** @internal The connections of `poolKey`, most recently used from now on. */
-  key(poolKey: string): KeyConnections {
-    const found = this.keys.get(poolKey);
-    this.keys.delete(poolKey); // (re-)inserted below: the Map's order is least recently used first
-    if (found && Date.now() - found.since < (this.opts.maxSocketAgeMs ?? 300_000)) {
-      this.keys.set(poolKey, found);
-      return found;
-    }
-    // A new key, or the key's connections reached the maximum age: new ones from now on
-    // (vetted anew), the old ones closed once their requests in flight are done. The
-    // connector, and so the key's TLS sessions, carry over. (Not undici's Pool
-    // `clientTtl`: at the connection bound, a request can wait for a retired
-    // connection's slot until its deadline.)
-    if (found) void found.agent.close().catch(() => {});
-    const connect = found?.connect ?? connector(this.opts, this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, SESSIONS_PER_KEY, (socket) => this.track(socket));
-    const idle = this.opts.idleTimeoutMs ?? 30_000;
-    const created: KeyConnections = {
-      connect,
-      since: Date.now(),
-      agent: new Agent({
-        connect,
-        connections: this.opts.maxSocketsPerKey,
-        pipelining: 1,
-        keepAliveTimeout: idle,
-        keepAliveMaxTimeout: idle,
-        keepAliveTimeoutThreshold: 1000,
-      }),
-    };
-    this.keys.set(poolKey, created);
-    if (this.keys.size > (this.opts.maxKeys ?? 64)) {
-      const [oldest, evicted] = this.keys.entries().next().value!;
-      this.keys.delete(oldest);
-      void evicted.agent.close().catch(() => {});
-    }
-    return created;
-  }
-
-  /** Counts the socket while it is open; marks its errors once it has carried a response. */
-  private track(socket: Socket): void {
-    this.open.add(socket);
-    socket.once('close', () => this.open.delete(socket));
-    socket.on('error', (err: Error & { [USED_CONNECTION]?: boolean }) => {
-      if (socket.bytesRead > 0) err[USED_CONNECTION] = true;
-    });
-  }
-
-  /** True after close(): requests then make connections of their own again. */
-  get closed(): boolean {
-    return this.isClosed;
-  }
-
-  /**
-   * Closes every connection, idle or busy (at shutdown, after in-flight requests were
-   * drained); returns how many were open.
-   */
-  close(): number {
-    this.isClosed = true;
-    const open = this.open.size;
-    for (const { agent } of this.keys.values()) void agent.destroy().catch(() => {});
-    this.keys.clear();
-    return open;
-  }
 }

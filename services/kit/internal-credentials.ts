@@ -4,7 +4,9 @@
  * token) and the TLS material of its listener and clients (INTERNAL_TLS_*).
  */
 import { readFileSync } from 'node:fs';
-import { ConfigError, type AcceptedCaller, type Config } from './config';
+import type { Config } from './config';
+import { ConfigError } from './config-error';
+import type { AcceptedCaller } from './config-parsers';
 import { tokenSha256 } from './internal-auth';
 import type { InternalTls } from './internal-client';
 import type { InternalServerTls } from './internal-server';

@@ -4,7 +4,8 @@
  * URLs.
  */
 import postgres from 'postgres';
-import { loadConfig, ConfigError } from './config';
+import { loadConfig } from './config';
+import { ConfigError } from './config-error';
 import { parseServiceRoleUrl } from './database-roles';
 import { hostList, parsePostgresUrl, postgresUrlWithoutSecrets } from './postgres-url';
 import { urlWithoutSecrets } from './startup-failure';

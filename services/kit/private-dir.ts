@@ -47,15 +47,9 @@ export interface TightenResult {
 export function tightenTree(root: string): TightenResult {
   const result: TightenResult = { directories: 0, files: 0, paths: [], failed: [], foreignRoot: false };
   const visit = (path: string): void => {
-    let st: Stats;
-    try {
-      st = lstatSync(path);
-    } catch (err) {
-      // Removed meanwhile (PGlite recycles WAL segments): nothing to narrow.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
-    if (st.isSymbolicLink()) return;
+    const st = lstatIfPresent(path);
+    // Removed meanwhile (PGlite recycles WAL segments): nothing to narrow.
+    if (!st || st.isSymbolicLink()) return;
     const dir = st.isDirectory();
     if ((st.mode & OPEN_BITS) !== 0) {
       const rel = relative(root, path) || '.';
@@ -116,19 +110,23 @@ export function securePrivateDataDir(dataDir: string, log: Logger): TightenResul
   return result;
 }
 
+/** The entry at `path` itself (a link is not followed), or undefined when there is none. */
+function lstatIfPresent(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
 /**
  * Throws when `dir` is a shared directory (the sticky bit, as /tmp has, or the root):
  * narrowing it and everything in it would break every other user of the machine.
  */
 function refuseSharedDirectory(dir: string): void {
-  let st: Stats;
-  try {
-    st = lstatSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (st.isDirectory() && ((st.mode & 0o1000) !== 0 || resolve(dir) === resolve('/'))) {
+  const st = lstatIfPresent(dir);
+  if (st?.isDirectory() && ((st.mode & 0o1000) !== 0 || resolve(dir) === resolve('/'))) {
     throw new Error(`DATA_DIR (${dir}) is a shared directory (like /tmp): give psync a directory of its own, e.g. DATA_DIR=${join(dir, 'psync')}`);
   }
 }

@@ -10,7 +10,8 @@
  * workers stop, bus and database close, telemetry flushes last, exit 0.
  */
 import type { ConnectRouter } from '@connectrpc/connect';
-import { loadConfig, exitOnConfigError, Config, ConfigError, settings } from './config';
+import { loadConfig, Config, settings } from './config';
+import { exitOnConfigError, ConfigError } from './config-error';
 import pino from 'pino';
 import { createLogger, Logger } from './logger';
 import { openDatabase, usesPostgresServer, Database } from './database';

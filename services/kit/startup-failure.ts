@@ -6,7 +6,7 @@
  * that cannot be opened under DATA_DIR. run-process.ts prints the line on stderr and
  * exits 1; anything else still reaches the log with its stack.
  */
-import { ConfigError } from './config';
+import { ConfigError } from './config-error';
 import { ownDatabaseUrl, type Database, type DatabaseSettings } from './database';
 import { postgresUrlWithoutSecrets } from './postgres-url';
 

@@ -1087,7 +1087,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
     const tokenOf = (role: string): string => (v.production ? prodToken(role) : Buffer.from(one(o, 'Secret', tokenSecret(role).name).data.token, 'base64').toString('utf8'));
     for (const role of CREDENTIAL_ROLES) {
       const token = tokenOf(role);
-      expect(token).toMatch(/^[\x21-\x7e]{32,512}$/); // services/kit/config.ts `credential`
+      expect(token).toMatch(/^[\x21-\x7e]{32,512}$/); // services/kit/config-parsers.ts `credential`
       if (!v.production) {
         expect(token).toMatch(role === 'operator' ? /^psop_[A-Za-z0-9]{43}$/ : /^psin_[A-Za-z0-9]{43}$/);
         expect(one(o, 'Secret', tokenSecret(role).name).metadata.annotations?.['psync.partner-sync.example/token-sha256']).toBe(sha256(token));

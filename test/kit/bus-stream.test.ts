@@ -12,7 +12,8 @@
 import { AckPolicy, connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
 import pino from 'pino';
 import type { EventBus } from '../../services/kit/bus';
-import { connectNatsBus, inboxPrefixOf, type StreamLimits } from '../../services/kit/bus-nats';
+import { connectNatsBus, inboxPrefixOf } from '../../services/kit/bus-nats';
+import type { StreamLimits } from '../../services/kit/nats-stream';
 import type { Logger } from '../../services/kit/logger';
 import { natsServers } from '../../services/kit/nats-credentials';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';

@@ -13,6 +13,10 @@
  * - no absolute path or path into the folder beside the repository;
  * - every `*.md` file a text names exists in the repository.
  * Relative links in README.md and docs/ are resolved by test/platform/readme-links.test.ts.
+ *
+ * And one rule of size: no production TypeScript file (services, gateway, bin, the
+ * workspace packages' sources, main.ts; tests and generated code aside) is longer than
+ * MAX_PRODUCTION_LINES lines, so a file stays one concept a reader can hold.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -118,5 +122,48 @@ describe('house rules: references point into the repository', () => {
       'no issues here',
     ];
     for (const line of fine) expect(problemsOf(line, md)).toEqual([]);
+  });
+});
+
+/** The most lines a production TypeScript file may have (counted as `wc -l` does). */
+const MAX_PRODUCTION_LINES = 450;
+/** Where production TypeScript lives; tests (`*.test.ts`, a package's `test/` folder) and generated code aside. */
+const PRODUCTION_SCOPE = ['services', 'gateway', 'bin', 'packages', 'main.ts'];
+/** Lines of `text` as `wc -l` counts them (a last line without a newline counts too). */
+export function lineCount(text: string): number {
+  const newlines = text.split('\n').length - 1;
+  return text === '' || text.endsWith('\n') ? newlines : newlines + 1;
+}
+
+/** `file (N lines)` for each production file over the limit and not allowed. */
+export function oversized(files: { path: string; lines: number }[]): string[] {
+  return files.filter((f) => f.lines > MAX_PRODUCTION_LINES).map((f) => `${f.path} (${f.lines} lines)`);
+}
+
+describe(`house rules: no production file over ${MAX_PRODUCTION_LINES} lines`, () => {
+  const production = PRODUCTION_SCOPE.flatMap((p) => filesBelow(p))
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.split('/').includes('test'))
+    .map((path) => ({ path, lines: lineCount(readFileSync(join(ROOT, path), 'utf8')) }));
+
+  test('the scan sees the production code, and no test or generated file', () => {
+    for (const f of ['main.ts', 'gateway/server.ts', 'services/kit/config.ts', 'bin/cli/main.ts', 'packages/partner-sdk/src/client.ts'])
+      expect(production.map((p) => p.path)).toContain(f);
+    expect(production.some((p) => p.path.endsWith('.test.ts') || /(^|\/)(gen|generated|test)\//.test(p.path))).toBe(false);
+  });
+
+  test('every production file is within the limit (split one along its seams, one concept per file)', () => {
+    expect(oversized(production)).toEqual([]);
+  });
+
+  test('the rule names each offender with its length, and counts lines as wc -l does', () => {
+    expect(lineCount('')).toBe(0);
+    expect(lineCount('a\nb\n')).toBe(2);
+    expect(lineCount('a\nb')).toBe(2);
+    const files = [
+      { path: 'services/kit/long.ts', lines: MAX_PRODUCTION_LINES + 1 },
+      { path: 'services/kit/fits.ts', lines: MAX_PRODUCTION_LINES },
+      { path: 'gateway/openapi.ts', lines: 5000 },
+    ];
+    expect(oversized(files)).toEqual([`services/kit/long.ts (${MAX_PRODUCTION_LINES + 1} lines)`, 'gateway/openapi.ts (5000 lines)']);
   });
 });
