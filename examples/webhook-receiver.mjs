@@ -288,7 +288,7 @@ async function handle(req, res) {
     return reply(res, 200, { received: true, duplicate: true });
   }
   seen.add(event.event_id);
-  console.log(`verified ${event.event_type} ${event.event_id} (${check.matched}) on ${path}`);
+  console.log(`verified ${event.event_type} ${event.event_id} (${check.matched})`);
   console.log(JSON.stringify(event, null, 2));
   return reply(res, 200, { received: true });
 }

@@ -120,8 +120,8 @@ test('two registrations on one receiver: both active, each verified with its own
   } finally {
     await d.stop(1000);
   }
-  await waitForLine(receiver, new RegExp(`^verified booking\\.confirmed (${toA}|${toB}) \\(X-Signature\\) on `));
-  await waitForLine(receiver, new RegExp(`^verified booking\\.confirmed (${toA}|${toB}) \\(X-Signature\\) on `));
+  await waitForLine(receiver, new RegExp(`^verified booking\\.confirmed (${toA}|${toB}) \\(X-Signature\\)$`));
+  await waitForLine(receiver, new RegExp(`^verified booking\\.confirmed (${toA}|${toB}) \\(X-Signature\\)$`));
 
   // The first workspace's secret does not open the second's path.
   const forged = JSON.stringify({ event_id: randomUUID(), event_type: 'booking.confirmed', occurred_at: new Date().toISOString(), data: {} });
