@@ -11,7 +11,7 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   // The production-topology fault tests run alone: `npm run test:topology` (jest.topology.config.js).
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/topology/'],
-  // Tests use the partner SDK's source, not its build (dist/, made by `npm ci`).
+  // Tests use the partner SDK's source, not its build (dist/, made by its `npm run build` or `npm pack`).
   moduleNameMapper: { '^@partner-sync/partner-sdk$': '<rootDir>/packages/partner-sdk/src/index.ts' },
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
   testTimeout: 60000,

@@ -12,12 +12,17 @@
  * - POST (any path): a delivery. Verified as every receiver must (docs/partners/webhooks.md):
  *   over the raw body before any parsing, timestamp within five minutes checked before
  *   comparing, constant-time comparison, `X-Signature-Previous` accepted during a
- *   rotation, duplicates (same `event_id`) answered 2xx and not processed again. The
- *   signing secrets are read from `<RECEIVER_DIR>/signing-secret` (one per line) at
- *   every delivery, so the secret returned by the registration can be saved there
- *   while the receiver runs. The registration's challenge arrives before the partner
- *   has the secret: it is answered anyway (echoing it proves only that this URL is
- *   ours) and verified once a secret is known.
+ *   rotation, duplicates (same `event_id`) answered 2xx and not processed again.
+ * - Several registrations (workspaces) can share the receiver, one URL path each: the
+ *   secrets of the registration at `https://localhost:8443/<path>` are read from
+ *   `<RECEIVER_DIR>/signing-secrets/<path>` when that file exists, otherwise from
+ *   `<RECEIVER_DIR>/signing-secret` (one secret per line: during a rotation the new and
+ *   the old one), at every delivery, so the secret a registration returns can be saved
+ *   while the receiver runs.
+ * - The challenge of every registration is answered, verified or not: it arrives during
+ *   the registration call, before the partner has a first registration's secret (the
+ *   call returns it), and echoing it proves only that this URL is ours. A challenge
+ *   signed with a secret held for its path is logged as verified.
  * - GET /photos/<name>.png: a generated 640×427 PNG, so the example property
  *   (examples/property.json) gets a photo without internet access.
  *
@@ -30,8 +35,11 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32, deflateSync } from 'node:zlib';
 
-/** Ports webhooks may use (contract "Limits"); 8443 needs no privileges. */
-const PORT = 8443;
+/**
+ * Ports webhooks may use (contract "Limits"); 8443 needs no privileges. RECEIVER_PORT
+ * is for tests that post to the receiver themselves (a registration's URL must use 443 or 8443).
+ */
+const PORT = Number(process.env.RECEIVER_PORT ?? 8443);
 const TOLERANCE_SECONDS = 5 * 60;
 const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -40,6 +48,7 @@ const dir = resolve(process.env.RECEIVER_DIR ?? join(repository, '.data', 'webho
 const certFile = join(dir, 'cert.pem');
 const keyFile = join(dir, 'key.pem');
 const secretFile = join(dir, 'signing-secret');
+const secretsDir = join(dir, 'signing-secrets');
 /** A path as a person would type it from here: relative below the current directory, absolute elsewhere. */
 const shown = (path) => {
   const rel = relative(process.cwd(), path);
@@ -160,13 +169,27 @@ const photo = png(640, 427);
 
 // ---------------------------------------------------------------- verification
 
-/** The secrets the partner holds: the lines of the secret file (the new one and, during a rotation, the old one). */
-function secrets() {
-  if (!existsSync(secretFile)) return [];
-  return readFileSync(secretFile, 'utf8')
+/** A URL path made of plain segments (letters, digits, `.`, `_`, `-`; no `.` or `..`), as a file path below `signing-secrets/`. */
+function pathFile(path) {
+  const segments = path.split('/').slice(1);
+  if (segments.length === 0 || segments.some((s) => !/^[\w.-]+$/.test(s) || s === '.' || s === '..')) return undefined;
+  return join(secretsDir, ...segments);
+}
+
+/**
+ * The secrets held for the registration at `path`, and the file they come from: the
+ * path's own file in `signing-secrets/` when there is one, else `signing-secret`. One
+ * per line (the new one and, during a rotation, the old one).
+ */
+function secretsFor(path) {
+  const own = pathFile(path);
+  const file = own && existsSync(own) ? own : secretFile;
+  if (!existsSync(file)) return { file: own ?? secretFile, held: [] };
+  const held = readFileSync(file, 'utf8')
     .split('\n')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+  return { file, held };
 }
 
 /** Equal in constant time (for equal lengths; the length of a hex HMAC is public). */
@@ -231,7 +254,7 @@ async function handle(req, res) {
   } catch {
     return reply(res, 413, { error: 'body too large' });
   }
-  const held = secrets();
+  const { file, held } = secretsFor(path);
   const check = held.length > 0 ? verify(raw, req.headers, held) : undefined;
   // Parsed only after the signature check, and never used to re-create the signed bytes.
   let event;
@@ -242,17 +265,19 @@ async function handle(req, res) {
   }
   const challenge = event?.event_type === 'endpoint.challenge' ? event?.data?.challenge : undefined;
 
-  if (check && !check.ok) {
-    console.log(`REJECTED ${event?.event_type ?? 'request'} on ${path}: ${check.reason}`);
-    return reply(res, 401, { error: 'signature not verified' });
-  }
   if (typeof challenge === 'string') {
-    console.log(check ? `challenge verified (${check.matched}) and answered` : `challenge answered (not verified: no signing secret in ${shown(secretFile)} yet)`);
+    // Answered whatever the signature: a new registration's secret is not known yet (see the top).
+    if (check?.ok) console.log(`challenge verified (${check.matched}) and answered on ${path}`);
+    else console.log(`challenge answered on ${path} (not verified: ${check ? check.reason : 'no secret held'}; save the secret the registration returns in ${shown(file)})`);
     return reply(res, 200, { challenge });
   }
   if (!check) {
-    console.log(`REJECTED ${event?.event_type ?? 'request'} on ${path}: no signing secret in ${shown(secretFile)}`);
+    console.log(`REJECTED ${event?.event_type ?? 'request'} on ${path}: no signing secret in ${shown(file)}`);
     return reply(res, 401, { error: 'no signing secret configured' });
+  }
+  if (!check.ok) {
+    console.log(`REJECTED ${event?.event_type ?? 'request'} on ${path}: ${check.reason} (secrets from ${shown(file)})`);
+    return reply(res, 401, { error: 'signature not verified' });
   }
   if (typeof event?.event_id !== 'string') {
     console.log(`REJECTED request on ${path}: signed, but not an event envelope`);
@@ -289,7 +314,9 @@ server.on('error', (err) => {
 });
 server.on('listening', () => {
   console.log(`webhook receiver: certificate ${shown(certFile)} (${made ? 'made now' : 'kept from an earlier run'}): start the system with NODE_EXTRA_CA_CERTS=${shown(certFile)}`);
-  console.log(`webhook receiver: signing secrets read from ${shown(secretFile)} at each delivery (${secrets().length > 0 ? 'present' : 'not there yet'})`);
+  console.log(
+    `webhook receiver: signing secrets read at each delivery from ${shown(secretsDir)}/<path>, else ${shown(secretFile)} (${existsSync(secretFile) ? 'present' : 'not there yet'})`,
+  );
   console.log(`webhook receiver: listening on https://localhost:${PORT}`);
 });
 server.listen(PORT, '127.0.0.1');

@@ -14,6 +14,7 @@ import { HealthState, registerHealth } from './health';
 import { SpanKind } from '@opentelemetry/api';
 import { contextFromHeaders, inSpan } from './telemetry';
 import { registerReflection } from './reflection';
+import { withSpecGrpcMessage } from './grpc-message';
 
 /**
  * A SERVER span per RPC, continuing the caller's `traceparent` (the kit's client
@@ -106,17 +107,20 @@ export const DEFAULT_INTERNAL_SERVER_LIMITS: InternalServerLimits = {
 /** Starts the h2c server and resolves once it listens. */
 export async function startInternalServer(opts: InternalServerOptions): Promise<InternalServer> {
   const limits = { ...DEFAULT_INTERNAL_SERVER_LIMITS, ...opts.limits };
-  const handler = connectNodeAdapter({
-    readMaxBytes: limits.readMaxBytes,
-    writeMaxBytes: limits.writeMaxBytes,
-    interceptors: [serverTracingInterceptor, ...(opts.interceptors ?? [])],
-    routes(router) {
-      registerHealth(router, opts.health);
-      opts.routes(router);
-      // Last: reflection describes every service registered above (and itself).
-      if (opts.purpose !== 'health') registerReflection(router, new Set(router.handlers.map((h) => h.service)));
-    },
-  });
+  // grpc-message spelled as the gRPC spec does, so grpc-js clients read it verbatim (grpc-message.ts).
+  const handler = withSpecGrpcMessage(
+    connectNodeAdapter({
+      readMaxBytes: limits.readMaxBytes,
+      writeMaxBytes: limits.writeMaxBytes,
+      interceptors: [serverTracingInterceptor, ...(opts.interceptors ?? [])],
+      routes(router) {
+        registerHealth(router, opts.health);
+        opts.routes(router);
+        // Last: reflection describes every service registered above (and itself).
+        if (opts.purpose !== 'health') registerReflection(router, new Set(router.handlers.map((h) => h.service)));
+      },
+    }),
+  );
   const tls = opts.tls;
   const http2Options: http2.ServerOptions = {
     settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderListSize },

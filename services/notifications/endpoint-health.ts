@@ -274,13 +274,23 @@ export interface EndpointHealthView {
   due: number;
 }
 
-/** Reads one endpoint's health and backlog (no row: closed, nothing failing). */
+/**
+ * Reads one endpoint's health and backlog (no row: closed, nothing failing).
+ * `last_success_at` is the later of the row's (written only when a 2xx reset something:
+ * `success` above) and the newest delivered delivery's `finished_at`: a healthy
+ * endpoint's 2xx is not written to this table (the dispatcher skips the statement
+ * when there is nothing to reset), and the deliveries record every one of them until
+ * they are pruned.
+ */
 export async function readEndpointHealth(sql: Sql, workspaceId: string): Promise<EndpointHealthView> {
   const [r] = await sql<EndpointHealthView[]>`
     select coalesce(h.breaker, 'closed') as breaker, coalesce(h.consecutive_failures, 0) as consecutive_failures,
            case when h.not_before > now() then h.not_before end as not_before,
            case when h.not_before > now() then h.hold_reason end as hold_reason,
-           h.opened_at, h.last_failure_at, h.last_status, h.last_error, h.last_success_at,
+           h.opened_at, h.last_failure_at, h.last_status, h.last_error,
+           greatest(h.last_success_at, (
+             select max(d.finished_at) from notifications.deliveries d where d.workspace_id = ${workspaceId} and d.state = 'delivered'
+           )) as last_success_at,
            (select count(*)::int from notifications.deliveries d where d.workspace_id = ${workspaceId} and d.state = 'pending') as pending,
            (select count(*)::int from notifications.deliveries d where d.workspace_id = ${workspaceId} and d.state = 'pending' and d.next_attempt_at <= now()) as due
     from (select 1) one left join notifications.endpoint_health h on h.workspace_id = ${workspaceId}`;

@@ -20,7 +20,10 @@ export const GENERATED_TYPES = join(PACKAGE_ROOT, 'src', 'generated', 'openapi.t
 /** The TypeScript source of the types of the OpenAPI document at `input`. */
 export async function generateTypes(input = OPENAPI_DOCUMENT): Promise<string> {
   const document = JSON.parse(readFileSync(input, 'utf8')) as OpenAPI3;
-  const ast = await openapiTS(document);
+  // defaultNonNullable off: a property with a `default` (a block's `reason`) stays as
+  // optional as the document's `required` makes it. openapi-typescript's default would
+  // make it required in every component schema, request bodies included.
+  const ast = await openapiTS(document, { defaultNonNullable: false });
   return COMMENT_HEADER + astToString(ast);
 }
 

@@ -410,7 +410,7 @@ export interface components {
              * @default reserved
              * @enum {string}
              */
-            reason: "reserved" | "maintenance" | "owner_stay" | "other";
+            reason?: "reserved" | "maintenance" | "owner_stay" | "other";
         } & ({
             provider_id: unknown;
         } | {
