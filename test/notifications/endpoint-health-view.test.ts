@@ -12,7 +12,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type EndpointHealth, EndpointHealthSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 import { presentMessage } from '../../bin/cli/present';
-import { KIT_MIGRATIONS, runMigrations } from '../../services/kit/migrate';
+import { runMigrations } from '../../services/kit/migrate';
+import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { DeliveryDispatcher } from '../../services/notifications/dispatcher';
 import { notificationsModule } from '../../services/notifications/module';
 import { EndpointRegistry } from '../../services/notifications/registration';
