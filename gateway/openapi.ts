@@ -80,6 +80,8 @@ import propertiesExamples from './openapi/examples/properties.json';
 import blocksTag from './openapi/tags/blocks.json';
 import blocksExamples from './openapi/examples/blocks.json';
 import webhooksTag from './openapi/tags/webhooks.json';
+import eventsTag from './openapi/tags/events.json';
+import eventsExamples from './openapi/examples/events.json';
 import webhooksExamples from './openapi/examples/webhooks.json';
 import deletionRequestsTag from './openapi/tags/deletion-requests.json';
 import deletionRequestsExamples from './openapi/examples/deletion-requests.json';
@@ -92,7 +94,7 @@ import { WWW_AUTHENTICATE } from './connect-errors';
 import { COMPLETED_AT_MAX_AHEAD_MS } from './routes/deletion-requests';
 import type { Json, JsonObject } from './json';
 import { settings } from '../services/kit/config';
-import { MAX_NIGHTS, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
+import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
 
 /** The path prefix of this contract version. */
 export const API_VERSION = 'v1';
@@ -135,6 +137,7 @@ export const VALUES: Readonly<Record<string, string | number>> = {
   MAX_NIGHTS,
   PAGE_SIZE_DEFAULT,
   PAGE_SIZE_MAX,
+  EVENT_FEED_RETENTION_DAYS,
   BODY_LIMIT_KIB: BODY_LIMIT_BYTES / 1024,
   COMPLETED_AT_SKEW_MINUTES: COMPLETED_AT_MAX_AHEAD_MS / 60_000,
   WWW_AUTHENTICATE,
@@ -157,6 +160,7 @@ const TAGS: { operations: unknown; examples: unknown }[] = [
   { operations: blocksTag, examples: blocksExamples },
   { operations: webhooksTag, examples: webhooksExamples },
   { operations: deletionRequestsTag, examples: deletionRequestsExamples },
+  { operations: eventsTag, examples: eventsExamples },
   { operations: sandboxToolsTag, examples: sandboxToolsExamples },
   { operations: metaTag, examples: metaExamples },
 ];

@@ -149,6 +149,7 @@ export const schemas = {
   blocksQuery: validator<BlocksQuery>(`${PARAMETERS}#/$defs/blocks_query`, 'query'),
   deliveryPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/delivery_path`, 'path'),
   deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
+  eventsQuery: validator<EventsQuery>(`${PARAMETERS}#/$defs/events_query`, 'query'),
 };
 
 /**
@@ -233,6 +234,14 @@ export interface TestEventBody {
   check_in?: string;
   check_out?: string;
   initiated_by?: 'guest' | 'host';
+}
+
+/** GET /v1/events. */
+export interface EventsQuery {
+  /** A previous page's `next_after` (digits); absent: from the oldest event kept. */
+  after?: string;
+  /** Default 50 (filled by validation). */
+  limit: number;
 }
 
 export type DeliveryStateName = 'pending' | 'delivered' | 'abandoned';

@@ -100,6 +100,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     ListDeliveryLog: ['gateway'],
     GetDelivery: ['gateway', 'operator'],
     ResendDelivery: ['gateway'],
+    ListEvents: ['gateway'],
   },
 };
 

@@ -23,3 +23,6 @@ export const PAGE_SIZE_DEFAULT = 50;
 
 /** Most rows a caller may ask for in one list page (`page_size`). */
 export const PAGE_SIZE_MAX = 200;
+
+/** How long the events feed keeps an event (GET /v1/events; docs/partners/missed-events.md promises at least 30 days). */
+export const EVENT_FEED_RETENTION_DAYS = 35;

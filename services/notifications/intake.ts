@@ -8,7 +8,9 @@
  * creates nothing twice and a crash before the commit leaves the event unacknowledged
  * on the bus, to be handled again.
  *
- * A delivery is created only when, at the time the event is handled:
+ * Every proven event of a sandbox workspace is recorded in the workspace's events feed
+ * (event-feed.ts) in the same statement, delivered or not. A delivery is created only
+ * when, at the time the event is handled:
  * - the calendar proves the event (event-proof.ts): anything else is dropped and
  *   counted; the guest's name in a booking.confirmed comes from that read-back, as no
  *   event carries it;
@@ -204,15 +206,12 @@ export class DeliveryIntake {
       return rows.length;
     };
     if (items.every((d) => !d.erased)) {
-      const inserted = await sql<{ workspace_id: string; event_id: string; event_type: string }[]>`
-        with fresh as (
-          insert into notifications.processed_events (consumer, event_id)
-          select ${INTAKE_CONSUMER}, unnest(${sql.array([...byId.keys()])}::uuid[])
-          on conflict do nothing
-          returning event_id
-        )
-        ${insertDeliveries(sql, items, sql`where x.event_id in (select event_id from fresh)`)}`;
-      return logQueued(inserted);
+      const fresh = sql`
+        insert into notifications.processed_events (consumer, event_id)
+        select ${INTAKE_CONSUMER}, unnest(${sql.array([...byId.keys()])}::uuid[])
+        on conflict do nothing
+        returning event_id`;
+      return logQueued(await sql<{ workspace_id: string; event_id: string; event_type: string }[]>`${recordEvents(sql, items, fresh)}`);
     }
     return await sql.begin<number>(async (tx) => {
       const fresh = await tx<{ event_id: string }[]>`
@@ -225,7 +224,9 @@ export class DeliveryIntake {
       for (const d of todo) {
         if (d.erased) await scrubGuestNames(tx, d.source.workspaceId, d.erased.bookingReferences);
       }
-      const inserted = await tx<{ workspace_id: string; event_id: string; event_type: string }[]>`${insertDeliveries(tx, todo, tx``)}`;
+      const inserted = await tx<
+        { workspace_id: string; event_id: string; event_type: string }[]
+      >`${recordEvents(tx, todo, tx`select unnest(${tx.array(todo.map((d) => d.source.eventId))}::uuid[]) as event_id`)}`;
       const erasures = inserted.filter((r) => r.event_type === 'user.erased').map((r) => byId.get(r.event_id)!);
       for (const d of erasures) {
         await tx`
@@ -240,47 +241,75 @@ export class DeliveryIntake {
 }
 
 /**
- * The insert of the deliveries of `events` that the workspaces' endpoints take now
- * (`where`: which of them, e.g. only those just marked processed); returns
- * workspace_id, event_id, event_type of each delivery created. The endpoints' status and
- * subscriptions are read under a share lock (a concurrent registration commits before
- * or after, never half-way).
+ * One statement recording `events` — those whose ids `fresh` answers (a subquery
+ * yielding `event_id`: the ones just marked processed) — in the workspaces' events
+ * feeds (event-feed.ts), and inserting the deliveries the workspaces' endpoints take
+ * now; returns workspace_id, event_id, event_type of each delivery created.
+ *
+ * A booking.confirmed of a booking already erased is stored without the guest's name,
+ * in the feed and the delivery alike. The feed's positions: each workspace's head row
+ * is locked by its upsert before the workspace's new events are numbered after it
+ * (workspaces in id order, so two batches never wait for each other in a circle), and
+ * stays locked until the commit. The endpoints' status and subscriptions are read
+ * under a share lock (a concurrent registration commits before or after, never
+ * half-way).
  */
-function insertDeliveries(sql: Sql | Tx, events: Decoded[], where: PendingQuery<Row[]>): PendingQuery<Row[]> {
+function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[]>): PendingQuery<Row[]> {
   const srcs = events.map((d) => d.source);
   return sql`
+    with fresh as (${fresh}),
+    incoming as (
+      select x.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference, x.traceparent, x.ord,
+             case when x.scrubbed is not null and exists (
+               select 1 from notifications.erased_bookings b
+               where b.workspace_id = x.workspace_id and b.booking_reference = x.booking_reference
+             ) then x.scrubbed else x.body end as body
+      from unnest(
+        ${sql.array(srcs.map((x) => x.workspaceId))}::uuid[],
+        ${sql.array(srcs.map((x) => x.eventId))}::uuid[],
+        ${sql.array(srcs.map((x) => x.kind))}::text[],
+        ${sql.array(srcs.map((x) => x.occurredAt))}::timestamptz[],
+        ${sql.array(srcs.map((x) => x.bookingReference ?? ''))}::text[],
+        ${sql.array(srcs.map((x) => x.body))}::text[],
+        ${sql.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[],
+        ${sql.array(events.map((d) => d.traceparent ?? ''))}::text[]
+      ) with ordinality as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed, traceparent, ord)
+      cross join lateral (
+        select u.workspace_id, u.event_id, u.kind, u.occurred_at,
+               nullif(u.booking_reference, '') as booking_reference, u.body,
+               nullif(u.scrubbed, '') as scrubbed, nullif(u.traceparent, '') as traceparent, u.ord
+      ) x
+      where x.event_id in (select event_id from fresh)
+    ),
+    feed_counts as (
+      select workspace_id, count(*) as n from incoming group by workspace_id
+    ),
+    feed_heads as (
+      insert into notifications.event_feed_heads as h (workspace_id, last_position)
+      select workspace_id, n from feed_counts order by workspace_id
+      on conflict (workspace_id) do update set last_position = h.last_position + excluded.last_position
+      returning h.workspace_id, h.last_position
+    ),
+    feed as (
+      insert into notifications.event_feed (workspace_id, position, event_id, event_type, booking_reference, envelope)
+      select i.workspace_id, h.last_position - c.n + row_number() over (partition by i.workspace_id order by i.ord),
+             i.event_id, i.kind, i.booking_reference, i.body
+      from incoming i join feed_heads h using (workspace_id) join feed_counts c using (workspace_id)
+      on conflict (workspace_id, event_id) do nothing
+    )
     insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, traceparent)
-    select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference,
-           case when x.scrubbed is not null and exists (
-             select 1 from notifications.erased_bookings b
-             where b.workspace_id = e.workspace_id and b.booking_reference = x.booking_reference
-           ) then x.scrubbed else x.body end,
-           'pending', now(), x.traceparent
-    from unnest(
-      ${sql.array(srcs.map((x) => x.workspaceId))}::uuid[],
-      ${sql.array(srcs.map((x) => x.eventId))}::uuid[],
-      ${sql.array(srcs.map((x) => x.kind))}::text[],
-      ${sql.array(srcs.map((x) => x.occurredAt))}::timestamptz[],
-      ${sql.array(srcs.map((x) => x.bookingReference ?? ''))}::text[],
-      ${sql.array(srcs.map((x) => x.body))}::text[],
-      ${sql.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[],
-      ${sql.array(events.map((d) => d.traceparent ?? ''))}::text[]
-    ) as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed, traceparent)
-    cross join lateral (
-      select u.workspace_id, u.event_id, u.kind, u.occurred_at,
-             nullif(u.booking_reference, '') as booking_reference, u.body,
-             nullif(u.scrubbed, '') as scrubbed, nullif(u.traceparent, '') as traceparent
-    ) x
+    select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference, x.body, 'pending', now(), x.traceparent
+    from incoming x
     join notifications.endpoints e
       on e.workspace_id = x.workspace_id and e.status = 'active' and x.kind = any(e.events)
-    ${where}
     for share of e
     on conflict (workspace_id, event_id) do nothing
     returning workspace_id, event_id, event_type`;
 }
 /**
  * The erased guest's name leaves every booking.confirmed body of those bookings that is
- * still kept: pending deliveries, and abandoned ones (kept for a replay). The bookings
+ * still kept: pending deliveries, abandoned ones (kept for a replay) and the events
+ * feed's. The bookings
  * are remembered so a confirmation handled later (events are handled concurrently) is
  * stored without the name.
  *
@@ -304,5 +333,13 @@ async function scrubGuestNames(tx: Tx, workspaceId: string, bookingReferences: s
     for update`;
   for (const r of rows) {
     await tx`update notifications.deliveries set body = ${scrubGuestName(r.body)} where id = ${r.id}`;
+  }
+  const feed = await tx<{ position: string; envelope: string }[]>`
+    select position, envelope from notifications.event_feed
+    where workspace_id = ${workspaceId} and event_type = 'booking.confirmed'
+      and booking_reference = any(${tx.array(bookingReferences)}::text[])
+    for update`;
+  for (const r of feed) {
+    await tx`update notifications.event_feed set envelope = ${scrubGuestName(r.envelope)} where workspace_id = ${workspaceId} and position = ${r.position}`;
   }
 }

@@ -4,6 +4,7 @@
  * signed deliveries fed by the calendar's events, deletion requests and their
  * acknowledgement. Behaviour and decisions: docs/notifications.md.
  */
+import { EventFeedPruner } from './event-feed';
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
@@ -161,6 +162,8 @@ export const notificationsModule: ServiceModule = {
     });
     await rt.dispatcher.start();
     rt.deletionRequests.start();
+    const feedPruner = new EventFeedPruner(ctx.sql, log);
+    feedPruner.start();
     // Several pullers on the one durable consumer: each event still goes to one of
     // them, and commits (one fsync each) overlap instead of queueing.
     const subscriptions: Subscription[] = [];
@@ -175,6 +178,7 @@ export const notificationsModule: ServiceModule = {
     }
     // Hooks run last-registered first: stop taking events, then drain deliveries.
     shutdown.add('notifications escalation sweep', () => rt.deletionRequests.stop());
+    shutdown.add('notifications events feed pruning', () => feedPruner.stop());
     shutdown.add('notifications deliveries', async () => {
       await rt.dispatcher.stop(Math.max(500, Math.floor(config.shutdownGraceMs * 0.6)));
       const closed = rt.poster.close();

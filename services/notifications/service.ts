@@ -5,6 +5,7 @@
  * deletion-requests.ts, and for the partners' sandbox tools test-events.ts,
  * delivery-log.ts and delivery-resend.ts.
  */
+import { listEvents } from './event-feed';
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
@@ -175,6 +176,11 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
       const state = req.state === undefined ? undefined : deliveryStateName(req.state);
       const page = await deliveryLogPage(deps.sql, req.workspaceId, { page: req.page, pageSize: req.pageSize, state, kind });
       return { items: page.items.map(deliveryLogMessage), hasMore: page.hasMore };
+    },
+
+    async listEvents(req) {
+      // The paging bounds are the .proto's rules, checked before this runs.
+      return listEvents(deps.sql, req);
     },
 
     async getDelivery(req) {

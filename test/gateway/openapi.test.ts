@@ -312,6 +312,7 @@ describe('covers the contract', () => {
         'GET /blocks',
         'PUT /webhooks/endpoint',
         'POST /deletion-requests/{event_id}/acknowledge',
+        'GET /events',
         'POST /sandbox/events',
         'GET /webhooks/deliveries',
         'GET /webhooks/deliveries/{event_id}',

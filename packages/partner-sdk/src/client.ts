@@ -14,6 +14,7 @@ import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from './generated/openapi';
 import type { RateLimitInfo } from './rate-limit';
 import { TokenSource, type TokenInfo } from './token-source';
+import { EventsPrunedError } from './errors';
 import { type Clock, DEFAULT_RETRY_POLICY, type RetryPolicy, SYSTEM_CLOCK, Transport } from './transport';
 import type {
   Block,
@@ -26,6 +27,9 @@ import type {
   Delivery,
   DeliveryList,
   DeliveryListQuery,
+  EventList,
+  EventListQuery,
+  FeedEvent,
   Property,
   PropertyUpsert,
   TestEvent,
@@ -180,6 +184,31 @@ export class PartnerClient {
   async getDelivery(eventId: string): Promise<Delivery> {
     const { data } = await this.api.GET('/webhooks/deliveries/{event_id}', { params: { path: { event_id: eventId } } });
     return required(data, 'GET /webhooks/deliveries/{event_id}');
+  }
+
+  /** `GET /events`: one page of the events feed (every event, delivered or not), oldest first. */
+  async listEvents(query: EventListQuery = {}): Promise<EventList> {
+    const { data } = await this.api.GET('/events', { params: { query } });
+    return required(data, 'GET /events');
+  }
+
+  /**
+   * Every event recorded after `after` (a `next_after` you kept; from the oldest kept
+   * when absent), page after page, until the feed is caught up. Each yielded item
+   * comes with the `next_after` to keep once you have handled it, so a reconciliation
+   * can stop anywhere and resume there. Throws `EventsPrunedError` when events after
+   * `after` were pruned by the retention (docs/partners/missed-events.md).
+   */
+  async *events(after?: string, limit?: number): AsyncGenerator<{ event: FeedEvent; nextAfter: string }> {
+    let cursor = after;
+    for (;;) {
+      const page = await this.listEvents({ ...(cursor === undefined ? {} : { after: cursor }), ...(limit === undefined ? {} : { limit }) });
+      if (page.after_expired) throw new EventsPrunedError(cursor!);
+      // Within a page only the last item's position is answered: earlier items resume at the page's start.
+      for (const [i, event] of page.items.entries()) yield { event, nextAfter: i === page.items.length - 1 ? page.next_after! : (cursor ?? '0') };
+      if (!page.has_more || page.next_after === null) return;
+      cursor = page.next_after;
+    }
   }
 
   /** `POST /webhooks/deliveries/{event_id}/resend`: sends the same delivery again. Never repeated by the client. */

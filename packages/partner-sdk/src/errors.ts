@@ -131,3 +131,11 @@ export function isProblemDocument(body: unknown): body is Problem {
 export function isMessage(body: unknown): body is { message: string } {
   return isObject(body) && typeof body.message === 'string';
 }
+
+/** Events after the `after` given to `PartnerClient.events` were pruned before they were read: reconcile from your own records, then read from the oldest kept (no `after`). */
+export class EventsPrunedError extends Error {
+  constructor(readonly after: string) {
+    super(`events after position ${after} were pruned by the feed's retention before they were read`);
+    this.name = 'EventsPrunedError';
+  }
+}

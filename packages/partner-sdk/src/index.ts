@@ -4,7 +4,17 @@
  * verifier of its signed webhook deliveries. See README.md.
  */
 export { PartnerClient, type PartnerClientOptions } from './client';
-export { isProblem, PartnerApiError, PROBLEM_CODES, ProblemError, type ProblemCode, type ResponseMeta, TokenExchangeError, UnexpectedResponseError } from './errors';
+export {
+  EventsPrunedError,
+  isProblem,
+  PartnerApiError,
+  PROBLEM_CODES,
+  ProblemError,
+  type ProblemCode,
+  type ResponseMeta,
+  TokenExchangeError,
+  UnexpectedResponseError,
+} from './errors';
 export type { RateLimitInfo } from './rate-limit';
 export type { TokenInfo } from './token-source';
 export { type Clock, DEFAULT_RETRY_POLICY, type RetryPolicy } from './transport';

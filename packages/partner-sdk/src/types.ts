@@ -39,6 +39,10 @@ export type Delivery = Schemas['Delivery'];
 export type DeliveryList = Schemas['DeliveryList'];
 /** Query of `GET /webhooks/deliveries`. */
 export type DeliveryListQuery = NonNullable<paths['/webhooks/deliveries']['get']['parameters']['query']>;
+export type EventList = Schemas['EventList'];
+export type EventListQuery = NonNullable<paths['/events']['get']['parameters']['query']>;
+/** One event of the feed: exactly the envelope its delivery carries. */
+export type FeedEvent = EventList['items'][number];
 /** Answer of `POST /token`. */
 export type Token = Schemas['Token'];
 /** `{value, currency}`: `value` is a decimal string. */

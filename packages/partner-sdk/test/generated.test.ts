@@ -28,6 +28,7 @@ const METHODS: Record<string, keyof PartnerClient> = {
   listDeliveries: 'listDeliveries',
   getDelivery: 'getDelivery',
   resendDelivery: 'resendDelivery',
+  listEvents: 'listEvents',
 };
 
 /** Operations reached through `client.api` only, with the reason. */

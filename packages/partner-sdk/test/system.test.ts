@@ -190,6 +190,11 @@ test('sandbox tools: a test event without an active endpoint and an unknown deli
   expect(isProblem(refused, 'webhook_endpoint_not_active')).toBe(true);
   expect(refused).toMatchObject({ status: 409 });
   expect(await client.listDeliveries()).toEqual({ items: [], has_more: false });
+  expect(await client.listEvents()).toEqual({ items: [], next_after: null, has_more: false, after_expired: false });
+  const caughtUp: unknown[] = [];
+  for await (const e of client.events()) caughtUp.push(e);
+  expect(caughtUp).toEqual([]);
+  await expect(client.listEvents({ after: 'x' })).rejects.toMatchObject({ name: 'ProblemError', code: 'validation_failed', status: 400 });
   await expect(client.getDelivery(randomUUID())).rejects.toMatchObject({ name: 'ProblemError', code: 'delivery_not_found', status: 404 });
   await expect(client.resendDelivery(randomUUID())).rejects.toMatchObject({ name: 'ProblemError', code: 'delivery_not_found', status: 404 });
 });

@@ -146,6 +146,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the workspace's events (reconciliation)
+         * @description Every `booking.confirmed`, `booking.cancelled` and `user.erased` event of the workspace, oldest first, in the order the marketplace recorded them — whether or not it was delivered: while the endpoint was paused, pending verification, suspended, after its deliveries were abandoned, or before any endpoint was registered. Each item is exactly the envelope a delivery carries (same `event_id`, `occurred_at` and `data`, the guest's name `null` once the guest was erased); test events are not listed.
+         *
+         *     Read it to recover missed events: keep the last page's `next_after` and pass it as `after` next time; deduplicate on `event_id` against what your receiver already handled. Events are kept 35 days (at least 30): `after_expired: true` says events after your `after` were pruned before you read them.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox/events": {
         parameters: {
             query?: never;
@@ -694,7 +716,10 @@ export interface components {
              * @description Stable across retries: deduplicate on it and answer duplicates with 2xx.
              */
             event_id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             event_type: "booking.confirmed";
             /**
              * Format: date-time
@@ -736,7 +761,10 @@ export interface components {
              * @description Stable across retries: deduplicate on it and answer duplicates with 2xx.
              */
             event_id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             event_type: "booking.cancelled";
             /**
              * Format: date-time
@@ -768,7 +796,10 @@ export interface components {
              * @description Stable across retries: deduplicate on it and answer duplicates with 2xx.
              */
             event_id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             event_type: "user.erased";
             /**
              * Format: date-time
@@ -784,6 +815,17 @@ export interface components {
              * @constant
              */
             test?: true;
+        };
+        /** @description One page of the workspace's events feed, oldest first. */
+        EventList: {
+            /** @description Each exactly the envelope its delivery carries. */
+            items: (components["schemas"]["BookingConfirmedEvent"] | components["schemas"]["BookingCancelledEvent"] | components["schemas"]["UserErasedEvent"])[];
+            /** @description Pass as `after` to read on (the last item's position, or the request's `after` when nothing followed it); `null` only while the workspace had no event yet and no `after` was given. */
+            next_after: string | null;
+            /** @description Whether more events follow now. */
+            has_more: boolean;
+            /** @description `true` when `after` was older than the oldest event kept: events after it were pruned by the retention before they were read. */
+            after_expired: boolean;
         };
     };
     responses: {
@@ -1149,6 +1191,16 @@ export interface components {
          * @example user.erased
          */
         delivery_event_type: "booking.confirmed" | "booking.cancelled" | "user.erased";
+        /**
+         * @description A previous page's `next_after`: the events recorded after it. Absent: from the oldest event kept. Opaque: pass it back as received.
+         * @example 41
+         */
+        events_after: string;
+        /**
+         * @description Most events answered.
+         * @example 50
+         */
+        events_limit: number;
     };
     requestBodies: never;
     headers: {
@@ -1604,6 +1656,69 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["WorkspaceScopeMismatch"];
             404: components["responses"]["DeletionRequestNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A previous page's `next_after`: the events recorded after it. Absent: from the oldest event kept. Opaque: pass it back as received.
+                 * @example 41
+                 */
+                after?: components["parameters"]["events_after"];
+                /**
+                 * @description Most events answered.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["events_limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — body, path and query parameters checked together, unknown fields and parameters included; also a body that is not JSON, has another content type than `application/json` or exceeds 256 KiB (field `body`). `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotEnabled"];

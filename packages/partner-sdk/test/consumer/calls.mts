@@ -55,6 +55,11 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   seen.push((await client.getDelivery(queued.event_id)).state);
   seen.push((await client.resendDelivery(queued.event_id)).event_id);
 
+  const feed = await client.listEvents({ after: '41', limit: 10 });
+  seen.push(feed.next_after ?? '', String(feed.has_more), String(feed.after_expired));
+  for (const e of feed.items) if (e.event_type === 'booking.cancelled') seen.push(e.data.initiated_by);
+  for await (const { event, nextAfter } of client.events('41', 50)) seen.push(event.event_id, nextAfter);
+
   const openapi = await client.api.GET('/openapi.json');
   seen.push(typeof openapi.data);
   seen.push(String(client.rateLimit?.remaining), String(client.tokenRateLimit?.limit), String(client.tokenExchanges));
