@@ -84,6 +84,14 @@ function problemForReason(reason: ErrorReason, err: ConnectError): ProblemError 
       return new ProblemError('deletion_request_not_found', { cause: err });
     case ErrorReason.DELIVERY_NOT_FOUND:
       return new ProblemError('delivery_not_found', { cause: err });
+    case ErrorReason.ENDPOINT_CHECK_NOT_FOUND:
+      return new ProblemError('endpoint_check_not_found', { cause: err });
+    case ErrorReason.ENDPOINT_CHECKS_LIMITED:
+      return new ProblemError('rate_limited', {
+        detail: 'A receiver check run started for this workspace less than a minute ago; see Retry-After.',
+        headers: { 'Retry-After': String(retryAfterFrom(err) ?? 60) },
+        cause: err,
+      });
     case ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE:
       return new ProblemError('webhook_endpoint_not_active', { cause: err });
     case ErrorReason.DELIVERY_NOT_RESENDABLE:

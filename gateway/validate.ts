@@ -150,6 +150,7 @@ export const schemas = {
   deliveryPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/delivery_path`, 'path'),
   deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
   eventsQuery: validator<EventsQuery>(`${PARAMETERS}#/$defs/events_query`, 'query'),
+  endpointCheckPath: validator<{ id: string }>(`${PARAMETERS}#/$defs/endpoint_check_path`, 'path'),
 };
 
 /**

@@ -11,7 +11,10 @@
  *   workspace's deliveries, newest first, with their attempts;
  * - GET /v1/webhooks/deliveries/{event_id} → GetDelivery, 200 with one delivery;
  * - POST /v1/webhooks/deliveries/{event_id}/resend → ResendDelivery, 202 with the
- *   delivery queued again (it takes no body; one sent is not read).
+ *   delivery queued again (it takes no body; one sent is not read);
+ * - POST /v1/sandbox/endpoint-checks → StartEndpointCheck, 202 with the receiver check
+ *   run, `running`, and its Location (no body read);
+ * - GET /v1/sandbox/endpoint-checks/{id} → GetEndpointCheck, 200 with the run.
  */
 import { resolveTestStay } from '../../services/kit/test-stay';
 import { contractRoute } from '../contract-route';
@@ -19,6 +22,7 @@ import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { listDeliveryLogRequest, presentDelivery, presentDeliveryList, triggerTestEventRequest } from '../presenters/deliveries';
+import { presentEndpointCheckRun } from '../presenters/endpoint-checks';
 import { sendJson } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
@@ -102,6 +106,36 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
         async call(ctx, { params }, caller) {
           const res = await notifications.resendDelivery({ workspaceId: caller.workspaceId, eventId: params.event_id.toLowerCase() });
           sendJson(ctx, 202, presentDelivery(res.delivery));
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'POST',
+        path: '/v1/sandbox/endpoint-checks',
+        params: schemas.noParameters,
+        query: schemas.noParameters,
+        internalFields: sameNames(),
+        async call(ctx, _input, caller) {
+          const res = await notifications.startEndpointCheck({ workspaceId: caller.workspaceId });
+          const run = presentEndpointCheckRun(res.run);
+          ctx.set('Location', `/v1/sandbox/endpoint-checks/${run.id}`);
+          sendJson(ctx, 202, run);
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'GET',
+        path: '/v1/sandbox/endpoint-checks/:id',
+        params: schemas.endpointCheckPath,
+        query: schemas.noParameters,
+        internalFields: sameNames('id'),
+        async call(ctx, { params }, caller) {
+          const res = await notifications.getEndpointCheck({ workspaceId: caller.workspaceId, id: params.id.toLowerCase() });
+          sendJson(ctx, 200, presentEndpointCheckRun(res.run));
         },
       },
       deps.contract,

@@ -101,6 +101,8 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     GetDelivery: ['gateway', 'operator'],
     ResendDelivery: ['gateway'],
     ListEvents: ['gateway'],
+    StartEndpointCheck: ['gateway'],
+    GetEndpointCheck: ['gateway'],
   },
 };
 

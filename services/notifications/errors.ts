@@ -4,8 +4,8 @@
  * `serviceUnavailable` and the one interceptor mapping failures nobody mapped on
  * purpose). Never the submitted value.
  */
-import { Code, type ConnectError } from '@connectrpc/connect';
-import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { ErrorDetailSchema, ErrorReason, RetryDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { failure, notFound, validationFailed } from '../kit/errors';
 
 /**
@@ -36,4 +36,26 @@ export function endpointNotActive(): ConnectError {
 /** FAILED_PRECONDITION (DELIVERY_NOT_RESENDABLE): the delivery's body is no longer kept. */
 export function deliveryNotResendable(): ConnectError {
   return failure(Code.FailedPrecondition, ErrorReason.DELIVERY_NOT_RESENDABLE, "the delivery's body is no longer kept; nothing was queued");
+}
+
+/** NOT_FOUND (ENDPOINT_CHECK_NOT_FOUND): unknown, malformed and another workspace's run id alike. */
+export function endpointCheckNotFound(): ConnectError {
+  return notFound(ErrorReason.ENDPOINT_CHECK_NOT_FOUND, 'no receiver check run with that id in this workspace');
+}
+
+/** FAILED_PRECONDITION (WEBHOOK_ENDPOINT_NOT_ACTIVE): receiver checks need an active endpoint. */
+export function endpointNotActiveForChecks(): ConnectError {
+  return failure(
+    Code.FailedPrecondition,
+    ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE,
+    'receiver checks need the workspace endpoint to be active; register it and answer its challenge first',
+  );
+}
+
+/** RESOURCE_EXHAUSTED (ENDPOINT_CHECKS_LIMITED) with the seconds to wait (RetryDetail). */
+export function endpointChecksLimited(intervalSeconds: number, waitSeconds: number): ConnectError {
+  return new ConnectError(`a receiver check run started less than ${intervalSeconds} s ago; retry in ${waitSeconds} s`, Code.ResourceExhausted, undefined, [
+    { desc: ErrorDetailSchema, value: { reason: ErrorReason.ENDPOINT_CHECKS_LIMITED } },
+    { desc: RetryDetailSchema, value: { retryAfterSeconds: waitSeconds } },
+  ]);
 }

@@ -5,6 +5,7 @@
  * acknowledgement. Behaviour and decisions: docs/notifications.md.
  */
 import { EventFeedPruner } from './event-feed';
+import { EndpointCheckPruner, EndpointChecks } from './endpoint-checks';
 import { join } from 'node:path';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
@@ -32,6 +33,7 @@ interface Runtime {
   dispatcher: DeliveryDispatcher;
   intake: DeliveryIntake;
   deletionRequests: DeletionRequests;
+  endpointChecks: EndpointChecks;
   hasKey: boolean;
   /** The secret box (undefined without a key), for the start-up re-encryption sweep. */
   box: SecretBox | undefined;
@@ -66,8 +68,10 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     schedule: config.webhookRetrySchedule,
     soleWorker: ctx.embedded,
   });
+  const registry = new EndpointRegistry({ sql, log, box, poster });
   rt = {
-    registry: new EndpointRegistry({ sql, log, box, poster }),
+    registry,
+    endpointChecks: new EndpointChecks({ sql, log, poster, activeEndpoint: (workspaceId) => registry.activeEndpoint(workspaceId) }),
     poster,
     dispatcher,
     intake: new DeliveryIntake({
@@ -134,6 +138,7 @@ export const notificationsModule: ServiceModule = {
         log: ctx.log,
         registry: () => rt.registry,
         deletionRequests: () => rt.deletionRequests,
+        endpointChecks: () => rt.endpointChecks,
         // ctx.urls is filled once the internal server is bound: resolve lazily.
         catalog: () => ctx.clients.client(CatalogService, ctx.urls.catalog),
         deliveriesQueued: () => rt.dispatcher.nudge(),
@@ -164,6 +169,8 @@ export const notificationsModule: ServiceModule = {
     rt.deletionRequests.start();
     const feedPruner = new EventFeedPruner(ctx.sql, log);
     feedPruner.start();
+    const checkPruner = new EndpointCheckPruner(ctx.sql, log);
+    checkPruner.start();
     // Several pullers on the one durable consumer: each event still goes to one of
     // them, and commits (one fsync each) overlap instead of queueing.
     const subscriptions: Subscription[] = [];
@@ -179,6 +186,10 @@ export const notificationsModule: ServiceModule = {
     // Hooks run last-registered first: stop taking events, then drain deliveries.
     shutdown.add('notifications escalation sweep', () => rt.deletionRequests.stop());
     shutdown.add('notifications events feed pruning', () => feedPruner.stop());
+    shutdown.add('notifications receiver checks', async () => {
+      await checkPruner.stop();
+      await rt.endpointChecks.stop();
+    });
     shutdown.add('notifications deliveries', async () => {
       await rt.dispatcher.stop(Math.max(500, Math.floor(config.shutdownGraceMs * 0.6)));
       const closed = rt.poster.close();

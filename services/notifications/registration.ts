@@ -130,6 +130,17 @@ export class EndpointRegistry {
     };
   }
 
+  /**
+   * The endpoint's URL and signing keys when it is active and subscribed to something
+   * (receiver checks, endpoint-checks.ts); undefined otherwise.
+   */
+  async activeEndpoint(workspaceId: string): Promise<{ url: string; keys: SigningKeys } | undefined> {
+    const [row] = await this.deps.sql<{ url: string }[]>`
+      select url from notifications.endpoints
+      where workspace_id = ${workspaceId} and status = 'active' and cardinality(events) > 0`;
+    return row ? { url: row.url, keys: await this.signingKeys(workspaceId) } : undefined;
+  }
+
   /** The current secret, and the previous one while its overlap is open. */
   private async signingKeys(workspaceId: string): Promise<SigningKeys> {
     const box = this.requireBox();

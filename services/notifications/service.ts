@@ -6,6 +6,7 @@
  * delivery-log.ts and delivery-resend.ts.
  */
 import { listEvents } from './event-feed';
+import type { EndpointChecks } from './endpoint-checks';
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
@@ -106,6 +107,7 @@ export interface ServiceDeps {
   /** Undefined until the module has started (the RPCs then answer UNAVAILABLE). */
   registry: () => EndpointRegistry;
   deletionRequests: () => DeletionRequests;
+  endpointChecks: () => EndpointChecks;
   /** The catalog (test events are about one of the workspace's listings). */
   catalog: () => Client<typeof CatalogService>;
   /** Wakes the dispatcher after a test event or resend was committed. */
@@ -176,6 +178,14 @@ export function notificationsService(deps: ServiceDeps): Partial<ServiceImpl<typ
       const state = req.state === undefined ? undefined : deliveryStateName(req.state);
       const page = await deliveryLogPage(deps.sql, req.workspaceId, { page: req.page, pageSize: req.pageSize, state, kind });
       return { items: page.items.map(deliveryLogMessage), hasMore: page.hasMore };
+    },
+
+    async startEndpointCheck(req) {
+      return { run: await deps.endpointChecks().start(req.workspaceId) };
+    },
+
+    async getEndpointCheck(req) {
+      return { run: await deps.endpointChecks().get(req.workspaceId, req.id) };
     },
 
     async listEvents(req) {

@@ -39,6 +39,7 @@ const NOT_SENT: Record<string, string> = {
   '503 not_configured': 'needs a deployment without a token-signing key',
   '200 published': 'a response-only example: the state after photo processing, which needs reachable image URLs',
   '200 not_echoed': 'a response-only example: an endpoint that does not echo the challenge',
+  '200 failed': "a response-only example: a finished run, read by the id its POST answered (test/notifications/endpoint-checks.test.ts reads runs)",
 };
 
 let doc: Doc;
@@ -273,6 +274,26 @@ test('the sandbox tools: test events, their deliveries in the log, a resend; a p
   expect(paused.json.events).toEqual([]);
   await sendExample('POST /sandbox/events', 'endpoint_not_active');
   await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'endpoint_not_active');
+}, 120_000);
+
+test('the events feed and the receiver checks', async () => {
+  await sendExample('GET /events', 'page');
+  await sendExample('GET /events', 'caught_up');
+  await sendCommonErrors('GET /events', 'page');
+  // The test above ended with the endpoint paused.
+  await sendExample('POST /sandbox/endpoint-checks', 'endpoint_not_active');
+  const active = await send(suite.system.gatewayUrl, {
+    method: 'PUT',
+    path: '/v1/webhooks/endpoint',
+    headers: { ...sandbox.auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ url: `${suite.receiver.baseUrl}${receiverPath}`, events: ['booking.confirmed'] }),
+  });
+  expect(active.json.status).toBe('active');
+  const started = await sendExample('POST /sandbox/endpoint-checks', 'started');
+  expect(started.json.status).toBe('running');
+  await sendCommonErrors('POST /sandbox/endpoint-checks', 'started');
+  await sendExample('GET /sandbox/endpoint-checks/{id}', 'unknown');
+  await sendCommonErrors('GET /sandbox/endpoint-checks/{id}', 'unknown');
 }, 120_000);
 
 test('every response example of every operation was sent, or is listed in NOT_SENT with its reason', () => {

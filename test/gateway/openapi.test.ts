@@ -314,6 +314,8 @@ describe('covers the contract', () => {
         'POST /deletion-requests/{event_id}/acknowledge',
         'GET /events',
         'POST /sandbox/events',
+        'POST /sandbox/endpoint-checks',
+        'GET /sandbox/endpoint-checks/{id}',
         'GET /webhooks/deliveries',
         'GET /webhooks/deliveries/{event_id}',
         'POST /webhooks/deliveries/{event_id}/resend',
@@ -689,6 +691,9 @@ describe('examples', () => {
     'GET /webhooks/deliveries',
     'GET /webhooks/deliveries/{event_id}',
     'POST /webhooks/deliveries/{event_id}/resend',
+    'GET /events',
+    'POST /sandbox/endpoint-checks',
+    'GET /sandbox/endpoint-checks/{id}',
   ];
 
   test('every operation has a request example and response examples: success and the main errors', () => {
@@ -818,6 +823,9 @@ describe('examples', () => {
       'GET /webhooks/deliveries': { params: gatewayValidators.noParameters, query: gatewayValidators.deliveriesQuery, integerQuery: ['page', 'page_size'] },
       'GET /webhooks/deliveries/{event_id}': { params: gatewayValidators.deliveryPath, query: gatewayValidators.noParameters },
       'POST /webhooks/deliveries/{event_id}/resend': { params: gatewayValidators.deliveryPath, query: gatewayValidators.noParameters },
+      'GET /events': { params: gatewayValidators.noParameters, query: gatewayValidators.eventsQuery, integerQuery: ['limit'] },
+      'POST /sandbox/endpoint-checks': { params: gatewayValidators.noParameters, query: gatewayValidators.noParameters },
+      'GET /sandbox/endpoint-checks/{id}': { params: gatewayValidators.endpointCheckPath, query: gatewayValidators.noParameters },
     };
     const violations = (key: string, call: ReturnType<typeof exampleCall>, op: ReturnType<typeof operations>[number]) => {
       const v = byOperation[key]!;

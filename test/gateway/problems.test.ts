@@ -54,6 +54,7 @@ describe('problem documents', () => {
       property_not_found: 404,
       deletion_request_not_found: 404,
       delivery_not_found: 404,
+      endpoint_check_not_found: 404,
       not_found: 404,
       method_not_allowed: 405,
       conflict: 409,

@@ -85,6 +85,9 @@ async function webhookHealth(ws: string) {
     deletionRequests: () => {
       throw new Error('not used');
     },
+    endpointChecks: () => {
+      throw new Error('not used');
+    },
     catalog: () => {
       throw new Error('not used');
     },

@@ -27,6 +27,7 @@ import type {
   Delivery,
   DeliveryList,
   DeliveryListQuery,
+  EndpointCheckRun,
   EventList,
   EventListQuery,
   FeedEvent,
@@ -209,6 +210,28 @@ export class PartnerClient {
       if (!page.has_more || page.next_after === null) return;
       cursor = page.next_after;
     }
+  }
+
+  /** `POST /sandbox/endpoint-checks` (sandbox only): starts a receiver check run; answers it `running`. Never repeated by the client. */
+  async startEndpointCheck(): Promise<EndpointCheckRun> {
+    const { data } = await this.api.POST('/sandbox/endpoint-checks');
+    return required(data, 'POST /sandbox/endpoint-checks');
+  }
+
+  /** `GET /sandbox/endpoint-checks/{id}`: a receiver check run as it stands. */
+  async getEndpointCheck(id: string): Promise<EndpointCheckRun> {
+    const { data } = await this.api.GET('/sandbox/endpoint-checks/{id}', { params: { path: { id } } });
+    return required(data, 'GET /sandbox/endpoint-checks/{id}');
+  }
+
+  /** Starts a receiver check run and reads it every `pollMs` until it is no longer `running`. */
+  async checkEndpoint(pollMs = 1000): Promise<EndpointCheckRun> {
+    let run = await this.startEndpointCheck();
+    while (run.status === 'running') {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      run = await this.getEndpointCheck(run.id);
+    }
+    return run;
   }
 
   /** `POST /webhooks/deliveries/{event_id}/resend`: sends the same delivery again. Never repeated by the client. */

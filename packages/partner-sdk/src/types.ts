@@ -40,6 +40,7 @@ export type DeliveryList = Schemas['DeliveryList'];
 /** Query of `GET /webhooks/deliveries`. */
 export type DeliveryListQuery = NonNullable<paths['/webhooks/deliveries']['get']['parameters']['query']>;
 export type EventList = Schemas['EventList'];
+export type EndpointCheckRun = Schemas['EndpointCheckRun'];
 export type EventListQuery = NonNullable<paths['/events']['get']['parameters']['query']>;
 /** One event of the feed: exactly the envelope its delivery carries. */
 export type FeedEvent = EventList['items'][number];

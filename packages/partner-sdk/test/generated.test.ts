@@ -29,6 +29,8 @@ const METHODS: Record<string, keyof PartnerClient> = {
   getDelivery: 'getDelivery',
   resendDelivery: 'resendDelivery',
   listEvents: 'listEvents',
+  startEndpointCheck: 'startEndpointCheck',
+  getEndpointCheck: 'getEndpointCheck',
 };
 
 /** Operations reached through `client.api` only, with the reason. */

@@ -194,6 +194,8 @@ test('sandbox tools: a test event without an active endpoint and an unknown deli
   const caughtUp: unknown[] = [];
   for await (const e of client.events()) caughtUp.push(e);
   expect(caughtUp).toEqual([]);
+  await expect(client.startEndpointCheck()).rejects.toMatchObject({ name: 'ProblemError', code: 'webhook_endpoint_not_active', status: 409 });
+  await expect(client.getEndpointCheck(randomUUID())).rejects.toMatchObject({ name: 'ProblemError', code: 'endpoint_check_not_found', status: 404 });
   await expect(client.listEvents({ after: 'x' })).rejects.toMatchObject({ name: 'ProblemError', code: 'validation_failed', status: 400 });
   await expect(client.getDelivery(randomUUID())).rejects.toMatchObject({ name: 'ProblemError', code: 'delivery_not_found', status: 404 });
   await expect(client.resendDelivery(randomUUID())).rejects.toMatchObject({ name: 'ProblemError', code: 'delivery_not_found', status: 404 });

@@ -268,6 +268,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sandbox/endpoint-checks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check your webhook receiver
+         * @description Starts a receiver check run against the workspace's active endpoint and answers it at once, `running` (with a `Location` to poll). The run sends test deliveries signed as real ones (`"test": true`, a `TEST-BK` booking reference), one after another, each with 5 s to answer, and judges the answers:
+         *
+         *     - `valid_delivery_accepted`: a correctly signed delivery is accepted (2xx within 5 s);
+         *     - `duplicate_accepted`: the same `event_id` again, signed afresh, is accepted (deduplicate; never fail a redelivery);
+         *     - `wrong_signature_refused`: a signature under another secret is refused (any answer but 2xx);
+         *     - `stale_timestamp_refused`: a correct signature over an `X-Signature-Timestamp` six minutes old is refused;
+         *     - `altered_body_refused`: a body changed after it was signed is refused (verify over the raw bytes);
+         *     - `previous_secret_accepted`, only while a rotation overlap is open: a delivery whose `X-Signature` does not verify but whose `X-Signature-Previous` does is accepted.
+         *
+         *     A receiver that answers 200 to everything fails the three refusal checks. No answer fails a check. One run may start per workspace per minute (`429 rate_limited` with `Retry-After`); `409 webhook_endpoint_not_active` without an active endpoint. No body is read.
+         */
+        post: operations["startEndpointCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/endpoint-checks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's `id`, as `POST /sandbox/endpoint-checks` answered it.
+                 * @example 9e2b7c41-3d5a-4f6e-8b1c-0a2d4e6f8b13
+                 */
+                id: components["parameters"]["endpoint_check_id"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a receiver check run
+         * @description The run as it stands: `running` while checks are being sent (those not run yet have `observed` and `passed` `null`), then `passed` or `failed`. A run interrupted part-way reads as `failed`, its remaining checks `not run`. Runs are kept 30 days.
+         */
+        get: operations["getEndpointCheck"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -647,13 +702,14 @@ export interface components {
             /** @description This occurrence: `urn:psync:request:<uuid>`, the request's `X-Request-Id`. Not a URL. */
             instance: string;
             /**
-             * @description The error code; the codes of this version are `validation_failed`, `unauthorized`, `workspace_scope_mismatch`, `property_not_found`, `deletion_request_not_found`, `delivery_not_found`, `not_found`, `method_not_allowed`, `conflict`, `webhook_endpoint_not_active`, `delivery_not_resendable`, `rate_limited`, `internal_error`, `not_enabled`, `service_unavailable`. New codes may be added.
+             * @description The error code; the codes of this version are `validation_failed`, `unauthorized`, `workspace_scope_mismatch`, `property_not_found`, `deletion_request_not_found`, `delivery_not_found`, `endpoint_check_not_found`, `not_found`, `method_not_allowed`, `conflict`, `webhook_endpoint_not_active`, `delivery_not_resendable`, `rate_limited`, `internal_error`, `not_enabled`, `service_unavailable`. New codes may be added.
              * @example validation_failed
              * @example unauthorized
              * @example workspace_scope_mismatch
              * @example property_not_found
              * @example deletion_request_not_found
              * @example delivery_not_found
+             * @example endpoint_check_not_found
              * @example not_found
              * @example method_not_allowed
              * @example conflict
@@ -826,6 +882,37 @@ export interface components {
             has_more: boolean;
             /** @description `true` when `after` was older than the oldest event kept: events after it were pruned by the retention before they were read. */
             after_expired: boolean;
+        };
+        EndpointCheck: {
+            /**
+             * @description Stable: script against it.
+             * @enum {string}
+             */
+            name: "valid_delivery_accepted" | "duplicate_accepted" | "wrong_signature_refused" | "stale_timestamp_refused" | "altered_body_refused" | "previous_secret_accepted";
+            /** @description What a receiver keeping the rules does. */
+            expectation: string;
+            /** @description What your receiver did (`HTTP 200 in 35 ms`, `no answer: timeout`); `null` until the check ran. */
+            observed: string | null;
+            /** @description Whether it did as expected; `null` until the check ran. */
+            passed: boolean | null;
+        };
+        /** @description A receiver check run: test deliveries sent to your endpoint and how it answered each. */
+        EndpointCheckRun: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description `passed` when every check passed.
+             * @enum {string}
+             */
+            status: "running" | "passed" | "failed";
+            /** @description The endpoint the run was sent to. */
+            url: string;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description In the order they run; `previous_secret_accepted` only while a rotation overlap is open. */
+            checks: components["schemas"]["EndpointCheck"][];
         };
     };
     responses: {
@@ -1139,6 +1226,26 @@ export interface components {
                 };
             };
         };
+        /** @description `endpoint_check_not_found`: no receiver check run with this id in the workspace (unknown or another partner's: indistinguishable). */
+        EndpointCheckNotFound: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    code?: "endpoint_check_not_found";
+                    /** @constant */
+                    status?: 404;
+                };
+            };
+        };
     };
     parameters: {
         /**
@@ -1201,6 +1308,11 @@ export interface components {
          * @example 50
          */
         events_limit: number;
+        /**
+         * @description The run's `id`, as `POST /sandbox/endpoint-checks` answered it.
+         * @example 9e2b7c41-3d5a-4f6e-8b1c-0a2d4e6f8b13
+         */
+        endpoint_check_id: string;
     };
     requestBodies: never;
     headers: {
@@ -1989,6 +2101,120 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startEndpointCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Started: the run, `running`, every check without an outcome yet. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Where to read the run: `/v1/sandbox/endpoint-checks/{id}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointCheckRun"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — body, path and query parameters checked together, unknown fields and parameters included; also a body that is not JSON, has another content type than `application/json` or exceeds 256 KiB (field `body`). `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            409: components["responses"]["WebhookEndpointNotActive"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEndpointCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's `id`, as `POST /sandbox/endpoint-checks` answered it.
+                 * @example 9e2b7c41-3d5a-4f6e-8b1c-0a2d4e6f8b13
+                 */
+                id: components["parameters"]["endpoint_check_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointCheckRun"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — body, path and query parameters checked together, unknown fields and parameters included; also a body that is not JSON, has another content type than `application/json` or exceeds 256 KiB (field `body`). `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["EndpointCheckNotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotEnabled"];

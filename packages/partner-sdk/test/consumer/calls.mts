@@ -60,6 +60,10 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   for (const e of feed.items) if (e.event_type === 'booking.cancelled') seen.push(e.data.initiated_by);
   for await (const { event, nextAfter } of client.events('41', 50)) seen.push(event.event_id, nextAfter);
 
+  const started = await client.startEndpointCheck();
+  seen.push(started.status, (await client.getEndpointCheck(started.id)).checks.map((c) => `${c.name}:${String(c.passed)}`).join(','));
+  seen.push((await client.checkEndpoint(500)).status);
+
   const openapi = await client.api.GET('/openapi.json');
   seen.push(typeof openapi.data);
   seen.push(String(client.rateLimit?.remaining), String(client.tokenRateLimit?.limit), String(client.tokenExchanges));
