@@ -10,7 +10,8 @@
  *             night, nothing written (a moved block keeps its old dates)
  * The conflict scan runs on every PUT, identical retries included. A partner's own
  * blocks may overlap each other (and the nights of a host-cancelled booking).
- * The whole table is one SQL function, `calendar.put_block` (migrations 0003, 0008).
+ * The whole table is one SQL function, `calendar.put_block` (services/calendar/functions/put_block.sql);
+ * DeleteBlock is `calendar.delete_block` (docs/calendar.md "One style for writes").
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
