@@ -10,7 +10,8 @@
  *             night, nothing written (a moved block keeps its old dates)
  * The conflict scan runs on every PUT, identical retries included. A partner's own
  * blocks may overlap each other (and the nights of a host-cancelled booking).
- * The whole table is one SQL function, `calendar.put_block` (migrations 0003, 0008).
+ * The whole table is one SQL function, `calendar.put_block` (services/calendar/functions/put_block.sql);
+ * DeleteBlock is `calendar.delete_block` (docs/calendar.md "One style for writes").
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -31,9 +32,9 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { checkRange } from '../kit/night-range';
 import { EnumNames } from '../kit/enum-names';
 import { invalidArgument, notEnabled } from './errors';
-import { appendEvents, calendarChanged } from './event-log';
+import { calendarChanged } from './event-log';
 import { blockPageQuery, type BlockRow } from './blocks-list';
-import { lockListing, refuseConflicts, scanConflicts, withListingTransaction, withRetries } from './claims';
+import { refuseConflicts, scanConflicts, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
 import { currentTraceHeaders } from '../kit/telemetry';
 import { PAGE_SIZE_DEFAULT } from '../kit/limits';
@@ -114,40 +115,35 @@ export async function deleteBlock(deps: CalendarDeps, req: DeleteBlockRequest): 
   const uid = req.externalUid;
 
   const at = new Date();
-  // The block's listing is read before its lock is taken (outside the transaction, so
-  // deleting an absent block costs one statement); a move committed in between leaves
-  // the delete nothing on that listing, so the block is read again.
+  // The block is read before its listing's lock is taken (outside a transaction, so
+  // deleting an absent block costs one statement), and its block_deleted event is built
+  // from what was read; a move or a change of its nights committed in between leaves the
+  // statement nothing to delete, so the block is read again.
+  const sql = deps.sql;
   for (let attempt = 1; ; attempt++) {
-    const [found] = await deps.sql<{ listing_id: string }[]>`
-      select listing_id from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
+    const [found] = await sql<{ listing_id: string; check_in: string; check_out: string }[]>`
+      select listing_id, check_in::text, check_out::text from calendar.blocks where workspace_id = ${workspaceId} and external_uid = ${uid}
     `;
     if (!found) return { deleted: false };
-    const outcome = await withListingTransaction(deps.sql, async (tx) => {
-      await lockListing(tx, found.listing_id);
-      const [row] = await tx<{ listing_id: string; check_in: string; check_out: string }[]>`
-        with b as (
-          delete from calendar.blocks
-          where workspace_id = ${workspaceId} and external_uid = ${uid} and listing_id = ${found.listing_id}
-          returning id, listing_id, check_in, check_out
-        ), c as (
-          delete from calendar.claims where holder_kind = 'block' and holder_id in (select id::text from b)
-        )
-        select listing_id, check_in::text, check_out::text from b
+    const events = [
+      calendarChanged({
+        at,
+        workspaceId,
+        listingId: found.listing_id,
+        kind: 'block_deleted',
+        holder: { kind: 'block', id: uid },
+        released: { checkIn: found.check_in, checkOut: found.check_out },
+      }),
+    ];
+    // One statement: the listing's lock, the block with its claim and event (SQL `calendar.delete_block`).
+    const deleted = await withRetries(async () => {
+      const [r] = await sql<{ deleted: boolean }[]>`
+        select calendar.delete_block(${workspaceId}, ${uid}, ${found.listing_id}, ${found.check_in}::date, ${found.check_out}::date,
+                                     ${sql.json(events)}, ${sql.json(currentTraceHeaders())}) as deleted
       `;
-      if (!row) return 'moved';
-      await appendEvents(tx, [
-        calendarChanged({
-          at,
-          workspaceId,
-          listingId: row.listing_id,
-          kind: 'block_deleted',
-          holder: { kind: 'block', id: uid },
-          released: { checkIn: row.check_in, checkOut: row.check_out },
-        }),
-      ]);
-      return 'deleted';
+      return r!.deleted;
     });
-    if (outcome === 'deleted') break;
+    if (deleted) break;
     if (attempt >= 5) throw serviceUnavailable('the block kept moving between listings; retry');
   }
   deps.eventsCommitted();

@@ -32,12 +32,12 @@ import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { checkRange, type NightSpan } from '../kit/night-range';
 import { notFound, type Violation } from '../kit/errors';
 import { conflict, failedPrecondition, invalidArgument } from './errors';
-import { appendEvents, bookingCancelled, bookingConfirmed, calendarChanged } from './event-log';
-import { expireHolds, lockListing, scanConflicts, withListingTransaction, withRetries } from './claims';
+import { bookingCancelled, bookingConfirmed, calendarChanged } from './event-log';
+import { scanConflicts, withRetries } from './claims';
 import { isHoldId, refuseSandboxPayment } from './holds';
 import type { CalendarDeps } from './calendar-deps';
 import type { Caller } from '../kit/internal-auth';
-import { findIdempotentResult, idempotencyLockName, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey, resultOf } from './idempotency';
+import { findIdempotentResult, idempotencyScope, keyArguments, resultOfKeyFound, type KeyFound } from './idempotency';
 import { currentTraceHeaders } from '../kit/telemetry';
 
 /** Crockford base32: no I, L, O, U, so references survive being read aloud. */
@@ -51,13 +51,17 @@ export function newBookingReference(): string {
   return out;
 }
 
-/** What `calendar.confirm_booking` answers (migration 0009). */
-interface ConfirmBookingResult {
+/** What `calendar.confirm_booking` answers (services/calendar/functions/confirm_booking.sql). */
+interface ConfirmBookingResult extends KeyFound {
   outcome: 'confirmed' | 'conflict' | 'hold_not_live' | 'key_found';
   conflicts: string[];
-  key_rpc: string | null;
-  key_sha256: Buffer | null;
-  result_ref: string | null;
+}
+
+/** What `calendar.cancel_booking` answers (services/calendar/functions/cancel_booking.sql). */
+interface CancelBookingResult extends KeyFound {
+  outcome: 'cancelled' | 'already_cancelled' | 'key_found';
+  cancelled_at: Date | null;
+  events: number;
 }
 
 /** A booking row as read back. */
@@ -79,6 +83,9 @@ interface BookingRow {
   cancelled_at: Date | null;
   cancelled_by: 'guest' | 'host' | null;
 }
+
+/** What CancelBooking reads of a booking before its statement: where it is and the events' fields. */
+type CancelledRow = Pick<BookingRow, 'listing_id' | 'workspace_id' | 'environment' | 'provider_id' | 'check_in' | 'check_out' | 'status' | 'cancelled_at'>;
 
 const BOOKING_COLUMNS =
   'booking_reference, listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, party_size, guest_name, amount_value, amount_currency, status, hold_id, confirmed_at, cancelled_at, cancelled_by';
@@ -154,7 +161,7 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
   const holdId = req.holdId ?? null;
   // One statement, in its implicit transaction: the key, the listing's lock, hold
   // expiry, the hold's conversion or the conflict scan, the booking with its claim and
-  // events (migration 0009, `calendar.confirm_booking`). A refusal writes nothing.
+  // events, the key's record (SQL `calendar.confirm_booking`). A refusal writes nothing.
   const out = await withRetries(
     async () => {
       // Drawn per attempt: a retry after a (vanishingly rare) clash of references draws anew.
@@ -188,8 +195,7 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
         select * from calendar.confirm_booking(${reference}, ${listingId}, ${holdId}::uuid, ${nights.checkIn}::date, ${nights.checkOut}::date,
           ${listing.workspaceId}, ${listing.environment}, ${listing.providerId ?? null}, ${req.partySize}, ${req.guestId}, ${req.guestName},
           ${amount.value}, ${amount.currency}, ${req.requiresPayment}, ${at}, ${sql.json(events)}, ${sql.json(currentTraceHeaders())},
-          ${idempotency?.caller ?? null}, ${idempotency?.key ?? null}, ${idempotency?.requestSha256 ?? null}::bytea,
-          ${idempotency ? idempotencyLockName(idempotency) : null})
+          ${keyArguments(sql, idempotency)}, null)
       `;
       return { result: r!, reference };
     },
@@ -199,7 +205,7 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
   switch (result.outcome) {
     case 'key_found':
       // The key was used before: the same request answers that booking; another one fails.
-      return { booking: await readBooking(deps, resultOf(idempotency!, { rpc: result.key_rpc!, request_sha256: result.key_sha256!, result_ref: result.result_ref! })!) };
+      return { booking: await readBooking(deps, resultOfKeyFound(idempotency, result)) };
     case 'conflict':
       throw conflict(result.conflicts);
     case 'hold_not_live':
@@ -255,74 +261,55 @@ export async function cancelBooking(deps: CalendarDeps, req: CancelBookingReques
     if (first) return readCancellation(deps, first);
   }
 
-  const [found] = await deps.sql<{ listing_id: string; status: string; cancelled_at: Date | null }[]>`
-    select listing_id, status, cancelled_at from calendar.bookings where booking_reference = ${req.bookingReference}
+  const [found] = await deps.sql<CancelledRow[]>`
+    select listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, status, cancelled_at
+    from calendar.bookings where booking_reference = ${req.bookingReference}
   `;
   if (!found) throw notFound(ErrorReason.BOOKING_NOT_FOUND, 'no such booking');
   // Without a key, an already cancelled booking is answered at once; with one, the
-  // transaction below answers it too and records the key.
+  // statement below answers it too and records the key.
   if (found.status === 'cancelled' && !idempotency) {
     return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(found.cancelled_at!) };
   }
 
   const at = new Date();
-  const out = await withListingTransaction(deps.sql, async (tx) => {
-    if (idempotency) {
-      const first = await lockIdempotencyKey(tx, idempotency);
-      if (first) return { replay: first };
-    }
-    // The listing's lock registers the transaction as an event writer; it must come
-    // before the transaction's first write (migration 0005), the key's included.
-    await lockListing(tx, found.listing_id);
-    if (idempotency) await recordIdempotencyKey(tx, idempotency, req.bookingReference);
-    const expired = await expireHolds(tx, found.listing_id, at);
-    const [row] = await tx<BookingRow[]>`
-      update calendar.bookings set status = 'cancelled', cancelled_at = ${at}, cancelled_by = ${by}
-      where booking_reference = ${req.bookingReference} and status = 'confirmed'
-      returning ${tx.unsafe(BOOKING_COLUMNS)}
+  // Written only if the statement cancels the booking (a booking's listing, nights and
+  // workspace never change).
+  const range = { checkIn: found.check_in, checkOut: found.check_out };
+  const events = [
+    calendarChanged({
+      at,
+      workspaceId: found.workspace_id,
+      listingId: found.listing_id,
+      kind: 'booking_cancelled',
+      ...(by === 'guest'
+        ? { holder: { kind: 'booking' as const, id: req.bookingReference }, released: range }
+        : { holder: { kind: 'withdrawn' as const, id: req.bookingReference }, held: range }),
+    }),
+    bookingCancelled({
+      occurred_at: at.toISOString(),
+      workspace_id: found.workspace_id,
+      environment: found.environment,
+      booking_reference: req.bookingReference,
+      listing_id: found.listing_id,
+      provider_id: found.provider_id,
+      cancelled_at: at.toISOString(),
+      initiated_by: by,
+    }),
+  ];
+  // One statement, in its implicit transaction: the key, the listing's lock, the key's
+  // record, hold expiry, the cancellation with its claim and events (SQL `calendar.cancel_booking`).
+  const sql = deps.sql;
+  const out = await withRetries(async () => {
+    const [r] = await sql<CancelBookingResult[]>`
+      select * from calendar.cancel_booking(${req.bookingReference}, ${found.listing_id}, ${by}, ${at}, ${sql.json(events)},
+        ${sql.json(currentTraceHeaders())}, ${keyArguments(sql, idempotency)})
     `;
-    if (!row) {
-      // Cancelled meanwhile by another call: answer that cancellation.
-      const [first] = await tx<{ cancelled_at: Date }[]>`
-        select cancelled_at from calendar.bookings where booking_reference = ${req.bookingReference}
-      `;
-      return { cancelledAt: first!.cancelled_at, wrote: expired > 0 };
-    }
-    const range = { checkIn: row.check_in, checkOut: row.check_out };
-    if (by === 'guest') {
-      await tx`delete from calendar.claims where holder_kind = 'booking' and holder_id = ${req.bookingReference}`;
-    } else {
-      await tx`
-        update calendar.claims set holder_kind = 'withdrawn'
-        where holder_kind = 'booking' and holder_id = ${req.bookingReference}
-      `;
-    }
-    await appendEvents(tx, [
-      calendarChanged({
-        at,
-        workspaceId: row.workspace_id,
-        listingId: row.listing_id,
-        kind: 'booking_cancelled',
-        ...(by === 'guest'
-          ? { holder: { kind: 'booking' as const, id: row.booking_reference }, released: range }
-          : { holder: { kind: 'withdrawn' as const, id: row.booking_reference }, held: range }),
-      }),
-      bookingCancelled({
-        occurred_at: at.toISOString(),
-        workspace_id: row.workspace_id,
-        environment: row.environment,
-        booking_reference: row.booking_reference,
-        listing_id: row.listing_id,
-        provider_id: row.provider_id,
-        cancelled_at: at.toISOString(),
-        initiated_by: by,
-      }),
-    ]);
-    return { cancelledAt: at, wrote: true };
+    return r!;
   });
-  if (out.replay !== undefined) return readCancellation(deps, out.replay);
-  if (out.wrote) deps.eventsCommitted();
-  return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(out.cancelledAt) };
+  if (out.outcome === 'key_found') return readCancellation(deps, resultOfKeyFound(idempotency, out));
+  if (out.events > 0) deps.eventsCommitted();
+  return { bookingReference: req.bookingReference, cancelled: true, cancelledAt: timestampFromDate(out.cancelled_at!) };
 }
 
 /** The cancellation of `reference` (an idempotent retry's answer). */

@@ -27,10 +27,18 @@ import { checkRange } from '../kit/night-range';
 import { notFound } from '../kit/errors';
 import { isUuid } from '../kit/uuid';
 import { failedPrecondition, invalidArgument } from './errors';
-import { appendEvents, calendarChanged, type PendingEvent } from './event-log';
-import { expireHolds, lockListing, refuseConflicts, scanConflicts, withListingTransaction } from './claims';
+import { calendarChanged } from './event-log';
+import { refuseConflicts, scanConflicts, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
-import { findIdempotentResult, idempotencyScope, lockIdempotencyKey, recordIdempotencyKey } from './idempotency';
+import { findIdempotentResult, idempotencyScope, keyArguments, resultOfKeyFound, type KeyFound } from './idempotency';
+import { currentTraceHeaders } from '../kit/telemetry';
+
+/** What `calendar.place_hold` answers (services/calendar/functions/place_hold.sql). */
+interface PlaceHoldResult extends KeyFound {
+  outcome: 'placed' | 'conflict' | 'key_found';
+  conflicts: string[];
+  expires_at: Date | null;
+}
 
 /** True for a syntactically valid hold id (holds are uuids; anything else is simply unknown). */
 export function isHoldId(id: string): boolean {
@@ -65,53 +73,33 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest, calle
 
   const holdId = randomUUID();
   const at = new Date();
-  const hold = await withListingTransaction(
-    deps.sql,
-    async (tx) => {
-      // A concurrent first use of the key waits here, then answers the winner's hold.
-      if (idempotency) {
-        const first = await lockIdempotencyKey(tx, idempotency);
-        if (first) return { replay: first };
-      }
-      // Pipelined, in this order: the lock, hold expiry (writes its own events), the conflict scan.
-      const [, , conflicts] = await Promise.all([
-        lockListing(tx, listing.listingId),
-        expireHolds(tx, listing.listingId, at),
-        scanConflicts(tx, listing.listingId, span.checkIn, span.checkOut, 'all'),
-      ]);
-      refuseConflicts(conflicts);
-      const events = [
-        calendarChanged({
-          at,
-          workspaceId: listing.workspaceId,
-          listingId: listing.listingId,
-          kind: 'hold_placed',
-          holder: { kind: 'hold', id: holdId },
-          held: { checkIn: span.checkIn, checkOut: span.checkOut },
-        }),
-      ];
-      // Pipelined: the hold with its claim, then its event.
-      const [[row]] = await Promise.all([
-        tx<{ expires_at: Date }[]>`
-        with h as (
-          insert into calendar.holds (hold_id, listing_id, workspace_id, check_in, check_out, requires_payment, status, expires_at)
-          values (${holdId}, ${listing.listingId}, ${listing.workspaceId}, ${span.checkIn}, ${span.checkOut},
-                  ${req.requiresPayment}, 'live', clock_timestamp() + make_interval(secs => ${ttl}))
-          returning hold_id, listing_id, check_in, check_out, expires_at
-        ), c as (
-          insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
-          select listing_id, 'hold', hold_id::text, daterange(check_in, check_out) from h
-        )
-        select expires_at from h
-      `,
-        appendEvents(tx, events),
-      ]);
-      if (idempotency) await recordIdempotencyKey(tx, idempotency, holdId);
-      return row!;
+  const events = [
+    calendarChanged({
+      at,
+      workspaceId: listing.workspaceId,
+      listingId: listing.listingId,
+      kind: 'hold_placed',
+      holder: { kind: 'hold', id: holdId },
+      held: { checkIn: span.checkIn, checkOut: span.checkOut },
+    }),
+  ];
+  // One statement, in its implicit transaction: the key (a concurrent first use waits
+  // for the other, then answers its hold), the listing's lock, hold expiry, the conflict
+  // scan, the hold with its claim and event, the key's record (SQL `calendar.place_hold`).
+  // A refusal writes nothing.
+  const sql = deps.sql;
+  const result = await withRetries(
+    async () => {
+      const [r] = await sql<PlaceHoldResult[]>`
+        select * from calendar.place_hold(${holdId}::uuid, ${listing.listingId}, ${listing.workspaceId}, ${span.checkIn}::date, ${span.checkOut}::date,
+          ${req.requiresPayment}, ${ttl}, ${at}, ${sql.json(events)}, ${sql.json(currentTraceHeaders())}, ${keyArguments(sql, idempotency)})
+      `;
+      return r!;
     },
-    () => scanConflicts(deps.sql, listing.listingId, span.checkIn, span.checkOut, 'all'),
+    () => scanConflicts(sql, listing.listingId, span.checkIn, span.checkOut, 'all'),
   );
-  if ('replay' in hold) return { hold: await readHold(deps, hold.replay) };
+  if (result.outcome === 'key_found') return { hold: await readHold(deps, resultOfKeyFound(idempotency, result)) };
+  refuseConflicts(result.conflicts);
   deps.eventsCommitted();
   return {
     hold: {
@@ -119,7 +107,7 @@ export async function placeHold(deps: CalendarDeps, req: PlaceHoldRequest, calle
       listingId: listing.listingId,
       checkIn: span.checkIn,
       checkOut: span.checkOut,
-      expiresAt: timestampFromDate(hold.expires_at),
+      expiresAt: timestampFromDate(result.expires_at!),
       requiresPayment: req.requiresPayment,
     },
   };
@@ -148,8 +136,8 @@ async function readHold(deps: CalendarDeps, holdId: string): Promise<MessageInit
  */
 export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): Promise<MessageInitShape<typeof ReleaseHoldResponseSchema>> {
   if (!isHoldId(req.holdId)) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
-  const [found] = await deps.sql<{ listing_id: string; status: string }[]>`
-    select listing_id, status from calendar.holds where hold_id = ${req.holdId}
+  const [found] = await deps.sql<{ listing_id: string; workspace_id: string; status: string; check_in: string; check_out: string }[]>`
+    select listing_id, workspace_id, status, check_in::text, check_out::text from calendar.holds where hold_id = ${req.holdId}
   `;
   if (!found) throw notFound(ErrorReason.HOLD_NOT_FOUND, 'no such hold');
   if (found.status === 'converted') {
@@ -158,38 +146,27 @@ export async function releaseHold(deps: CalendarDeps, req: ReleaseHoldRequest): 
   if (found.status !== 'live') return { holdId: req.holdId, released: true };
 
   const at = new Date();
-  const outcome = await withListingTransaction(deps.sql, async (tx) => {
-    await lockListing(tx, found.listing_id);
-    // Overdue holds (this one included) expire rather than being released.
-    const expired = await expireHolds(tx, found.listing_id, at);
-    const events: PendingEvent[] = [];
-    const [row] = await tx<{ workspace_id: string; check_in: string; check_out: string }[]>`
-      with h as (
-        update calendar.holds set status = 'released', ended_at = clock_timestamp()
-        where hold_id = ${req.holdId} and status = 'live'
-        returning hold_id, workspace_id, check_in, check_out
-      ), c as (
-        delete from calendar.claims where holder_kind = 'hold' and holder_id in (select hold_id::text from h)
-      )
-      select workspace_id, check_in::text, check_out::text from h
+  // Written only if the statement releases the hold (a hold's listing and nights never change).
+  const events = [
+    calendarChanged({
+      at,
+      workspaceId: found.workspace_id,
+      listingId: found.listing_id,
+      kind: 'hold_released',
+      holder: { kind: 'hold', id: req.holdId },
+      released: { checkIn: found.check_in, checkOut: found.check_out },
+    }),
+  ];
+  // One statement: the listing's lock, hold expiry (an overdue hold, this one included,
+  // expires rather than being released), the release with its event (SQL `calendar.release_hold`).
+  const sql = deps.sql;
+  const outcome = await withRetries(async () => {
+    const [r] = await sql<{ events: number; status: string | null }[]>`
+      select * from calendar.release_hold(${req.holdId}::uuid, ${found.listing_id}, ${at}, ${sql.json(events)}, ${sql.json(currentTraceHeaders())})
     `;
-    if (row) {
-      events.push(
-        calendarChanged({
-          at,
-          workspaceId: row.workspace_id,
-          listingId: found.listing_id,
-          kind: 'hold_released',
-          holder: { kind: 'hold', id: req.holdId },
-          released: { checkIn: row.check_in, checkOut: row.check_out },
-        }),
-      );
-    }
-    await appendEvents(tx, events);
-    const [now] = await tx<{ status: string }[]>`select status from calendar.holds where hold_id = ${req.holdId}`;
-    return { wrote: expired > 0 || events.length > 0, status: now?.status };
+    return r!;
   });
-  if (outcome.wrote) deps.eventsCommitted();
+  if (outcome.events > 0) deps.eventsCommitted();
   if (outcome.status === 'converted') {
     throw failedPrecondition(ErrorReason.HOLD_NOT_LIVE, 'the hold was converted into a booking; cancel the booking instead');
   }
@@ -236,9 +213,12 @@ export class HoldSweeper {
     let touched = 0;
     for (const { listing_id: listingId } of listings) {
       if (this.job.isStopped) break;
-      const n = await withListingTransaction(this.sql, async (tx) => {
-        await lockListing(tx, listingId);
-        return expireHolds(tx, listingId, new Date());
+      // One statement: the listing's lock, then its overdue holds expire (SQL `calendar.sweep_holds`).
+      const n = await withRetries(async () => {
+        const [row] = await this.sql<{ expired: number }[]>`
+          select calendar.sweep_holds(${listingId}, ${new Date()}, ${this.sql.json(currentTraceHeaders())}) as expired
+        `;
+        return row!.expired;
       });
       if (n > 0) touched++;
     }

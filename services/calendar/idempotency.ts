@@ -24,11 +24,17 @@
  * `operator`, `client:<id>` …) and kept IDEMPOTENCY_RETENTION_HOURS; the calendar's
  * housekeeping (`IdempotencyKeyPruner`, started by module.ts) deletes older ones, after
  * which the key may be used again for anything.
+ *
+ * The mechanism is SQL, one place (services/calendar/functions/idempotency.sql): the
+ * key's lock and look-up and its record run inside each keyed writer's one statement
+ * (`place_hold`, `confirm_booking`, `cancel_booking`). This file holds what TypeScript
+ * decides: the key's scope and the request's fingerprint, the comparison of a found row
+ * with the request, the fast-path read of a retry and the pruner.
  */
 import { createHash } from 'node:crypto';
 import { clone, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import type { Sql, Tx } from '../kit/database';
+import type { Sql } from '../kit/database';
 import type { Caller } from '../kit/internal-auth';
 import type { Logger } from '../kit/logger';
 import { BatchPruner } from '../kit/periodic';
@@ -91,44 +97,37 @@ export function resultOf(scope: IdempotencyScope, row: KeyRow | undefined): stri
   return row.result_ref;
 }
 
-/** Outside a transaction: the key's first result, if any (the fast path of a retry). */
+/**
+ * What a keyed writer (SQL `place_hold`, `confirm_booking`, `cancel_booking`) answers
+ * when the key was used before (outcome `key_found`): the key's row.
+ */
+export interface KeyFound {
+  key_rpc: string | null;
+  key_sha256: Buffer | null;
+  result_ref: string | null;
+}
+
+/** The first result named by a writer's `key_found` answer; throws if the key was used for another request. */
+export function resultOfKeyFound(scope: IdempotencyScope | undefined, found: KeyFound): string {
+  if (!scope) throw new Error('a writer answered key_found for a request without an idempotency key');
+  return resultOf(scope, { rpc: found.key_rpc!, request_sha256: found.key_sha256!, result_ref: found.result_ref! })!;
+}
+
+/**
+ * The key's arguments of a keyed writer (`p_key_caller, p_key, p_key_sha256`), all
+ * null without a key: the writer then takes no key lock and records nothing.
+ */
+export function keyArguments(sql: Sql, scope: IdempotencyScope | undefined) {
+  return sql`${scope?.caller ?? null}, ${scope?.key ?? null}, ${scope?.requestSha256 ?? null}::bytea`;
+}
+
+/**
+ * Outside a transaction: the key's first result, if any (the fast path of a retry),
+ * through the writers' own look-up (SQL `calendar.idempotency_key`, idempotency.sql).
+ */
 export async function findIdempotentResult(sql: Sql, scope: IdempotencyScope): Promise<string | undefined> {
-  const [row] = await sql<KeyRow[]>`
-    select rpc, request_sha256, result_ref from calendar.idempotency_keys where caller = ${scope.caller} and key = ${scope.key}`;
+  const [row] = await sql<KeyRow[]>`select rpc, request_sha256, result_ref from calendar.idempotency_key(${scope.caller}, ${scope.key})`;
   return resultOf(scope, row);
-}
-
-/**
- * The name of the key's transaction-scoped advisory lock (hashed by
- * `hashtextextended`), taken by lockIdempotencyKey and by SQL writers that take the key
- * themselves (calendar.confirm_booking, migration 0009).
- */
-export function idempotencyLockName(scope: IdempotencyScope): string {
-  return `psync.calendar.idempotency\n${scope.caller}\n${scope.key}`;
-}
-
-/**
- * In the write's transaction, before the listing's lock: takes the key's lock (a
- * concurrent first use waits here for the other to end) and returns the key's first
- * result, if any — then the caller writes nothing and answers that.
- */
-export async function lockIdempotencyKey(tx: Tx, scope: IdempotencyScope): Promise<string | undefined> {
-  const [, [row]] = await Promise.all([
-    tx`select pg_advisory_xact_lock(hashtextextended(${idempotencyLockName(scope)}, 0))`,
-    tx<KeyRow[]>`select rpc, request_sha256, result_ref from calendar.idempotency_keys where caller = ${scope.caller} and key = ${scope.key}`,
-  ]);
-  return resultOf(scope, row);
-}
-
-/**
- * In the write's transaction, after the listing's lock (which registers the transaction
- * as an event writer before its first write, migration 0005): records the key with the
- * id of what the write produced.
- */
-export async function recordIdempotencyKey(tx: Tx, scope: IdempotencyScope, resultRef: string): Promise<void> {
-  await tx`
-    insert into calendar.idempotency_keys (caller, key, rpc, request_sha256, result_ref)
-    values (${scope.caller}, ${scope.key}, ${scope.rpc}, ${scope.requestSha256}, ${resultRef})`;
 }
 
 /** Deletes up to `batch` keys older than `retentionHours`; returns how many. */

@@ -133,7 +133,7 @@ describeReal('put_block moving a block holds both listings’ locks', () => {
       // Wait until DeleteBlock (having read listing a) waits for a's lock ...
       for (let i = 0; ; i++) {
         const [w] = await db.sql<{ n: number }[]>`
-          select count(*)::int as n from pg_stat_activity where wait_event = 'advisory' and query like '%lock_listing%'`;
+          select count(*)::int as n from pg_stat_activity where wait_event = 'advisory' and query like '%calendar.delete_block%'`;
         if (w!.n > 0) break;
         if (i > 200) throw new Error('DeleteBlock never waited for the listing lock');
         await new Promise((r) => setTimeout(r, 25));

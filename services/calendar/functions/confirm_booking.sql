@@ -1,14 +1,16 @@
--- version: 1
--- ConfirmBooking in one statement (docs/calendar.md "Holds and bookings"; the result
--- type confirm_booking_result is in services/calendar/migrations/0009_confirm_booking.sql).
--- What the caller decides stays in TypeScript (services/calendar/bookings.ts): the
--- request's checks, the listing's details read from the catalog, the booking
--- reference, the events' bodies (event-log.ts) and the idempotency key's scope and
--- lock name (idempotency.ts). What must happen under the listing's lock is here.
+-- version: 2
+-- ConfirmBooking in one statement (docs/calendar.md "Holds and bookings", "One style for
+-- writes"; the result type confirm_booking_result is in
+-- services/calendar/migrations/0009_confirm_booking.sql). What the caller decides stays
+-- in TypeScript (services/calendar/bookings.ts): the request's checks, the listing's
+-- details read from the catalog, the booking reference, the events' bodies
+-- (event-log.ts) and the idempotency key's scope (idempotency.ts). What must happen
+-- under the listing's lock is here.
 
 -- ConfirmBooking's writes, in one call:
---   1. with an idempotency key: the key's lock (p_key_lock, so concurrent first uses
---      run one after another), then its row: found → key_found;
+--   1. with an idempotency key: the key's lock and row (idempotency.sql
+--      lock_key_and_listing): found →
+--      key_found;
 --   2. the listing's lock (it registers the transaction as an event writer before any
 --      write, listing_lock.sql);
 --   3. overdue holds are found (not yet expired: a refusal writes nothing);
@@ -17,6 +19,9 @@
 --   5. the writes: overdue holds expired (their events first), the hold's claim changes
 --      holder in place (nothing can slip in between) or the booking's claim is
 --      inserted, the booking row, p_events (calendar.append_events), the key.
+-- p_key_lock is unused: the key's lock is named in idempotency.sql. The parameter stays
+-- because the previous release passes it (the same name, built in TypeScript then);
+-- the current one passes null.
 create or replace function confirm_booking(
   p_reference text, p_listing_id text, p_hold_id uuid, p_check_in date, p_check_out date,
   p_workspace_id text, p_environment text, p_provider_id text, p_party_size integer,
@@ -27,29 +32,15 @@ create or replace function confirm_booking(
 language plpgsql volatile as $$
 declare
   r calendar.confirm_booking_result;
-  k record;
   v_now timestamptz;
   v_overdue text[];
 begin
   r.conflicts := '{}';
-  if p_key is not null then
-    perform pg_advisory_xact_lock(hashtextextended(p_key_lock, 0));
-    select rpc, request_sha256, result_ref into k
-    from calendar.idempotency_keys where caller = p_key_caller and key = p_key;
-    if found then
-      r.outcome := 'key_found';
-      r.key_rpc := k.rpc;
-      r.key_sha256 := k.request_sha256;
-      r.result_ref := k.result_ref;
-      return r;
-    end if;
-  end if;
-
-  perform calendar.lock_listing(p_listing_id);
+  select 'key_found', k.rpc, k.request_sha256, k.result_ref into r.outcome, r.key_rpc, r.key_sha256, r.result_ref
+  from calendar.lock_key_and_listing(p_key_caller, p_key, p_listing_id) k;
+  if found then return r; end if;
   v_now := clock_timestamp();
-  v_overdue := array(
-    select hold_id::text from calendar.holds
-    where listing_id = p_listing_id and status = 'live' and expires_at <= v_now);
+  v_overdue := calendar.overdue_holds(p_listing_id, v_now);
 
   if p_hold_id is not null then
     if not exists (
@@ -86,10 +77,7 @@ begin
     p_check_in, p_check_out, p_party_size, p_guest_id, p_guest_name, p_amount_value, p_amount_currency,
     p_requires_payment, p_hold_id, 'confirmed', p_at);
   perform calendar.append_events(p_events, p_headers);
-  if p_key is not null then
-    insert into calendar.idempotency_keys (caller, key, rpc, request_sha256, result_ref)
-    values (p_key_caller, p_key, 'ConfirmBooking', p_key_sha256, p_reference);
-  end if;
+  perform calendar.record_idempotency_key(p_key_caller, p_key, 'ConfirmBooking', p_key_sha256, p_reference);
   r.outcome := 'confirmed';
   return r;
 end $$;

@@ -1,8 +1,18 @@
--- version: 1
+-- version: 2
 -- Hold expiry under the listing's lock: holds past expires_at become expired, their
 -- claims are freed and each gets a hold_expired event. p_now (default: the clock) is
 -- the instant the caller's conflict scan used, so both agree on which holds are
 -- overdue.
+
+-- The listing's live holds past expires_at at p_now (hold ids as text, as claims name
+-- them): the writers scan for conflicts leaving these out before they expire them, so a
+-- refusal writes nothing.
+create or replace function overdue_holds(p_listing_id text, p_now timestamptz) returns text[]
+language sql stable as $$
+  select array(
+    select hold_id::text from calendar.holds
+    where listing_id = p_listing_id and status = 'live' and expires_at <= p_now)
+$$;
 
 create or replace function expire_holds(p_listing_id text, p_at timestamptz, p_headers jsonb, p_now timestamptz default null)
 returns integer
@@ -27,4 +37,14 @@ begin
     n := n + 1;
   end loop;
   return n;
+end $$;
+
+-- The hold sweeper's write (services/calendar/holds.ts HoldSweeper), in one call: the
+-- listing's lock, then expire_holds. Returns how many holds expired.
+create or replace function sweep_holds(p_listing_id text, p_at timestamptz, p_headers jsonb)
+returns integer
+language plpgsql volatile as $$
+begin
+  perform calendar.lock_listing(p_listing_id);
+  return calendar.expire_holds(p_listing_id, p_at, p_headers);
 end $$;

@@ -1,4 +1,4 @@
--- version: 1
+-- version: 2
 -- PutBlock's state table (services/calendar/blocks.ts), in one call (the result type
 -- put_block_result is in services/calendar/migrations/0003_put_block.sql):
 --   1. the lock of the block's listing, and of the listing it moves from when it moves
@@ -43,9 +43,7 @@ begin
     perform calendar.lock_listing(greatest(v_source, p_listing_id));
   end if;
   v_now := clock_timestamp();
-  v_overdue := array(
-    select hold_id::text from calendar.holds
-    where listing_id = p_listing_id and status = 'live' and expires_at <= v_now);
+  v_overdue := calendar.overdue_holds(p_listing_id, v_now);
   select * into b from calendar.blocks
   where workspace_id = p_workspace_id and external_uid = p_external_uid
   for update;
