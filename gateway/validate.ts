@@ -149,6 +149,7 @@ export const schemas = {
   blocksQuery: validator<BlocksQuery>(`${PARAMETERS}#/$defs/blocks_query`, 'query'),
   deliveryPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/delivery_path`, 'path'),
   deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
+  requestsQuery: validator<RequestsQuery>(`${PARAMETERS}#/$defs/requests_query`, 'query'),
 };
 
 /**
@@ -244,4 +245,13 @@ export interface DeliveriesQuery {
   page: number;
   /** Default 50 (filled by validation). */
   page_size: number;
+}
+
+export interface RequestsQuery {
+  status?: number;
+  code?: string;
+  /** Default 50 (filled by validation). */
+  limit: number;
+  /** The `next_cursor` of the previous page. */
+  after?: string;
 }

@@ -4,6 +4,7 @@ import { blockRoutes } from './blocks';
 import { deletionRequestRoutes } from './deletion-requests';
 import type { RouteDeps } from './deps';
 import { propertyRoutes } from './properties';
+import { requestLogRoutes } from './requests';
 import { sandboxRoutes } from './sandbox';
 import { tokenRoutes } from './token';
 import { webhookRoutes } from './webhooks';
@@ -11,5 +12,13 @@ import { webhookRoutes } from './webhooks';
 export type { RouteDeps };
 
 export function contractRoutes(deps: RouteDeps): Route[] {
-  return [...tokenRoutes(deps), ...propertyRoutes(deps), ...blockRoutes(deps), ...webhookRoutes(deps), ...deletionRequestRoutes(deps), ...sandboxRoutes(deps)];
+  return [
+    ...tokenRoutes(deps),
+    ...propertyRoutes(deps),
+    ...blockRoutes(deps),
+    ...webhookRoutes(deps),
+    ...deletionRequestRoutes(deps),
+    ...sandboxRoutes(deps),
+    ...requestLogRoutes(deps),
+  ];
 }
