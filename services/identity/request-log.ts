@@ -99,7 +99,7 @@ export async function insertRequests(sql: Sql, records: readonly RequestRecord[]
     insert into identity.request_log (request_id, workspace_id, key_id, received_at, method, route, path_params, status, code, errors, duration_ms)
     select r.request_id, r.workspace_id, r.key_id, timestamptz 'epoch' + r.received_us * interval '1 microsecond',
            r.method, r.route, r.path_params, r.status, r.code, r.errors, r.duration_ms
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(
+    from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(
       request_id uuid, workspace_id uuid, key_id text, received_us bigint, method text, route text,
       path_params jsonb, status bigint, code text, errors jsonb, duration_ms bigint)
     on conflict (request_id) do nothing`;
