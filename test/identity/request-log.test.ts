@@ -9,7 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { create } from '@bufbuild/protobuf';
-import { GetRequestRequestSchema, ListRequestsRequestSchema, RecordRequestsRequestSchema, type RecordedRequest } from '../../gen/psync/identity/v1/identity_pb';
+import {
+  GetRequestRequestSchema,
+  GetRequestResponseSchema,
+  ListRequestsRequestSchema,
+  ListRequestsResponseSchema,
+  RecordRequestsRequestSchema,
+  type RecordedRequest,
+} from '../../gen/psync/identity/v1/identity_pb';
 import { identityModule } from '../../services/identity/module';
 import { runMigrations } from '../../services/kit/migrate';
 import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
@@ -50,7 +57,12 @@ const rpcs = () => requestLogRpcs(db.sql);
 const ctx = {} as never;
 
 async function list(workspaceId: string, opts: { status?: number; code?: string; limit?: number; after?: string } = {}) {
-  return rpcs().listRequests(create(ListRequestsRequestSchema, { workspaceId, limit: opts.limit ?? 0, status: opts.status, code: opts.code, after: opts.after }), ctx);
+  const req = create(ListRequestsRequestSchema, { workspaceId, limit: opts.limit ?? 0, status: opts.status, code: opts.code, after: opts.after });
+  return create(ListRequestsResponseSchema, await rpcs().listRequests(req, ctx));
+}
+
+async function get(requestId: string): Promise<RecordedRequest> {
+  return create(GetRequestResponseSchema, await rpcs().getRequest(create(GetRequestRequestSchema, { requestId }), ctx)).request!;
 }
 
 async function countOf(workspaceId: string): Promise<number> {
@@ -91,18 +103,15 @@ test('RecordRequests stores each request once; GetRequest finds it in any worksp
   expect((await rpcs().recordRequests(msg, ctx)).recorded).toBe(1);
   expect((await rpcs().recordRequests(msg, ctx)).recorded).toBe(0);
 
-  const got = (await rpcs().getRequest(create(GetRequestRequestSchema, { requestId: requestId.toUpperCase() }), ctx)).request as RecordedRequest;
-  expect({ ...got, $typeName: undefined, receivedAt: undefined }).toEqual({
-    ...msg.requests[0],
-    $typeName: undefined,
-    receivedAt: undefined,
-    errors: msg.requests[0]!.errors.map((e) => ({ field: e.field, code: e.code })),
-  });
-  expect(got.receivedAt).toEqual({ seconds: 1_764_374_400n, nanos: 123_000_000 });
+  const got = await get(requestId.toUpperCase());
+  const plain = (r: RecordedRequest) => ({ ...r, $typeName: undefined, receivedAt: undefined, errors: r.errors.map((e) => ({ field: e.field, code: e.code })) });
+  expect(plain(got)).toEqual(plain(msg.requests[0]!));
+  expect([got.receivedAt?.seconds, got.receivedAt?.nanos]).toEqual([1_764_374_400n, 123_000_000]);
 
-  const err = await rpcs()
-    .getRequest(create(GetRequestRequestSchema, { requestId: randomUUID() }), ctx)
-    .then(() => undefined, (e: unknown) => ConnectError.from(e));
+  const err = await get(randomUUID()).then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
   expect(err?.code).toBe(Code.NotFound);
 });
 

@@ -39,6 +39,12 @@ export type Delivery = Schemas['Delivery'];
 export type DeliveryList = Schemas['DeliveryList'];
 /** Query of `GET /webhooks/deliveries`. */
 export type DeliveryListQuery = NonNullable<paths['/webhooks/deliveries']['get']['parameters']['query']>;
+/** One recorded request of the request log: metadata only, never a body, a query value, a token or a key. */
+export type RecordedRequest = Schemas['RecordedRequest'];
+/** Answer of `GET /requests`. */
+export type RecordedRequestList = Schemas['RecordedRequestList'];
+/** Query of `GET /requests`. */
+export type RecordedRequestListQuery = NonNullable<paths['/requests']['get']['parameters']['query']>;
 /** Answer of `POST /token`. */
 export type Token = Schemas['Token'];
 /** `{value, currency}`: `value` is a decimal string. */
