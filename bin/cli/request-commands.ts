@@ -24,7 +24,7 @@ export const requestCommands: Record<string, Command> = {
     summary: 'one recorded contract request by the instance a partner quotes: route, path ids, status, code, errors, duration',
     usage: '(INSTANCE | --instance INSTANCE)',
     positional: 'instance',
-    notes: ['Not found: never recorded (a 401 has no workspace), pruned (after 14 days, or beyond 10,000 per workspace), or not this system\'s.'],
+    notes: ["Not found: never recorded (a 401 has no workspace), pruned (after 14 days, or beyond 10,000 per workspace), or not this system's."],
     flags: {
       instance: {
         value: 'INSTANCE',
@@ -41,7 +41,7 @@ export const requestCommands: Record<string, Command> = {
   }),
 
   'request list': command({
-    summary: "a workspace's recorded contract requests, newest first: {\"items\":[…],\"next_cursor\"}",
+    summary: 'a workspace\'s recorded contract requests, newest first: {"items":[…],"next_cursor"}',
     columns: ['instance', 'received_at', 'method', 'route', 'status', 'code', 'duration_ms'],
     flags: {
       workspace: {

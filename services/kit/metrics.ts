@@ -109,7 +109,8 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
         'Domain events from the bus dropped without a delivery because their owner does not prove them (forged, altered or malformed), by event_type and reason (undecodable, malformed, unknown_booking, unknown_erasure, mismatch)',
     }),
     requestLogDropped: meter.createCounter('psync_request_log_dropped_total', {
-      description: "Contract requests the gateway did not record in the request log, by reason (queue_full: the recorder's bounded queue was full; send_failed: identity refused or could not be reached)",
+      description:
+        "Contract requests the gateway did not record in the request log, by reason (queue_full: the recorder's bounded queue was full; send_failed: identity refused or could not be reached)",
     }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
       description:

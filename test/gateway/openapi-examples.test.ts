@@ -275,6 +275,22 @@ test('the sandbox tools: test events, their deliveries in the log, a resend; a p
   await sendExample('POST /webhooks/deliveries/{event_id}/resend', 'endpoint_not_active');
 }, 120_000);
 
+test('GET /requests: the request log finds a validation_failed answer by its instance', async () => {
+  const bad = await send(suite.system.gatewayUrl, { method: 'PUT', path: '/v1/blocks/resv-1', headers: { ...sandbox.auth, 'Content-Type': 'application/json' }, body: '{}' });
+  expect(bad.status).toBe(400);
+  const page = await eventually(
+    async () => {
+      const res = await sendExample('GET /requests', 'page');
+      return (res.json.items as { instance: string }[]).some((i) => i.instance === bad.json.instance) && res;
+    },
+    15_000,
+    'the 400 in the request log',
+  );
+  expect(page.json.items[0]).toEqual(expect.objectContaining({ route: '/v1/blocks/{external_uid}', status: 400, code: 'validation_failed' }));
+  await sendExample('GET /requests', 'first_page');
+  await sendCommonErrors('GET /requests');
+});
+
 test('every response example of every operation was sent, or is listed in NOT_SENT with its reason', () => {
   const missing: string[] = [];
   for (const op of ops.filter((o) => o.at[0] === 'paths')) {

@@ -162,7 +162,11 @@ describe(`request log (${backends.database} + ${backends.bus})`, () => {
     const times = all.map((i) => Date.parse(i.received_at));
     expect(times).toEqual([...times].sort((x, y) => y - x));
     // The log's own calls are contract requests too.
-    const own = await eventually(async () => ((await api(b, 'GET', '/v1/requests?status=200')).json.items as any[]).find((i) => i.route === '/v1/requests'), 15_000, 'a GET /v1/requests record');
+    const own = await eventually(
+      async () => ((await api(b, 'GET', '/v1/requests?status=200')).json.items as any[]).find((i) => i.route === '/v1/requests'),
+      15_000,
+      'a GET /v1/requests record',
+    );
     expect(own).toEqual(expect.objectContaining({ method: 'GET', status: 200, path_params: {} }));
   });
 
@@ -187,11 +191,7 @@ describe(`request log (${backends.database} + ${backends.bus})`, () => {
     expectProblem(bad, 400, 'validation_failed', [{ field: 'limit', code: 'minimum' }]);
     const refused = await api(prod, 'GET', '/v1/requests');
     expectProblem(refused, 501, 'not_enabled');
-    const shown = await eventually(
-      () => psync(inUse.system, ['request', 'show', instanceOf(refused)]).catch(() => undefined),
-      15_000,
-      'the production request recorded',
-    );
+    const shown = await eventually(() => psync(inUse.system, ['request', 'show', instanceOf(refused)]).catch(() => undefined), 15_000, 'the production request recorded');
     expect(shown).toEqual(expect.objectContaining({ workspace_id: prod.workspaceId, status: 501, code: 'not_enabled', route: '/v1/requests' }));
   });
 

@@ -165,7 +165,7 @@ test('the pruner keeps at most N rows per workspace (the newest) and none older 
   const bounds = { maxPerWorkspace: 10, retentionDays: 2 };
   // Small batches: several statements, each bounded.
   let deleted = 0;
-  for (let n = -1; n !== 0; ) {
+  for (let n = -1; n !== 0;) {
     n = await pruneRequestLogOnce(db.sql, bounds, 7);
     expect(n).toBeLessThanOrEqual(7);
     deleted += n;
@@ -180,7 +180,10 @@ test('the pruner keeps at most N rows per workspace (the newest) and none older 
 
 test('RequestLogPruner runs in housekeeping: start() prunes, stop() waits for the run', async () => {
   const ws = randomUUID();
-  await insertRequests(db.sql, Array.from({ length: 4 }, (_, i) => record(ws, i)));
+  await insertRequests(
+    db.sql,
+    Array.from({ length: 4 }, (_, i) => record(ws, i)),
+  );
   const log = createLogger({ level: 'silent', name: 'pruner-test' });
   const pruner = new RequestLogPruner(db.sql, log, { maxPerWorkspace: 2, retentionDays: 14 }, 60_000);
   pruner.start();

@@ -199,7 +199,7 @@ export class PartnerClient {
 
   /** Every recorded request matching `query`, page after page by cursor (each page is one request of the quota). */
   async *requests(query: Omit<RecordedRequestListQuery, 'after'> = {}): AsyncGenerator<RecordedRequest> {
-    for (let after: string | undefined; ; ) {
+    for (let after: string | undefined; ;) {
       const list = await this.listRequests({ ...query, after });
       yield* list.items;
       if (list.next_cursor === null) return;
