@@ -58,6 +58,13 @@ export interface RequestCursor {
 }
 
 const CURSOR_BYTES = 24;
+/**
+ * Any 32-character cursor decodes, so its time is held to what a timestamp can be
+ * compared with: from the epoch (no request is older) to the end of year 9999 (none is
+ * newer). A partner's made-up cursor is an odd filter, never an SQL range error.
+ */
+const MIN_CURSOR_MICROS = 0n;
+const MAX_CURSOR_MICROS = 253_402_300_800_000_000n - 1n;
 
 export function encodeCursor(c: RequestCursor): string {
   const buf = Buffer.alloc(CURSOR_BYTES);
@@ -72,7 +79,9 @@ export function decodeCursor(text: string): RequestCursor {
   if (buf.length !== CURSOR_BYTES) throw new Error('a request-log cursor is 24 bytes');
   const hex = buf.subarray(8).toString('hex');
   const requestId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-  return { receivedAtMicros: buf.readBigInt64BE(0), requestId };
+  const micros = buf.readBigInt64BE(0);
+  const receivedAtMicros = micros < MIN_CURSOR_MICROS ? MIN_CURSOR_MICROS : micros > MAX_CURSOR_MICROS ? MAX_CURSOR_MICROS : micros;
+  return { receivedAtMicros, requestId };
 }
 
 const COLUMNS = (sql: Sql) => sql`

@@ -153,6 +153,12 @@ test('ListRequests: newest first, only the workspace, filters by status and code
   expect((await list(ws, { code: 'delivery_not_found' })).requests.map((r) => r.requestId)).toEqual([records[2]!.requestId]);
   expect((await list(ws, { status: 400, code: 'delivery_not_found' })).requests).toEqual([]);
   expect((await list(randomUUID())).requests).toEqual([]);
+
+  // Any cursor of the right shape is a filter, never an error: its time is held to year 1970 .. 9999.
+  expect((await list(ws, { after: '_'.repeat(32) })).requests).toEqual([]);
+  expect((await list(ws, { after: 'A'.repeat(32) })).requests).toEqual([]);
+  expect((await list(ws, { after: `A4REDMxzX${'_'.repeat(23)}` })).requests.map((r) => r.requestId)).toEqual(newestFirst);
+  expect((await list(ws, { after: `f${'_'.repeat(31)}` })).requests.map((r) => r.requestId)).toEqual(newestFirst);
 });
 
 test('the pruner keeps at most N rows per workspace (the newest) and none older than D days', async () => {

@@ -1966,7 +1966,7 @@ export interface operations {
                 limit?: number;
                 /**
                  * @description The `next_cursor` of the previous page (opaque).
-                 * @example AAYF3Yq5pN59LSpMHguePgOoxl8eKjtM
+                 * @example A4REDMxzX_______________________
                  */
                 after?: string;
             };
