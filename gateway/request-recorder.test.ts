@@ -1,4 +1,5 @@
 import { createLogger } from '../services/kit/logger';
+import { currentRequestId, withRequestId } from '../services/kit/request-id';
 import { RequestRecorder, type RequestRecordInit } from './request-recorder';
 
 const lines: Record<string, unknown>[] = [];
@@ -105,4 +106,17 @@ test('close() sends what is queued, and gives up after its grace period when ide
   const started = Date.now();
   await hanging.close(100);
   expect(Date.now() - started).toBeLessThan(1000);
+});
+
+test("batches are sent outside the recording request's context (no partner request id on RecordRequests)", async () => {
+  const seen: (string | undefined)[] = [];
+  const r = new RequestRecorder({ send: async () => void seen.push(currentRequestId()), log, batchSize: 2, flushMs: 5 });
+  withRequestId('request-a', () => r.record(rec(1)));
+  await new Promise((res) => setTimeout(res, 30));
+  withRequestId('request-b', () => {
+    r.record(rec(2));
+    r.record(rec(3));
+  });
+  await r.flush();
+  expect(seen).toEqual([undefined, undefined]);
 });

@@ -11,7 +11,11 @@
  *   (reason "send_failed") with one sampled warning; it is not retried, so a down
  *   identity cannot grow the queue beyond its bound.
  * - `close()` sends what is queued (bounded by the caller's grace period) on shutdown.
+ * - Batches are sent in the context the recorder was made in (start-up), not in that of
+ *   the request whose record filled the batch: RecordRequests joins no partner request's
+ *   trace and carries no partner request's `x-request-id`.
  */
+import { AsyncResource } from 'node:async_hooks';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { RecordedRequestSchema } from '../gen/psync/identity/v1/identity_pb';
 import { LogSampler } from '../services/kit/log-sampler';
@@ -43,6 +47,8 @@ export class RequestRecorder {
   private readonly batchSize: number;
   private readonly flushMs: number;
   private readonly warnings = new LogSampler();
+  /** The start-up context the timer and the sends run in. */
+  private readonly scope = new AsyncResource('RequestRecorder');
   /** Records dropped since start (also a metric), by reason. */
   readonly dropped = { queue_full: 0, send_failed: 0 };
 
@@ -90,10 +96,12 @@ export class RequestRecorder {
       this.clearTimer();
       this.sendNext();
     } else if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        if (!this.inFlight) this.sendNext();
-      }, this.flushMs);
+      this.timer = this.scope.runInAsyncScope(() =>
+        setTimeout(() => {
+          this.timer = undefined;
+          if (!this.inFlight) this.sendNext();
+        }, this.flushMs),
+      );
       this.timer.unref();
     }
   }
@@ -101,10 +109,12 @@ export class RequestRecorder {
   private sendNext(): void {
     const batch = this.queue.splice(0, this.batchSize);
     if (batch.length === 0) return;
-    this.inFlight = this.sendBatch(batch).finally(() => {
-      this.inFlight = undefined;
-      if (this.queue.length > 0) this.schedule();
-    });
+    this.inFlight = this.scope
+      .runInAsyncScope(() => this.sendBatch(batch))
+      .finally(() => {
+        this.inFlight = undefined;
+        if (this.queue.length > 0) this.schedule();
+      });
   }
 
   private async sendBatch(batch: RequestRecordInit[]): Promise<void> {

@@ -71,7 +71,9 @@ async function main(argv: string[]): Promise<number> {
     if (help || words[0] === 'help') {
       if (flags.size > 0 && !help) problems.push(`unknown flag --${[...flags.keys()][0]!}`);
       if (problems.length > 0) throw new UsageError(problems.join('; '));
-      process.stdout.write(helpText(commands, words[0] === 'help' ? words.slice(1) : words));
+      const asked = words[0] === 'help' ? words.slice(1) : words;
+      // `psync request show <instance> --help`: the command's help, its positional word aside.
+      process.stdout.write(helpText(commands, resolveCommand(commands, asked)?.name.split(' ') ?? asked));
       return 0;
     }
     if (words[0] === 'completion') {
