@@ -17,7 +17,9 @@ import { peekRateLimit } from './auth';
 import type { ContractDeps } from './contract-route';
 import { contractRouter } from './contract-router';
 import { errorMapper } from './error-mapper';
-import type { GatewayState } from './request-context';
+import type { GatewayContext, GatewayState } from './request-context';
+import { requestRecord } from './request-log';
+import type { RequestRecorder } from './request-recorder';
 import { contractRoutes } from './routes';
 import { openApiRoutes } from './routes/openapi';
 import { operationalRoutes } from './routes/operational';
@@ -25,8 +27,11 @@ import { upstreams } from './upstream';
 
 export type { GatewayDeps };
 
-/** Builds the Koa app; `draining()` turns /readyz to 503 during shutdown. */
-export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Koa<GatewayState> {
+/**
+ * Builds the Koa app; `draining()` turns /readyz to 503 during shutdown. With a
+ * `recorder`, every contract request with a workspace is recorded (request-log.ts).
+ */
+export function createGatewayApp(deps: GatewayDeps, draining: () => boolean, recorder?: RequestRecorder): Koa<GatewayState> {
   // Behind TRUST_PROXY_HOPS reverse proxies, ctx.ip is the client they saw (the last
   // X-Forwarded-For entries, which those proxies append); otherwise the socket's peer.
   const hops = deps.config.trustProxyHops;
@@ -45,7 +50,13 @@ export function createGatewayApp(deps: GatewayDeps, draining: () => boolean): Ko
   // Failures are answered by the error mapper; what reaches Koa is a socket-level problem.
   app.on('error', (err: unknown) => log.debug({ err }, 'response stream error'));
 
-  app.use(errorMapper({ log, docsUrl: deps.config.docsUrl, contractQuota, tokenQuota }));
+  const onAnswered = recorder
+    ? (ctx: GatewayContext) => {
+        const rec = requestRecord(ctx);
+        if (rec) recorder.record(rec);
+      }
+    : undefined;
+  app.use(errorMapper({ log, docsUrl: deps.config.docsUrl, contractQuota, tokenQuota, onAnswered }));
 
   app.use(
     contractRouter([...operationalRoutes(deps.clients, deps.urls, draining), ...contractRoutes({ upstreams: services, contract, tokenQuota, tokenFailures }), ...openApiRoutes()], {

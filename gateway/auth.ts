@@ -60,6 +60,8 @@ export async function authorizeContractRequest(ctx: GatewayContext, deps: AuthDe
     throw new Error(`Authorize answered an unexpected decision ${res.decision}`);
   }
   remember(ctx, res, deps);
+  // From here the request has a workspace (its token's) and is recorded in the request log.
+  ctx.state.workspaceId = res.workspaceId;
   if (res.rateLimit?.limited) {
     throw new ProblemError('rate_limited', { headers: { 'Retry-After': String(retryAfterSeconds(res.rateLimit)) } });
   }

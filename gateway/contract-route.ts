@@ -120,6 +120,9 @@ export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, 
         ...unstorableTextViolations(query, 'parameters', violations),
         ...(body === undefined ? [] : unstorableTextViolations(body, 'body', violations)),
       );
+      // The request log keeps the route's own identifiers, only those that passed validation.
+      const refusedParams = new Set(violations.map((v) => v.field));
+      ctx.state.pathParams = Object.fromEntries(Object.entries(decoded.values).filter(([name]) => !refusedParams.has(name)));
       if (violations.length > 0) throw validationFailed(violations.slice(0, MAX_VIOLATIONS));
 
       const input: ContractInput<P, Q, B> = { params: decoded.values as P, query: query as Q, body: body as B };

@@ -39,6 +39,8 @@ export interface ErrorMapperOptions {
   contractQuota: number;
   /** TOKEN_RATE_LIMIT_PER_HOUR: the token endpoint's ceiling. */
   tokenQuota: number;
+  /** Called once per answered request, after the response is settled (the request log). */
+  onAnswered?: (ctx: GatewayContext) => void;
 }
 
 /** Headers a problem response keeps from what was set before the failure. */
@@ -68,6 +70,7 @@ export function sendProblem(ctx: GatewayContext, problem: ProblemError, docsUrl:
   for (const name of Object.keys(ctx.response.headers)) if (!KEPT_HEADERS.has(name)) ctx.remove(name);
   for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
   ctx.status = problem.status;
+  ctx.state.problem = { code: problem.code, errors: problem.errors ?? [] };
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.body = JSON.stringify(problemDocument(problem, docsUrl, ctx.state.requestId));
 }
@@ -94,6 +97,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
   return async (ctx: GatewayContext, next: Next) => {
     ctx.state.requestId = randomUUID();
     ctx.state.startedAt = performance.now();
+    ctx.state.receivedAt = Date.now();
     ctx.set('X-Request-Id', ctx.state.requestId);
     try {
       // Internal calls below carry the id as `x-request-id`: services log it (services/kit/errors.ts).
@@ -117,6 +121,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
       if (!ctx.state.operational) {
         recordHttpRequest(ctx.state.route ?? 'unmatched', ctx.status, (performance.now() - ctx.state.startedAt) / 1000);
         if (ctx.status === 429) recordRateLimitRefusal();
+        opts.onAnswered?.(ctx);
       }
     }
   };

@@ -87,6 +87,8 @@ import deletionRequestsTag from './openapi/tags/deletion-requests.json';
 import deletionRequestsExamples from './openapi/examples/deletion-requests.json';
 import sandboxToolsTag from './openapi/tags/sandbox-tools.json';
 import sandboxToolsExamples from './openapi/examples/sandbox-tools.json';
+import requestLogTag from './openapi/tags/request-log.json';
+import requestLogExamples from './openapi/examples/request-log.json';
 import metaTag from './openapi/tags/meta.json';
 import metaExamples from './openapi/examples/meta.json';
 import { BODY_LIMIT_BYTES } from './body';
@@ -162,6 +164,7 @@ const TAGS: { operations: unknown; examples: unknown }[] = [
   { operations: deletionRequestsTag, examples: deletionRequestsExamples },
   { operations: eventsTag, examples: eventsExamples },
   { operations: sandboxToolsTag, examples: sandboxToolsExamples },
+  { operations: requestLogTag, examples: requestLogExamples },
   { operations: metaTag, examples: metaExamples },
 ];
 

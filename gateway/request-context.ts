@@ -24,6 +24,14 @@ export interface GatewayState {
   route?: string;
   /** The API key behind the request, once known (safe to log; never the token). */
   keyId?: string;
+  /** The token's workspace, once a contract route authorised it: the request is then recorded (request-log.ts). */
+  workspaceId?: string;
+  /** When the request arrived (Date.now()), for the request log. */
+  receivedAt?: number;
+  /** The route's path identifiers that passed validation, decoded (request-log.ts). */
+  pathParams?: Record<string, string>;
+  /** The problem answered, once sent (request-log.ts): its code and `errors[]` pairs. */
+  problem?: { code: string; errors: readonly { field: string; code: string }[] };
   /** Rate-limit state to send; when undefined the defaults of `quota` are sent. */
   rateLimit?: RateLimitView;
   /** Which quota the defaults describe: the contract quota or the token endpoint's ceiling. */

@@ -1,14 +1,19 @@
 /**
  * Starts the gateway's HTTP server and drains it on shutdown: stop accepting,
- * let in-flight requests finish within the grace period, then close idle sockets.
+ * let in-flight requests finish within the grace period, then close idle sockets and
+ * send the request log's last records (request-recorder.ts).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { createGatewayApp, GatewayDeps } from './app';
+import { RequestRecorder } from './request-recorder';
 
 export async function startGateway(deps: GatewayDeps): Promise<{ url: string; close(graceMs: number): Promise<void> }> {
   let draining = false;
-  const app = createGatewayApp(deps, () => draining);
+  const identity = deps.clients.client(IdentityService, deps.urls.identity);
+  const recorder = new RequestRecorder({ send: (requests) => identity.recordRequests({ requests }), log: deps.log.child({ component: 'request-log' }) });
+  const app = createGatewayApp(deps, () => draining, recorder);
   // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
   const server = http.createServer(app.callback());
   // Slow or stuck clients cannot hold a socket for ever.
@@ -32,6 +37,8 @@ export async function startGateway(deps: GatewayDeps): Promise<{ url: string; cl
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await closed;
       clearTimeout(timer);
+      // The requests answered last are recorded too, within the same grace period.
+      await recorder.close(graceMs);
     },
   };
 }

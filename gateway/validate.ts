@@ -151,6 +151,7 @@ export const schemas = {
   deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
   eventsQuery: validator<EventsQuery>(`${PARAMETERS}#/$defs/events_query`, 'query'),
   endpointCheckPath: validator<{ id: string }>(`${PARAMETERS}#/$defs/endpoint_check_path`, 'path'),
+  requestsQuery: validator<RequestsQuery>(`${PARAMETERS}#/$defs/requests_query`, 'query'),
 };
 
 /**
@@ -254,4 +255,13 @@ export interface DeliveriesQuery {
   page: number;
   /** Default 50 (filled by validation). */
   page_size: number;
+}
+
+export interface RequestsQuery {
+  status?: number;
+  code?: string;
+  /** Default 50 (filled by validation). */
+  limit: number;
+  /** The `next_cursor` of the previous page. */
+  after?: string;
 }

@@ -4,6 +4,7 @@
 import { clientCommands } from './client-commands';
 import { operationCommands as op } from './commands';
 import type { Command } from './registry';
+import { requestCommands } from './request-commands';
 import { showCommands as show } from './show-commands';
 
 export const commands: Readonly<Record<string, Command>> = {
@@ -29,4 +30,5 @@ export const commands: Readonly<Record<string, Command>> = {
   'deliveries show': show['deliveries show']!,
   'deliveries replay': op['deliveries replay']!,
   'deletion-requests list': op['deletion-requests list']!,
+  ...requestCommands,
 };

@@ -16,7 +16,7 @@ import { CredentialError, describeSource, resolveOperatorCredential, type Operat
 import { groupOf, helpText } from './help';
 import { OUTPUT_FLAG, outputProblem, renderTable } from './output';
 import { serviceRefusal } from './refusal';
-import { switchesOf, valueFlagsOf, type CommandClients } from './registry';
+import { resolveCommand, switchesOf, valueFlagsOf, type CommandClients } from './registry';
 
 /**
  * TLS for an https:// PSYNC_INTERNAL_URL, from the variables the services read
@@ -60,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
   const clients = new OperatorClients();
   try {
     const { words, flags, help, problems } = parseArgs(argv, (w) => {
-      const cmd = commands[w.join(' ')];
+      const cmd = resolveCommand(commands, w)?.command;
       return { values: [...valueFlagsOf(cmd), OUTPUT_FLAG], switches: switchesOf(cmd) };
     });
     // --output is every command's: taken out before the command's own flags are checked.
@@ -71,7 +71,9 @@ async function main(argv: string[]): Promise<number> {
     if (help || words[0] === 'help') {
       if (flags.size > 0 && !help) problems.push(`unknown flag --${[...flags.keys()][0]!}`);
       if (problems.length > 0) throw new UsageError(problems.join('; '));
-      process.stdout.write(helpText(commands, words[0] === 'help' ? words.slice(1) : words));
+      const asked = words[0] === 'help' ? words.slice(1) : words;
+      // `psync request show <instance> --help`: the command's help, its positional word aside.
+      process.stdout.write(helpText(commands, resolveCommand(commands, asked)?.name.split(' ') ?? asked));
       return 0;
     }
     if (words[0] === 'completion') {
@@ -80,9 +82,13 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(completionScript(commands, words.slice(1)));
       return 0;
     }
-    const name = words.join(' ');
-    const command = commands[name];
-    if (!command) throw new UsageError([unknownCommand(words), ...problems].join('; '));
+    const resolved = resolveCommand(commands, words);
+    if (!resolved) throw new UsageError([unknownCommand(words), ...problems].join('; '));
+    const { command, positional } = resolved;
+    if (positional) {
+      if (flags.has(positional.flag)) problems.push(`--${positional.flag} given twice`);
+      else flags.set(positional.flag, positional.value);
+    }
     // Every problem at once: what could not be parsed, then unknown, missing and bad flags.
     problems.push(...command.problems(flags));
     if (problems.length > 0) throw new UsageError(problems.join('; '));

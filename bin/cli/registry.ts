@@ -51,6 +51,8 @@ export interface Command {
   readonly notes?: readonly string[];
   /** The item fields `--output table` shows as columns, in order (list commands: `{"items":[…]}`). */
   readonly columns?: readonly string[];
+  /** The flag a word after the command's words stands for (`psync request show <instance>` is `--instance`). */
+  readonly positional?: string;
   /** Every unknown, missing or bad flag, each one phrase; empty when the flags can run. */
   problems(flags: ReadonlyMap<string, string>): string[];
   /** Checks the flags (any problem: one usage error listing them all), then runs; resolves with the one JSON object to print. */
@@ -63,6 +65,7 @@ export interface CommandDefinition<F extends FlagSpecs> {
   usage?: string;
   notes?: readonly string[];
   columns?: readonly string[];
+  positional?: keyof F & string;
   run(f: FlagValues<F>, ctx: CommandContext): Promise<Record<string, unknown>>;
 }
 
@@ -95,6 +98,7 @@ export function command<const F extends FlagSpecs>(def: CommandDefinition<F>): C
     usage: def.usage,
     notes: def.notes,
     columns: def.columns,
+    positional: def.positional,
     problems,
     execute: (flags, ctx) => {
       const found = problems(flags);
@@ -122,4 +126,24 @@ export function switchesOf(cmd: Command | undefined): ReadonlySet<string> {
       .filter(([, spec]) => spec.value === undefined)
       .map(([name]) => name),
   );
+}
+
+/** The command `words` name, with the value of its positional flag when the last word is one. */
+export interface ResolvedCommand {
+  name: string;
+  command: Command;
+  /** The positional flag's name and value, when a trailing word gave it. */
+  positional?: { flag: string; value: string };
+}
+
+/** Resolves `words`: a command's own words, or those followed by one word its positional flag takes. */
+export function resolveCommand(commands: Readonly<Record<string, Command>>, words: readonly string[]): ResolvedCommand | undefined {
+  const name = words.join(' ');
+  const exact = commands[name];
+  if (exact) return { name, command: exact };
+  if (words.length < 2) return undefined;
+  const shorter = words.slice(0, -1).join(' ');
+  const command = commands[shorter];
+  if (!command?.positional) return undefined;
+  return { name: shorter, command, positional: { flag: command.positional, value: words[words.length - 1]! } };
 }

@@ -5,6 +5,7 @@ import { deletionRequestRoutes } from './deletion-requests';
 import { eventRoutes } from './events';
 import type { RouteDeps } from './deps';
 import { propertyRoutes } from './properties';
+import { requestLogRoutes } from './requests';
 import { sandboxRoutes } from './sandbox';
 import { tokenRoutes } from './token';
 import { webhookRoutes } from './webhooks';
@@ -20,5 +21,6 @@ export function contractRoutes(deps: RouteDeps): Route[] {
     ...deletionRequestRoutes(deps),
     ...eventRoutes(deps),
     ...sandboxRoutes(deps),
+    ...requestLogRoutes(deps),
   ];
 }

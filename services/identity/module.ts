@@ -1,7 +1,8 @@
 /**
  * The identity service as hosted by a process (see services/kit/service-module.ts):
  * workspaces, API keys, access tokens, the per-key rate-limit counters and the
- * marketplace clients of the internal API (internal-clients.ts).
+ * marketplace clients of the internal API (internal-clients.ts), and the request log
+ * of contract requests (request-log.ts), pruned here (request-log-pruner.ts).
  *
  * The token-signing key is TOKEN_SIGNING_KEY, or on the embedded default a key
  * generated once under DATA_DIR/keys (local-keys.ts). With a real DATABASE_URL and
@@ -16,6 +17,7 @@ import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { AccessTokens } from './access-tokens';
 import { deleteOldCounters } from './queries';
 import { identityService } from './service';
+import { RequestLogPruner } from './request-log-pruner';
 
 /** How often ended rate-limit windows are deleted. */
 const COUNTER_CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
@@ -72,5 +74,9 @@ export const identityModule: ServiceModule = {
       clearInterval(timer);
       await running;
     });
+
+    const requestLog = new RequestLogPruner(ctx.sql, ctx.log.child({ component: 'identity-request-log' }));
+    requestLog.start();
+    ctx.shutdown.add('identity request log pruning', () => requestLog.stop());
   },
 };

@@ -34,6 +34,7 @@ import { CLIENT_ROLE, mintClientToken, TOKEN_HASH_BYTES } from './internal-clien
 import { RateLimitState, rateLimitState } from './rate-limit';
 import { recordTokenIssued } from '../kit/metrics';
 import { LogSampler } from '../kit/log-sampler';
+import { requestLogRpcs } from './request-log-rpcs';
 
 export interface IdentityDeps {
   sql: Sql;
@@ -258,6 +259,8 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
       if (!row) return { authenticated: false };
       return { authenticated: true, clientId: row.client_id, role: row.role };
     },
+
+    ...requestLogRpcs(sql),
   };
 
   // Failures nobody mapped on purpose are mapped by the kit's error interceptor (kit/errors.ts).

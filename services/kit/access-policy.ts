@@ -62,6 +62,9 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     RevokeClient: ['operator'],
     ListClients: ['operator'],
     AuthenticateClient: ANY_SERVICE,
+    RecordRequests: ['gateway'],
+    ListRequests: ['gateway', 'operator'],
+    GetRequest: ['operator'],
   },
   'psync.catalog.v1.CatalogService': {
     UpsertProperty: ['gateway'],

@@ -31,6 +31,7 @@ interface Instruments {
   workerRoundsFailed: Counter;
   workerRoundItems: Histogram;
   workerBusy: Counter;
+  requestLogDropped: Counter;
 }
 
 let current: Instruments | undefined;
@@ -107,6 +108,10 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       description:
         'Domain events from the bus dropped without a delivery because their owner does not prove them (forged, altered or malformed), by event_type and reason (undecodable, malformed, unknown_booking, unknown_erasure, mismatch)',
     }),
+    requestLogDropped: meter.createCounter('psync_request_log_dropped_total', {
+      description:
+        "Contract requests the gateway did not record in the request log, by reason (queue_full: the recorder's bounded queue was full; send_failed: identity refused or could not be reached)",
+    }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
       description:
         'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
@@ -115,6 +120,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   // Series that alerts use with rate()/increase() exist from the start, at 0.
   inst.rateLimitRefusals.add(0);
   inst.tokensIssued.add(0);
+  inst.requestLogDropped.add(0, { reason: 'queue_full' });
   inst.webhookAbandoned.add(0);
   inst.webhookEndpointEvents.add(0, { event: 'breaker_opened' });
   inst.internalAuthRefusals.add(0, { code: 'unauthenticated', role: '' });
@@ -221,6 +227,11 @@ export function recordHttpRequest(route: string, code: number, seconds: number):
 /** A request refused with 429. */
 export function recordRateLimitRefusal(): void {
   current?.rateLimitRefusals.add(1);
+}
+
+/** `n` contract requests the gateway's request recorder dropped (gateway/request-recorder.ts). */
+export function recordRequestLogDropped(reason: 'queue_full' | 'send_failed', n: number): void {
+  current?.requestLogDropped.add(n, { reason });
 }
 
 /** An access token issued. */

@@ -39,7 +39,7 @@ const NOT_SENT: Record<string, string> = {
   '503 not_configured': 'needs a deployment without a token-signing key',
   '200 published': 'a response-only example: the state after photo processing, which needs reachable image URLs',
   '200 not_echoed': 'a response-only example: an endpoint that does not echo the challenge',
-  '200 failed': "a response-only example: a finished run, read by the id its POST answered (test/notifications/endpoint-checks.test.ts reads runs)",
+  '200 failed': 'a response-only example: a finished run, read by the id its POST answered (test/notifications/endpoint-checks.test.ts reads runs)',
 };
 
 let doc: Doc;
@@ -295,6 +295,22 @@ test('the events feed and the receiver checks', async () => {
   await sendExample('GET /sandbox/endpoint-checks/{id}', 'unknown');
   await sendCommonErrors('GET /sandbox/endpoint-checks/{id}', 'unknown');
 }, 120_000);
+
+test('GET /requests: the request log finds a validation_failed answer by its instance', async () => {
+  const bad = await send(suite.system.gatewayUrl, { method: 'PUT', path: '/v1/blocks/resv-1', headers: { ...sandbox.auth, 'Content-Type': 'application/json' }, body: '{}' });
+  expect(bad.status).toBe(400);
+  const page = await eventually(
+    async () => {
+      const res = await sendExample('GET /requests', 'page');
+      return (res.json.items as { instance: string }[]).some((i) => i.instance === bad.json.instance) && res;
+    },
+    15_000,
+    'the 400 in the request log',
+  );
+  expect(page.json.items[0]).toEqual(expect.objectContaining({ route: '/v1/blocks/{external_uid}', status: 400, code: 'validation_failed' }));
+  await sendExample('GET /requests', 'first_page');
+  await sendCommonErrors('GET /requests');
+});
 
 test('every response example of every operation was sent, or is listed in NOT_SENT with its reason', () => {
   const missing: string[] = [];

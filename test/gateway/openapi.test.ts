@@ -319,6 +319,7 @@ describe('covers the contract', () => {
         'GET /webhooks/deliveries',
         'GET /webhooks/deliveries/{event_id}',
         'POST /webhooks/deliveries/{event_id}/resend',
+        'GET /requests',
         'GET /openapi.json',
       ].sort(),
     );

@@ -33,6 +33,9 @@ import type {
   FeedEvent,
   Property,
   PropertyUpsert,
+  RecordedRequest,
+  RecordedRequestList,
+  RecordedRequestListQuery,
   TestEvent,
   Token,
   WebhookEndpoint,
@@ -238,5 +241,21 @@ export class PartnerClient {
   async resendDelivery(eventId: string): Promise<Delivery> {
     const { data } = await this.api.POST('/webhooks/deliveries/{event_id}/resend', { params: { path: { event_id: eventId } } });
     return required(data, 'POST /webhooks/deliveries/{event_id}/resend');
+  }
+
+  /** `GET /requests`: one page of the request log, newest first (find a request by its `instance`). */
+  async listRequests(query: RecordedRequestListQuery = {}): Promise<RecordedRequestList> {
+    const { data } = await this.api.GET('/requests', { params: { query } });
+    return required(data, 'GET /requests');
+  }
+
+  /** Every recorded request matching `query`, page after page by cursor (each page is one request of the quota). */
+  async *requests(query: Omit<RecordedRequestListQuery, 'after'> = {}): AsyncGenerator<RecordedRequest> {
+    for (let after: string | undefined; ;) {
+      const list = await this.listRequests({ ...query, after });
+      yield* list.items;
+      if (list.next_cursor === null) return;
+      after = list.next_cursor;
+    }
   }
 }

@@ -44,6 +44,12 @@ export type EndpointCheckRun = Schemas['EndpointCheckRun'];
 export type EventListQuery = NonNullable<paths['/events']['get']['parameters']['query']>;
 /** One event of the feed: exactly the envelope its delivery carries. */
 export type FeedEvent = EventList['items'][number];
+/** One recorded request of the request log: metadata only, never a body, a query value, a token or a key. */
+export type RecordedRequest = Schemas['RecordedRequest'];
+/** Answer of `GET /requests`. */
+export type RecordedRequestList = Schemas['RecordedRequestList'];
+/** Query of `GET /requests`. */
+export type RecordedRequestListQuery = NonNullable<paths['/requests']['get']['parameters']['query']>;
 /** Answer of `POST /token`. */
 export type Token = Schemas['Token'];
 /** `{value, currency}`: `value` is a decimal string. */

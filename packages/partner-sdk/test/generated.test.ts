@@ -29,6 +29,7 @@ const METHODS: Record<string, keyof PartnerClient> = {
   getDelivery: 'getDelivery',
   resendDelivery: 'resendDelivery',
   listEvents: 'listEvents',
+  listRequests: 'listRequests',
   startEndpointCheck: 'startEndpointCheck',
   getEndpointCheck: 'getEndpointCheck',
 };

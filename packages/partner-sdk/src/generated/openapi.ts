@@ -323,6 +323,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the workspace's recorded requests
+         * @description The request log: the metadata of the workspace's contract requests, newest first, so a request can be found by the `instance` of its problem document (or the `X-Request-Id` of any answer) and quoted to support. Every request the gateway authenticated for this workspace is recorded, whatever its answer (`2xx` too, and this endpoint's own calls); a `401` has no workspace and is not recorded.
+         *
+         *     Recorded: time, method, route template (`/v1/blocks/{external_uid}`), the route's own path identifiers, status, problem `code`, the `errors[]` field/code pairs, `instance`, duration and the key id. Never a body, a query value, a header, a token, a key or an address.
+         *
+         *     Recording happens shortly after the answer (about a second): a request may show up a moment later, and in rare overload it may be missing. Kept for 14 days, at most the newest 10,000 per workspace.
+         *
+         *     Paged by cursor: `next_cursor` is the `after` of the next page, `null` on the last one. Sandbox workspaces only; production workspaces get `501` after validation, as everywhere; operators can look up any workspace's requests (`psync request show`).
+         */
+        get: operations["listRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -913,6 +939,46 @@ export interface components {
             finished_at: string | null;
             /** @description In the order they run; `previous_secret_accepted` only while a rotation overlap is open. */
             checks: components["schemas"]["EndpointCheck"][];
+        };
+        /** @description The metadata of one contract request, as the request log keeps it. Never a body, a query value, a header, a token or a key. */
+        RecordedRequest: {
+            /** @description The request's `instance`: the problem document's, and `urn:psync:request:` + `X-Request-Id` for any answer. */
+            instance: string;
+            /**
+             * Format: date-time
+             * @description When the gateway received the request.
+             */
+            received_at: string;
+            /**
+             * @description The HTTP method.
+             * @example PUT
+             */
+            method: string;
+            /**
+             * @description The route template, as the paths of this document spell it with the `/v1` prefix.
+             * @example /v1/blocks/{external_uid}
+             */
+            route: string;
+            /** @description The route's own path identifiers, decoded; one that failed validation is left out. */
+            path_params: {
+                [key: string]: string;
+            };
+            /** @description The HTTP status answered. */
+            status: number;
+            /** @description The problem document's `code`; `null` for a `2xx`. */
+            code: string | null;
+            /** @description The `errors[]` of a `validation_failed` answer; empty otherwise. */
+            errors: components["schemas"]["Violation"][];
+            /** @description How long the gateway took to answer, in milliseconds. */
+            duration_ms: number;
+            /** @description The public id of the API key behind the request's token (never the key). */
+            key_id: string | null;
+        };
+        /** @description One page of the workspace's recorded requests, newest first. There is no total. */
+        RecordedRequestList: {
+            items: components["schemas"]["RecordedRequest"][];
+            /** @description The `after` of the next page; `null` on the last page. */
+            next_cursor: string | null;
         };
     };
     responses: {
@@ -2215,6 +2281,79 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["WorkspaceScopeMismatch"];
             404: components["responses"]["EndpointCheckNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRequests: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only requests answered with this HTTP status.
+                 * @example 400
+                 */
+                status?: number;
+                /**
+                 * @description Only requests answered with this problem `code` (any string of its shape is accepted; one no answer has matches nothing).
+                 * @example validation_failed
+                 */
+                code?: string;
+                /**
+                 * @description Rows per page.
+                 * @example 50
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example A4REDMxzX_______________________
+                 */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of recorded requests. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordedRequestList"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — body, path and query parameters checked together, unknown fields and parameters included; also a body that is not JSON, has another content type than `application/json` or exceeds 256 KiB (field `body`). `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotEnabled"];

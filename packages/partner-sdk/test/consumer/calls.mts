@@ -54,6 +54,9 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   for await (const delivery of client.deliveries({ state: 'abandoned' })) seen.push(delivery.event_id);
   seen.push((await client.getDelivery(queued.event_id)).state);
   seen.push((await client.resendDelivery(queued.event_id)).event_id);
+  const requests = await client.listRequests({ code: 'validation_failed', limit: 10 });
+  seen.push(requests.items[0]?.instance ?? '', requests.next_cursor ?? '');
+  for await (const request of client.requests({ status: 400 })) seen.push(request.route, String(request.errors.length));
 
   const feed = await client.listEvents({ after: '41', limit: 10 });
   seen.push(feed.next_after ?? '', String(feed.has_more), String(feed.after_expired));
