@@ -84,6 +84,8 @@ function problemForReason(reason: ErrorReason, err: ConnectError): ProblemError 
       return new ProblemError('deletion_request_not_found', { cause: err });
     case ErrorReason.DELIVERY_NOT_FOUND:
       return new ProblemError('delivery_not_found', { cause: err });
+    case ErrorReason.ENDPOINT_NOT_FOUND:
+      return new ProblemError('webhook_endpoint_not_found', { cause: err });
     case ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE:
       return new ProblemError('webhook_endpoint_not_active', { cause: err });
     case ErrorReason.DELIVERY_NOT_RESENDABLE:

@@ -65,7 +65,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
   },
   'psync.catalog.v1.CatalogService': {
     UpsertProperty: ['gateway'],
-    GetProperty: ['operator'],
+    GetProperty: ['gateway', 'operator'],
     CreateListing: ['operator'],
     GetListing: ['calendar', 'notifications'],
     ResolveListing: ['calendar', 'marketplace'],
@@ -90,7 +90,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
   },
   'psync.notifications.v1.NotificationsService': {
     PutEndpoint: ['gateway'],
-    GetEndpoint: ['operator'],
+    GetEndpoint: ['gateway', 'operator'],
     RotateSecret: ['operator'],
     ListDeliveries: ['operator'],
     ReplayDeliveries: ['operator'],

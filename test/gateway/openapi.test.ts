@@ -307,10 +307,12 @@ describe('covers the contract', () => {
       [
         'POST /token',
         'PUT /properties/{provider_id}',
+        'GET /properties/{provider_id}',
         'PUT /blocks/{external_uid}',
         'DELETE /blocks/{external_uid}',
         'GET /blocks',
         'PUT /webhooks/endpoint',
+        'GET /webhooks/endpoint',
         'POST /deletion-requests/{event_id}/acknowledge',
         'POST /sandbox/events',
         'GET /webhooks/deliveries',

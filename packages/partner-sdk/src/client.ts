@@ -28,6 +28,7 @@ import type {
   DeliveryListQuery,
   Property,
   PropertyUpsert,
+  StoredProperty,
   TestEvent,
   Token,
   WebhookEndpoint,
@@ -114,6 +115,12 @@ export class PartnerClient {
     return required(data, 'PUT /properties/{provider_id}');
   }
 
+  /** `GET /properties/{provider_id}`: the property as last accepted, its publishability and each photo's state. */
+  async getProperty(providerId: string): Promise<StoredProperty> {
+    const { data } = await this.api.GET('/properties/{provider_id}', { params: { path: { provider_id: providerId } } });
+    return required(data, 'GET /properties/{provider_id}');
+  }
+
   /** `PUT /blocks/{external_uid}`: holds nights; a collision throws `ProblemError` `conflict` with `conflicts`. */
   async putBlock(externalUid: string, block: Block): Promise<BlockPut> {
     const { data } = await this.api.PUT('/blocks/{external_uid}', { params: { path: { external_uid: externalUid } }, body: block });
@@ -144,6 +151,12 @@ export class PartnerClient {
   async putWebhookEndpoint(endpoint: WebhookEndpoint): Promise<WebhookEndpointState> {
     const { data } = await this.api.PUT('/webhooks/endpoint', { body: endpoint });
     return required(data, 'PUT /webhooks/endpoint');
+  }
+
+  /** `GET /webhooks/endpoint`: the registered endpoint (`url`, `events`, `status`), never the secret. */
+  async getWebhookEndpoint(): Promise<WebhookEndpointState> {
+    const { data } = await this.api.GET('/webhooks/endpoint');
+    return required(data, 'GET /webhooks/endpoint');
   }
 
   /** `POST /deletion-requests/{event_id}/acknowledge`: call it once the records of a `user.erased` are deleted. */

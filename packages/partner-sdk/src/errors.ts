@@ -16,6 +16,7 @@ export const PROBLEM_CODES = [
   'property_not_found',
   'deletion_request_not_found',
   'delivery_not_found',
+  'webhook_endpoint_not_found',
   'not_found',
   'method_not_allowed',
   'conflict',

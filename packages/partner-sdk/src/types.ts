@@ -13,6 +13,10 @@ export type { components, paths, operations, webhooks } from './generated/openap
 export type Property = Schemas['Property'];
 /** Answer of `PUT /properties/{provider_id}`. */
 export type PropertyUpsert = Schemas['PropertyUpsert'];
+/** Answer of `GET /properties/{provider_id}`: the property as last accepted, its publishability and each photo's state. */
+export type StoredProperty = Schemas['StoredProperty'];
+/** One photo of a property read back: `processing`, `ready`, or `rejected` with its `reason`. */
+export type PhotoState = Schemas['PhotoState'];
 /** Request body of `PUT /blocks/{external_uid}`. */
 export type Block = Schemas['Block'];
 /** Answer of `PUT /blocks/{external_uid}`. */

@@ -19,10 +19,12 @@ const DOCUMENT = join(ROOT, 'docs', 'openapi.json');
 const METHODS: Record<string, keyof PartnerClient> = {
   exchangeToken: 'token',
   upsertProperty: 'putProperty',
+  getProperty: 'getProperty',
   listBlocks: 'listBlocks',
   putBlock: 'putBlock',
   deleteBlock: 'deleteBlock',
   putWebhookEndpoint: 'putWebhookEndpoint',
+  getWebhookEndpoint: 'getWebhookEndpoint',
   acknowledgeDeletionRequest: 'acknowledgeDeletionRequest',
   triggerTestEvent: 'triggerTestEvent',
   listDeliveries: 'listDeliveries',

@@ -37,7 +37,13 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read a property back
+         * @description The property as last accepted by `PUT /properties/{provider_id}` (`property`, exactly as sent), with the upsert answer's `listing_id`, `publishable`, `missing` and `unknown_amenities` as they stand now, and each photo's state: `processing`, `ready`, or `rejected` with its `reason`. Poll it after a push to see `photos_processing` clear without pushing again.
+         *
+         *     A `provider_id` this workspace never pushed (or another partner's) is `404 property_not_found`, indistinguishably.
+         */
+        get: operations["getProperty"];
         /**
          * Create or replace a property
          * @description The body is the complete property: anything omitted is removed (replace, not merge). A property with no price, photos or amenities is accepted and held incomplete; the first push of a complete property answers `publishable: false` with `photos_processing`.
@@ -107,7 +113,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read the webhook endpoint back
+         * @description The workspace's one endpoint as last registered: `url`, `events` (empty: delivery paused) and `status`. The signing secret is never shown again: it is returned only by the `PUT` that first issues it.
+         *
+         *     No endpoint registered yet: `404 webhook_endpoint_not_found`.
+         */
+        get: operations["getWebhookEndpoint"];
         /**
          * Register the webhook endpoint
          * @description One endpoint per workspace. Every call POSTs a signed `endpoint.challenge` to the URL during the call: echoed within five seconds → `active`, else `pending_verification`. Re-registration replaces the URL and event list and keeps the secret; `events: []` pauses delivery. A refused URL is one generic violation `{url, invalid}` that does not say which check failed.
@@ -497,6 +509,82 @@ export interface components {
                 reason: "unreachable" | "forbidden_url" | "not_an_image" | "too_large" | "too_small";
             }[];
         };
+        /** @description One photo of a property read back and where it stands in the photo pipeline. */
+        PhotoState: {
+            /** Format: uri */
+            url: string;
+            position: number;
+            /**
+             * @description `processing`: queued or being fetched; `ready`: fetched, decoded and stored, usable; `rejected`: it did not become a photo (see `reason`).
+             * @enum {string}
+             */
+            state: "processing" | "ready" | "rejected";
+            /**
+             * @description Only when `state` is `rejected`: the same coarse reason as the upsert answer's `photos_rejected`.
+             * @enum {string}
+             */
+            reason?: "unreachable" | "forbidden_url" | "not_an_image" | "too_large" | "too_small";
+        };
+        /** @description A property as the marketplace holds it: the body last accepted by `PUT /properties/{provider_id}`, with the upsert answer's publishability fields as they stand now and each photo's state. */
+        StoredProperty: {
+            provider_id: string;
+            /** @description The marketplace listing; `null` until the property can be shown to a guest, never a placeholder. */
+            listing_id: string | null;
+            /** @description Whether the property can be shown to guests now (photo processing that ended since the push is taken into account). */
+            publishable: boolean;
+            /** @description Why `publishable` is false; empty when true (as in the upsert answer). */
+            missing: ("price" | "amenities" | "cover_photo" | "photos" | "photos_processing" | "unlisted")[];
+            /** @description Amenity slugs of the last push that are not recognised. */
+            unknown_amenities: string[];
+            /** @description Every photo of the last push, cover first (position, then payload order), with its state. */
+            photos: components["schemas"]["PhotoState"][];
+            /**
+             * Format: date-time
+             * @description When the property was last accepted.
+             */
+            updated_at: string;
+            /** @description The body last accepted, as it was sent (the `Property` schema): fields omitted then are absent here. */
+            property: {
+                name: string;
+                description?: string;
+                property_type: string;
+                address: {
+                    line1: string;
+                    city: string;
+                    region?: string;
+                    postal_code?: string;
+                    /** @description ISO 3166-1 alpha-2, upper case, an officially assigned code (a well-shaped unassigned code is `enum`) */
+                    country: string;
+                    latitude: number;
+                    longitude: number;
+                };
+                occupancy: {
+                    max_guests: number;
+                    bedrooms: number;
+                    beds: number;
+                    bathrooms: number;
+                };
+                /** @description Money: a decimal string value and an ISO 4217 currency code, always together */
+                base_rate?: {
+                    /** @description non-negative decimal: at most 15 integer digits and 10 decimals */
+                    value: string;
+                    /** @description ISO 4217, upper case */
+                    currency: string;
+                };
+                amenities?: string[];
+                photos?: {
+                    /** Format: uri */
+                    url: string;
+                    position: number;
+                }[];
+                /** @description local HH:MM, 24-hour */
+                check_in_time: string;
+                /** @description local HH:MM, 24-hour */
+                check_out_time: string;
+                /** @enum {string} */
+                status: "listed" | "unlisted";
+            };
+        };
         BlockPut: {
             /** @enum {string} */
             result: "created" | "updated";
@@ -625,13 +713,14 @@ export interface components {
             /** @description This occurrence: `urn:psync:request:<uuid>`, the request's `X-Request-Id`. Not a URL. */
             instance: string;
             /**
-             * @description The error code; the codes of this version are `validation_failed`, `unauthorized`, `workspace_scope_mismatch`, `property_not_found`, `deletion_request_not_found`, `delivery_not_found`, `not_found`, `method_not_allowed`, `conflict`, `webhook_endpoint_not_active`, `delivery_not_resendable`, `rate_limited`, `internal_error`, `not_enabled`, `service_unavailable`. New codes may be added.
+             * @description The error code; the codes of this version are `validation_failed`, `unauthorized`, `workspace_scope_mismatch`, `property_not_found`, `deletion_request_not_found`, `delivery_not_found`, `webhook_endpoint_not_found`, `not_found`, `method_not_allowed`, `conflict`, `webhook_endpoint_not_active`, `delivery_not_resendable`, `rate_limited`, `internal_error`, `not_enabled`, `service_unavailable`. New codes may be added.
              * @example validation_failed
              * @example unauthorized
              * @example workspace_scope_mismatch
              * @example property_not_found
              * @example deletion_request_not_found
              * @example delivery_not_found
+             * @example webhook_endpoint_not_found
              * @example not_found
              * @example method_not_allowed
              * @example conflict
@@ -1036,6 +1125,26 @@ export interface components {
                 };
             };
         };
+        /** @description `webhook_endpoint_not_found`: this workspace has no webhook endpoint registered (register one with `PUT /webhooks/endpoint`). */
+        WebhookEndpointNotFound: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    code?: "webhook_endpoint_not_found";
+                    /** @constant */
+                    status?: 404;
+                };
+            };
+        };
         /** @description `webhook_endpoint_not_active`: the workspace has no endpoint that is `active` and subscribed to this kind (none registered, its challenge not echoed, paused, suspended, or the kind not in `events`). Nothing was queued. */
         WebhookEndpointNotActive: {
             headers: {
@@ -1211,6 +1320,65 @@ export interface operations {
             429: components["responses"]["TokenRateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["TokenNotConfigured"];
+        };
+    };
+    getProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The partner's own property identifier, unique within its integration (1–128 characters).
+                 * @example villa-42
+                 */
+                provider_id: components["parameters"]["provider_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The property as last accepted, its publishability and each photo's state. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredProperty"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["PropertyNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     upsertProperty: {
@@ -1483,6 +1651,59 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["WorkspaceScopeMismatch"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registered endpoint: `url`, `events` and `status`; never the signing secret. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointState"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotEnabled"];

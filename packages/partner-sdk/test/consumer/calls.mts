@@ -24,6 +24,8 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   seen.push(token.accessToken, String(token.sandbox));
   const upsert = await client.putProperty('villa-42', property);
   seen.push(upsert.result);
+  const stored = await client.getProperty('villa-42');
+  seen.push(stored.property.name, ...stored.photos.map((photo) => `${photo.state}:${photo.reason ?? ''}`));
 
   // `reason` is optional (default reserved), as in docs/openapi.json.
   const withoutReason: Block = { listing_id: 'lst_1', check_in: '2030-08-01', check_out: '2030-08-04' };
@@ -43,6 +45,7 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   const endpoint: WebhookEndpoint = { url: 'https://hooks.partner.example/psync', events: ['booking.confirmed', 'user.erased'] };
   const state = await client.putWebhookEndpoint(endpoint);
   seen.push(state.status, state.signing_secret ?? '');
+  seen.push((await client.getWebhookEndpoint()).url);
   const ack = await client.acknowledgeDeletionRequest('7d0c2c52-3c1e-4a8e-9a52-0c7e1b6f2d11', { completed_at: '2030-08-01T10:00:00Z' });
   seen.push(ack.acknowledged_at);
   await client.acknowledgeDeletionRequest('7d0c2c52-3c1e-4a8e-9a52-0c7e1b6f2d12');

@@ -1,0 +1,197 @@
+/**
+ * The read-back endpoints through the whole system (docs/partners/properties.md,
+ * webhooks.md, calendar.md): GET /v1/properties/{provider_id}, GET /v1/properties,
+ * GET /v1/webhooks/endpoint and GET /v1/listings/{listing_id}/nights.
+ *
+ * For each: the sandbox 200 with its body, a production workspace's 501 after full
+ * validation (a bad request is still 400 first), the 400s, tenant isolation (another
+ * workspace's object is answered exactly like an unknown one) and 401 without a token.
+ *
+ * Photos come from a local photo host (test/catalog/support/photo-server.ts), the webhook
+ * endpoint is the test receiver on https://localhost:8443 (webhookSuite).
+ */
+import { send, jsonRequest, type Received } from './http-client';
+import { Partners, type Partner } from './partners';
+import { validProperty } from './fixtures';
+import { makeImage, startPhotoServer, type PhotoServer } from '../catalog/support/photo-server';
+import { eventually } from '../notifications/support/harness';
+import { echoAndAccept } from '../notifications/support/receiver';
+import { webhookSuite } from '../notifications/support/suite';
+
+const suite = webhookSuite('read-back');
+
+let partners: Partners;
+let photos: PhotoServer;
+
+beforeAll(async () => {
+  partners = new Partners(suite.system);
+  photos = await startPhotoServer();
+}, 60_000);
+
+afterAll(async () => {
+  partners?.close();
+  await photos?.close();
+});
+
+/** One public call with the partner's token (no body unless given). */
+function api(p: Partner | undefined, method: string, path: string, body?: unknown): Promise<Received> {
+  const headers = p ? p.auth : {};
+  return send(suite.system.gatewayUrl, body === undefined ? { method, path, headers } : jsonRequest(method, path, body, headers));
+}
+
+function expectProblem(res: Received, status: number, code: string, errors?: { field: string; code: string }[]): void {
+  expect([res.status, res.headers['content-type'], res.json?.code]).toEqual([status, expect.stringContaining('application/problem+json'), code]);
+  if (errors) expect(res.json.errors).toEqual(errors);
+}
+
+/** The body of `res` once it is a 200 satisfying `ok`. */
+function eventuallyOk(get: () => Promise<Received>, ok: (body: any) => boolean, what: string): Promise<any> {
+  return eventually(
+    async () => {
+      const res = await get();
+      return res.status === 200 && ok(res.json) && res.json;
+    },
+    45_000,
+    what,
+  );
+}
+
+describe('GET /v1/properties/{provider_id}', () => {
+  test('the property as last accepted, with listing_id, publishability and each photo’s state (processing, ready, rejected with its reason)', async () => {
+    const p = await partners.partner();
+    const dir = `/${p.workspaceId}`;
+    await photos.image(`${dir}/cover.jpg`, 800, 600);
+    await photos.image(`${dir}/tiny.jpg`, 100, 100);
+    photos.route(`${dir}/slow.jpg`, { kind: 'hold', body: await makeImage(800, 600, 'jpeg', 1) });
+    const body = {
+      ...validProperty(),
+      amenities: ['wifi', 'kitchen', 'no_such_amenity'],
+      photos: [
+        { url: `${photos.base}${dir}/cover.jpg`, position: 0 },
+        { url: `${photos.base}${dir}/tiny.jpg`, position: 1 },
+        { url: `${photos.base}${dir}/slow.jpg`, position: 2 },
+      ],
+    };
+    const put = await api(p, 'PUT', '/v1/properties/villa-1', body);
+    expect(put.status).toBe(200);
+
+    const first = await eventuallyOk(
+      () => api(p, 'GET', '/v1/properties/villa-1'),
+      (b) => b.photos.filter((ph: any) => ph.state !== 'processing').length === 2,
+      'the cover and the tiny photo processed',
+    );
+    expect(first).toEqual({
+      provider_id: 'villa-1',
+      listing_id: null,
+      publishable: false,
+      missing: ['photos_processing'],
+      unknown_amenities: ['no_such_amenity'],
+      photos: [
+        { url: body.photos[0]!.url, position: 0, state: 'ready' },
+        { url: body.photos[1]!.url, position: 1, state: 'rejected', reason: 'too_small' },
+        { url: body.photos[2]!.url, position: 2, state: 'processing' },
+      ],
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      property: { ...body, amenities: ['wifi', 'kitchen', 'no_such_amenity'] },
+    });
+    expect(first.photos[0]).not.toHaveProperty('reason');
+
+    // Once the slow photo arrives the property becomes publishable and gets its listing, with no push.
+    photos.release(`${dir}/slow.jpg`);
+    const later = await eventuallyOk(
+      () => api(p, 'GET', '/v1/properties/villa-1'),
+      (b) => b.publishable === true,
+      'publishable',
+    );
+    expect(later).toMatchObject({
+      listing_id: expect.stringMatching(/.+/),
+      missing: [],
+      photos: [{ state: 'ready' }, { state: 'rejected', reason: 'too_small' }, { state: 'ready' }],
+    });
+    expect(later.updated_at).toBe(first.updated_at);
+  }, 90_000);
+
+  test('a property pushed with only the required fields reads back without the optional ones; HEAD answers without a body', async () => {
+    const p = await partners.partner();
+    const { description: _d, base_rate: _b, amenities: _a, photos: _p, ...required } = validProperty() as Record<string, any>;
+    const { region: _r, postal_code: _pc, ...address } = required.address;
+    const body = { ...required, address, status: 'unlisted' };
+    const put = await api(p, 'PUT', '/v1/properties/bare', body);
+    expect(put.status).toBe(200);
+    const res = await api(p, 'GET', '/v1/properties/bare');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.headers['ratelimit-remaining']).toEqual(expect.any(String));
+    expect(res.json.property).toEqual({ ...body, amenities: [], photos: [] });
+    // The upsert answer's fields, as they stand (nothing changed since the push).
+    expect(res.json).toMatchObject({ listing_id: null, publishable: false, missing: put.json.missing, unknown_amenities: [], photos: [] });
+    expect(res.json.missing).toEqual(['price', 'amenities', 'photos', 'unlisted']);
+    const head = await api(p, 'HEAD', '/v1/properties/bare');
+    expect([head.status, head.text]).toEqual([200, '']);
+  });
+
+  test('another workspace’s provider_id is 404 property_not_found, exactly like an unknown one', async () => {
+    const owner = await partners.partner();
+    const other = await partners.partner();
+    expect((await api(owner, 'PUT', '/v1/properties/shared-id', validProperty())).status).toBe(200);
+    const foreign = await api(other, 'GET', '/v1/properties/shared-id');
+    const unknown = await api(other, 'GET', '/v1/properties/never-pushed');
+    expectProblem(foreign, 404, 'property_not_found');
+    expectProblem(unknown, 404, 'property_not_found');
+    const shape = (r: Received) => ({ ...r.json, instance: undefined });
+    expect(shape(foreign)).toEqual(shape(unknown));
+  });
+
+  test('400 for a bad provider_id or an unknown query parameter, all at once; 401 without a token; production: 400 first, then 501', async () => {
+    const p = await partners.partner();
+    expectProblem(await api(p, 'GET', `/v1/properties/${'x'.repeat(129)}?expand=all`), 400, 'validation_failed', [
+      { field: 'provider_id', code: 'max_length' },
+      { field: 'expand', code: 'unknown_field' },
+    ]);
+    expectProblem(await api(undefined, 'GET', '/v1/properties/villa-1'), 401, 'unauthorized');
+    const prod = await partners.partner('production');
+    expectProblem(await api(prod, 'GET', '/v1/properties/villa-1?expand=all'), 400, 'validation_failed');
+    expectProblem(await api(prod, 'GET', '/v1/properties/villa-1'), 501, 'not_enabled');
+  });
+});
+
+describe('GET /v1/webhooks/endpoint', () => {
+  test('url, events and status as registered, never the signing secret; 404 webhook_endpoint_not_found before any registration', async () => {
+    const p = await partners.partner();
+    expectProblem(await api(p, 'GET', '/v1/webhooks/endpoint'), 404, 'webhook_endpoint_not_found');
+    const path = `/read-back/${p.workspaceId}`;
+    suite.receiver.on(path, echoAndAccept);
+    const url = `${suite.receiver.baseUrl}${path}`;
+    const reg = await api(p, 'PUT', '/v1/webhooks/endpoint', { url, events: ['booking.confirmed', 'user.erased'] });
+    expect([reg.status, reg.json.status, typeof reg.json.signing_secret]).toEqual([200, 'active', 'string']);
+
+    const res = await api(p, 'GET', '/v1/webhooks/endpoint');
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ url, events: ['booking.confirmed', 'user.erased'], status: 'active' });
+    expect(res.text).not.toContain(reg.json.signing_secret);
+
+    // Paused: the empty event list reads back.
+    expect((await api(p, 'PUT', '/v1/webhooks/endpoint', { url, events: [] })).status).toBe(200);
+    expect((await api(p, 'GET', '/v1/webhooks/endpoint')).json).toEqual({ url, events: [], status: 'active' });
+  });
+
+  test('another workspace’s endpoint is not shown: its own 404, exactly like a workspace that never registered', async () => {
+    const owner = await partners.partner();
+    const path = `/read-back/${owner.workspaceId}`;
+    suite.receiver.on(path, echoAndAccept);
+    expect((await api(owner, 'PUT', '/v1/webhooks/endpoint', { url: `${suite.receiver.baseUrl}${path}`, events: ['booking.confirmed'] })).status).toBe(200);
+    const other = await partners.partner();
+    const res = await api(other, 'GET', '/v1/webhooks/endpoint');
+    expectProblem(res, 404, 'webhook_endpoint_not_found');
+    expect(res.text).not.toContain(path);
+  });
+
+  test('400 for a query parameter; 401 without a token; production: 400 first, then 501', async () => {
+    const p = await partners.partner();
+    expectProblem(await api(p, 'GET', '/v1/webhooks/endpoint?include=secret'), 400, 'validation_failed', [{ field: 'include', code: 'unknown_field' }]);
+    expectProblem(await api(undefined, 'GET', '/v1/webhooks/endpoint'), 401, 'unauthorized');
+    const prod = await partners.partner('production');
+    expectProblem(await api(prod, 'GET', '/v1/webhooks/endpoint?include=secret'), 400, 'validation_failed');
+    expectProblem(await api(prod, 'GET', '/v1/webhooks/endpoint'), 501, 'not_enabled');
+  });
+});
