@@ -7,7 +7,7 @@
  * the error mapper answers 500 with the cause in the log, rather than inventing a
  * public value.
  */
-import { BlockReasonSchema, type BlockReason } from '../../gen/psync/calendar/v1/calendar_pb';
+import { BlockReasonSchema, ListingNightStateSchema, type BlockReason, type ListingNightState } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CancellationInitiatorSchema, type CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import {
   MissingReasonSchema,
@@ -36,6 +36,7 @@ export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'ph
 export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
 /** A photo's state read back: the catalog's pending / processed / rejected. */
 export type PhotoStateName = 'processing' | 'ready' | 'rejected';
+export type ListingNightStateName = 'free' | 'blocked' | 'booked' | 'held' | 'withdrawn';
 export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
 
 /** `result` of upserts: created / updated. */
@@ -60,6 +61,9 @@ export const photoStates = new EnumNames<PhotoState, PhotoStateName>(PhotoStateS
 
 /** Block `reason`. */
 export const blockReasons = new EnumNames<BlockReason, BlockReasonName>(BlockReasonSchema);
+
+/** A night's `state` (GET /v1/listings/{listing_id}/nights). */
+export const listingNightStates = new EnumNames<ListingNightState, ListingNightStateName>(ListingNightStateSchema);
 
 /**
  * Webhook event kinds (`booking.confirmed`); the schema lets partners subscribe to

@@ -3,6 +3,7 @@ import type { Route } from '../contract-router';
 import { blockRoutes } from './blocks';
 import { deletionRequestRoutes } from './deletion-requests';
 import type { RouteDeps } from './deps';
+import { listingRoutes } from './listings';
 import { propertyRoutes } from './properties';
 import { sandboxRoutes } from './sandbox';
 import { tokenRoutes } from './token';
@@ -11,5 +12,13 @@ import { webhookRoutes } from './webhooks';
 export type { RouteDeps };
 
 export function contractRoutes(deps: RouteDeps): Route[] {
-  return [...tokenRoutes(deps), ...propertyRoutes(deps), ...blockRoutes(deps), ...webhookRoutes(deps), ...deletionRequestRoutes(deps), ...sandboxRoutes(deps)];
+  return [
+    ...tokenRoutes(deps),
+    ...propertyRoutes(deps),
+    ...blockRoutes(deps),
+    ...listingRoutes(deps),
+    ...webhookRoutes(deps),
+    ...deletionRequestRoutes(deps),
+    ...sandboxRoutes(deps),
+  ];
 }

@@ -78,6 +78,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     PutBlock: ['gateway'],
     DeleteBlock: ['gateway'],
     ListBlocks: ['gateway'],
+    ListListingNights: ['gateway'],
     PlaceHold: ['marketplace', 'operator'],
     ReleaseHold: ['marketplace', 'operator'],
     ConfirmBooking: ['marketplace', 'operator'],

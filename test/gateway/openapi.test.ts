@@ -311,6 +311,7 @@ describe('covers the contract', () => {
         'PUT /blocks/{external_uid}',
         'DELETE /blocks/{external_uid}',
         'GET /blocks',
+        'GET /listings/{listing_id}/nights',
         'PUT /webhooks/endpoint',
         'GET /webhooks/endpoint',
         'POST /deletion-requests/{event_id}/acknowledge',

@@ -10,6 +10,7 @@
  * Photos come from a local photo host (test/catalog/support/photo-server.ts), the webhook
  * endpoint is the test receiver on https://localhost:8443 (webhookSuite).
  */
+import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { send, jsonRequest, type Received } from './http-client';
 import { Partners, type Partner } from './partners';
 import { validProperty } from './fixtures';
@@ -193,5 +194,96 @@ describe('GET /v1/webhooks/endpoint', () => {
     const prod = await partners.partner('production');
     expectProblem(await api(prod, 'GET', '/v1/webhooks/endpoint?include=secret'), 400, 'validation_failed');
     expectProblem(await api(prod, 'GET', '/v1/webhooks/endpoint'), 501, 'not_enabled');
+  });
+});
+
+describe('GET /v1/listings/{listing_id}/nights', () => {
+  const calendar = () => suite.clients.calendar;
+
+  /** A sandbox partner with a marketplace listing of its own. */
+  async function partnerWithListing(env: 'sandbox' | 'production' = 'sandbox') {
+    const p = await partners.partner(env);
+    const listingId = (await suite.clients.catalog.createListing({ workspaceId: p.workspaceId, name: 'Nights' })).listing!.listingId;
+    return { p, listingId };
+  }
+
+  test('one item per night: free, blocked with the partner’s external_uid, booked with the reference, held, withdrawn — nothing about guests', async () => {
+    const { p, listingId } = await partnerWithListing();
+    // 2032-03-01 … 2032-03-12 (to exclusive): blocks on the 2nd–3rd (two overlapping), a booking 4th–5th,
+    // a live hold on the 6th, an expired hold on the 7th, a host-cancelled booking 8th–9th, a guest-cancelled one on the 10th.
+    expect((await api(p, 'PUT', '/v1/blocks/res-b', { listing_id: listingId, check_in: '2032-03-02', check_out: '2032-03-04' })).status).toBe(200);
+    expect((await api(p, 'PUT', '/v1/blocks/res-a', { listing_id: listingId, check_in: '2032-03-03', check_out: '2032-03-04' })).status).toBe(200);
+    const guest = { guestId: `g-${p.workspaceId}`, guestName: 'Ada Guest', partySize: 2, amountPaid: { value: '200.00', currency: 'EUR' }, requiresPayment: false };
+    const booked = await calendar().confirmBooking({ listingId, checkIn: '2032-03-04', checkOut: '2032-03-06', ...guest });
+    await calendar().placeHold({ listingId, checkIn: '2032-03-06', checkOut: '2032-03-07', ttlSeconds: 3600, requiresPayment: false });
+    await calendar().placeHold({ listingId, checkIn: '2032-03-07', checkOut: '2032-03-08', ttlSeconds: 1, requiresPayment: false });
+    const withdrawn = await calendar().confirmBooking({ listingId, checkIn: '2032-03-08', checkOut: '2032-03-10', ...guest });
+    await calendar().cancelBooking({ bookingReference: withdrawn.booking!.bookingReference, initiatedBy: CancellationInitiator.HOST });
+    const cancelled = await calendar().confirmBooking({ listingId, checkIn: '2032-03-10', checkOut: '2032-03-11', ...guest });
+    await calendar().cancelBooking({ bookingReference: cancelled.booking!.bookingReference, initiatedBy: CancellationInitiator.GUEST });
+    await new Promise((r) => setTimeout(r, 1100)); // the 1-second hold is past its expires_at
+
+    const res = await api(p, 'GET', `/v1/listings/${listingId}/nights?from=2032-03-01&to=2032-03-12`);
+    expect(res.status).toBe(200);
+    const ref = booked.booking!.bookingReference;
+    const wref = withdrawn.booking!.bookingReference;
+    expect(res.json).toEqual({
+      items: [
+        { date: '2032-03-01', state: 'free' },
+        { date: '2032-03-02', state: 'blocked', external_uid: 'res-b' },
+        { date: '2032-03-03', state: 'blocked', external_uid: 'res-a' },
+        { date: '2032-03-04', state: 'booked', booking_reference: ref },
+        { date: '2032-03-05', state: 'booked', booking_reference: ref },
+        { date: '2032-03-06', state: 'held' },
+        { date: '2032-03-07', state: 'free' },
+        { date: '2032-03-08', state: 'withdrawn', booking_reference: wref },
+        { date: '2032-03-09', state: 'withdrawn', booking_reference: wref },
+        { date: '2032-03-10', state: 'free' },
+        { date: '2032-03-11', state: 'free' },
+      ],
+    });
+    expect(res.text).not.toContain('Ada');
+    expect(res.text).not.toContain(guest.guestId);
+    expect(res.text).not.toContain('200.00');
+  });
+
+  test(`366 nights in one read (a leap year), one item each; a 367-night range, to not after from, bad dates and missing ones are 400`, async () => {
+    const { p, listingId } = await partnerWithListing();
+    const year = await api(p, 'GET', `/v1/listings/${listingId}/nights?from=2032-01-01&to=2033-01-01`);
+    expect(year.status).toBe(200);
+    expect(year.json.items).toHaveLength(366);
+    expect(year.json.items[59]).toEqual({ date: '2032-02-29', state: 'free' });
+    expect(year.json.items[365]).toEqual({ date: '2032-12-31', state: 'free' });
+    const nights = (q: string) => api(p, 'GET', `/v1/listings/${listingId}/nights${q}`);
+    expectProblem(await nights('?from=2032-01-01&to=2033-01-02'), 400, 'validation_failed', [{ field: 'to', code: 'maximum' }]);
+    expectProblem(await nights('?from=2032-01-02&to=2032-01-02'), 400, 'validation_failed', [{ field: 'to', code: 'invalid' }]);
+    expectProblem(await nights('?from=2032-02-30&to=tomorrow'), 400, 'validation_failed', [
+      { field: 'from', code: 'format' },
+      { field: 'to', code: 'format' },
+    ]);
+    expectProblem(await nights(''), 400, 'validation_failed', [
+      { field: 'from', code: 'required' },
+      { field: 'to', code: 'required' },
+    ]);
+    expectProblem(await api(p, 'GET', `/v1/listings/${'l'.repeat(256)}/nights?from=2032-01-01&to=2032-01-01&guest=1`), 400, 'validation_failed', [
+      { field: 'listing_id', code: 'max_length' },
+      { field: 'guest', code: 'unknown_field' },
+      { field: 'to', code: 'invalid' },
+    ]);
+  });
+
+  test('another workspace’s listing is 404 property_not_found, exactly like an unknown one; 401 without a token; production: 400 first, then 501', async () => {
+    const { listingId } = await partnerWithListing();
+    const other = await partners.partner();
+    const q = '?from=2032-01-01&to=2032-01-08';
+    const foreign = await api(other, 'GET', `/v1/listings/${listingId}/nights${q}`);
+    const unknown = await api(other, 'GET', `/v1/listings/lst_no_such_listing/nights${q}`);
+    expectProblem(foreign, 404, 'property_not_found');
+    expectProblem(unknown, 404, 'property_not_found');
+    expect({ ...foreign.json, instance: undefined }).toEqual({ ...unknown.json, instance: undefined });
+    expectProblem(await api(undefined, 'GET', `/v1/listings/${listingId}/nights${q}`), 401, 'unauthorized');
+    const prod = await partnerWithListing('production');
+    expectProblem(await api(prod.p, 'GET', `/v1/listings/${prod.listingId}/nights?from=2032-01-08&to=2032-01-01`), 400, 'validation_failed');
+    expectProblem(await api(prod.p, 'GET', `/v1/listings/${prod.listingId}/nights${q}`), 501, 'not_enabled');
   });
 });

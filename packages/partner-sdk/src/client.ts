@@ -26,6 +26,8 @@ import type {
   Delivery,
   DeliveryList,
   DeliveryListQuery,
+  ListingNights,
+  ListingNightsQuery,
   Property,
   PropertyUpsert,
   StoredProperty,
@@ -145,6 +147,12 @@ export class PartnerClient {
       yield* list.items;
       if (!list.has_more) return;
     }
+  }
+
+  /** `GET /listings/{listing_id}/nights`: what holds each night of [`from`, `to`) of one of your listings (at most 366 nights). */
+  async listListingNights(listingId: string, query: ListingNightsQuery): Promise<ListingNights> {
+    const { data } = await this.api.GET('/listings/{listing_id}/nights', { params: { path: { listing_id: listingId }, query } });
+    return required(data, 'GET /listings/{listing_id}/nights');
   }
 
   /** `PUT /webhooks/endpoint`: registers the endpoint; the challenge is answered during the call. */

@@ -27,6 +27,12 @@ export type BlockItem = Schemas['BlockItem'];
 export type BlockList = Schemas['BlockList'];
 /** Query of `GET /blocks`. */
 export type BlockListQuery = NonNullable<paths['/blocks']['get']['parameters']['query']>;
+/** Answer of `GET /listings/{listing_id}/nights`: one item per night. */
+export type ListingNights = Schemas['ListingNights'];
+/** One night of a listing: `free`, `blocked` (`external_uid`), `booked` (`booking_reference`), `held` or `withdrawn` (`booking_reference`). */
+export type ListingNight = Schemas['ListingNight'];
+/** Query of `GET /listings/{listing_id}/nights`: `from`, and `to` exclusive. */
+export type ListingNightsQuery = paths['/listings/{listing_id}/nights']['get']['parameters']['query'];
 /** Request body of `PUT /webhooks/endpoint`. */
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 /** Answer of `PUT /webhooks/endpoint` (`signing_secret` only on the call that first issues it). */

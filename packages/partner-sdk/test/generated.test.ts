@@ -21,6 +21,7 @@ const METHODS: Record<string, keyof PartnerClient> = {
   upsertProperty: 'putProperty',
   getProperty: 'getProperty',
   listBlocks: 'listBlocks',
+  listListingNights: 'listListingNights',
   putBlock: 'putBlock',
   deleteBlock: 'deleteBlock',
   putWebhookEndpoint: 'putWebhookEndpoint',

@@ -106,6 +106,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/listings/{listing_id}/nights": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The marketplace listing identifier, as `PUT /properties/{provider_id}` or a block's answer gives it; one of the workspace's own listings.
+                 * @example lst_7k2mq4xw6c3rbt5nhd6pvf3j
+                 */
+                listing_id: components["parameters"]["listing_id"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a listing's nights
+         * @description What holds each night of one of the workspace's listings, one item per night of [`from`, `to`) (at most 366): `free`, `blocked` by one of your blocks, `booked` by the marketplace, `held` by a live marketplace hold, or `withdrawn` (a booking you cancelled as the host). Nothing about guests.
+         *
+         *     An unknown listing, or another partner's, is `404 property_not_found`, indistinguishably.
+         */
+        get: operations["listListingNights"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/endpoint": {
         parameters: {
             query?: never;
@@ -609,6 +637,24 @@ export interface components {
             items: components["schemas"]["BlockItem"][];
             /** @description Whether a later page has rows. */
             has_more: boolean;
+        };
+        /** @description One night of a listing and what holds it; nothing about guests. */
+        ListingNight: {
+            /** Format: date */
+            date: string;
+            /**
+             * @description `free`: nothing holds it. `blocked`: one of your blocks (`external_uid`). `booked`: a marketplace booking (`booking_reference`). `held`: a live marketplace hold, not past its expiry (a guest is checking out; it becomes `booked` or `free`). `withdrawn`: a booking you cancelled as the host (`booking_reference`): the night stays taken for good.
+             * @enum {string}
+             */
+            state: "free" | "blocked" | "booked" | "held" | "withdrawn";
+            /** @description `blocked` only: your block's `external_uid` (when several of your blocks overlap on the night, the first by `external_uid`, byte order). */
+            external_uid?: string;
+            /** @description `booked` and `withdrawn` only: the booking's reference, as in `booking.confirmed`. */
+            booking_reference?: string;
+        };
+        ListingNights: {
+            /** @description One item per night of [`from`, `to`), ascending. */
+            items: components["schemas"]["ListingNight"][];
         };
         WebhookEndpointState: {
             /** Format: uri */
@@ -1244,6 +1290,21 @@ export interface components {
          */
         page_size: number;
         /**
+         * @description The marketplace listing identifier, as `PUT /properties/{provider_id}` or a block's answer gives it; one of the workspace's own listings.
+         * @example lst_7k2mq4xw6c3rbt5nhd6pvf3j
+         */
+        listing_id: string;
+        /**
+         * @description The first night shown.
+         * @example 2030-07-01
+         */
+        nights_from: string;
+        /**
+         * @description The end of the range, exclusive (like a block's `check_out`): after `from`, at most 366 nights later.
+         * @example 2030-07-08
+         */
+        nights_to: string;
+        /**
          * @description The delivery's `event_id` (its envelope's).
          * @example 6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c
          */
@@ -1651,6 +1712,76 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["WorkspaceScopeMismatch"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listListingNights: {
+        parameters: {
+            query: {
+                /**
+                 * @description The first night shown.
+                 * @example 2030-07-01
+                 */
+                from: components["parameters"]["nights_from"];
+                /**
+                 * @description The end of the range, exclusive (like a block's `check_out`): after `from`, at most 366 nights later.
+                 * @example 2030-07-08
+                 */
+                to: components["parameters"]["nights_to"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The marketplace listing identifier, as `PUT /properties/{provider_id}` or a block's answer gives it; one of the workspace's own listings.
+                 * @example lst_7k2mq4xw6c3rbt5nhd6pvf3j
+                 */
+                listing_id: components["parameters"]["listing_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One item per night of the range. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListingNights"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included; `to` not after `from` (`invalid`) or more than 366 nights after it (`maximum`), reported on `to`. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["PropertyNotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotEnabled"];

@@ -41,6 +41,8 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   const page = await client.listBlocks({ from: '2030-08-01', to: '2030-09-01', page: 1, page_size: 50 });
   seen.push(String(page.has_more));
   for await (const item of client.blocks({ from: '2030-08-01' })) seen.push(item.external_uid);
+  const nights = await client.listListingNights('lst_1', { from: '2030-08-01', to: '2030-08-08' });
+  for (const night of nights.items) seen.push(`${night.date} ${night.state} ${night.external_uid ?? night.booking_reference ?? ''}`);
 
   const endpoint: WebhookEndpoint = { url: 'https://hooks.partner.example/psync', events: ['booking.confirmed', 'user.erased'] };
   const state = await client.putWebhookEndpoint(endpoint);
