@@ -9,7 +9,7 @@
  * photo's state.
  */
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import type { GetPropertyResponse, PhotoStatus, Property } from '../../gen/psync/catalog/v1/catalog_pb';
+import type { ListPropertiesResponse, PhotoStatus, Property, PropertyRecord } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { PropertyBody } from '../validate';
 import { missingReasons, photoRejectionReasons, photoStates, propertyStatuses, type MissingName, type PhotoRejectionName, type PhotoStateName } from './enums';
 
@@ -21,7 +21,7 @@ export interface PhotoStateJson {
   reason?: PhotoRejectionName;
 }
 
-/** The 200 body of GET /v1/properties/{provider_id}. */
+/** The 200 body of GET /v1/properties/{provider_id}, and an item of GET /v1/properties. */
 export interface StoredPropertyJson {
   provider_id: string;
   /** null until the property can be shown to a guest (as in the upsert answer). */
@@ -37,7 +37,7 @@ export interface StoredPropertyJson {
 
 /** A field the catalog always sets; its absence is a fault of ours (a 500, the cause logged). */
 function required<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new Error(`GetPropertyResponse.${what} is missing`);
+  if (value === undefined) throw new Error(`catalog property record: ${what} is missing`);
   return value;
 }
 
@@ -69,8 +69,11 @@ export function presentPhotoState(ph: PhotoStatus): PhotoStateJson {
   return out;
 }
 
-/** GetPropertyResponse (or a ListProperties item of the same shape) as the public JSON. */
-export function presentStoredProperty(res: Omit<GetPropertyResponse, '$typeName'>): StoredPropertyJson {
+/** The fields GetPropertyResponse and a ListProperties item (PropertyRecord) share. */
+type StoredPropertyFields = Omit<PropertyRecord, '$typeName' | '$unknown'>;
+
+/** GetPropertyResponse, or an item of ListProperties, as the public JSON. */
+export function presentStoredProperty(res: StoredPropertyFields): StoredPropertyJson {
   return {
     provider_id: res.providerId,
     listing_id: res.listingId === undefined || res.listingId === '' ? null : res.listingId,
@@ -81,4 +84,14 @@ export function presentStoredProperty(res: Omit<GetPropertyResponse, '$typeName'
     updated_at: timestampDate(required(res.updatedAt, 'updated_at')).toISOString(),
     property: presentPropertyBody(required(res.property, 'property')),
   };
+}
+
+/** The 200 body of GET /v1/properties. */
+export interface StoredPropertyListJson {
+  items: StoredPropertyJson[];
+  has_more: boolean;
+}
+
+export function presentPropertyList(res: ListPropertiesResponse): StoredPropertyListJson {
+  return { items: res.items.map(presentStoredProperty), has_more: res.hasMore };
 }

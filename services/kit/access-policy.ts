@@ -66,6 +66,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
   'psync.catalog.v1.CatalogService': {
     UpsertProperty: ['gateway'],
     GetProperty: ['gateway', 'operator'],
+    ListProperties: ['gateway'],
     CreateListing: ['operator'],
     GetListing: ['calendar', 'notifications'],
     ResolveListing: ['calendar', 'marketplace'],

@@ -45,6 +45,16 @@ function expectProblem(res: Received, status: number, code: string, errors?: { f
   if (errors) expect(res.json.errors).toEqual(errors);
 }
 
+/**
+ * The frame around a valid request `path`: 401 without a token; for a production
+ * workspace `invalid` (a bad request) is 400 first and `path` itself 501 not_enabled.
+ */
+async function expectFrame(prod: Partner, path: string, invalid: string): Promise<void> {
+  expectProblem(await api(undefined, 'GET', path), 401, 'unauthorized');
+  expectProblem(await api(prod, 'GET', invalid), 400, 'validation_failed');
+  expectProblem(await api(prod, 'GET', path), 501, 'not_enabled');
+}
+
 /** The body of `res` once it is a 200 satisfying `ok`. */
 function eventuallyOk(get: () => Promise<Received>, ok: (body: any) => boolean, what: string): Promise<any> {
   return eventually(
@@ -149,10 +159,47 @@ describe('GET /v1/properties/{provider_id}', () => {
       { field: 'provider_id', code: 'max_length' },
       { field: 'expand', code: 'unknown_field' },
     ]);
-    expectProblem(await api(undefined, 'GET', '/v1/properties/villa-1'), 401, 'unauthorized');
-    const prod = await partners.partner('production');
-    expectProblem(await api(prod, 'GET', '/v1/properties/villa-1?expand=all'), 400, 'validation_failed');
-    expectProblem(await api(prod, 'GET', '/v1/properties/villa-1'), 501, 'not_enabled');
+    await expectFrame(await partners.partner('production'), '/v1/properties/villa-1', '/v1/properties/villa-1?expand=all');
+  });
+});
+
+describe('GET /v1/properties', () => {
+  test('every property of the workspace, ordered by provider_id in byte order, paged like GET /blocks; each item as GET /properties/{provider_id} reads it', async () => {
+    const p = await partners.partner();
+    const ids = ['b-2', 'B-1', 'a-3', 'c-1', 'a-10'];
+    for (const id of ids) expect((await api(p, 'PUT', `/v1/properties/${id}`, { ...validProperty(), name: `Home ${id}` })).status).toBe(200);
+    // Another workspace's properties never appear.
+    const other = await partners.partner();
+    expect((await api(other, 'PUT', '/v1/properties/a-0', validProperty())).status).toBe(200);
+
+    const ordered = ['B-1', 'a-10', 'a-3', 'b-2', 'c-1'];
+    const first = await api(p, 'GET', '/v1/properties?page_size=2');
+    expect(first.status).toBe(200);
+    expect([first.json.items.map((i: any) => i.provider_id), first.json.has_more]).toEqual([ordered.slice(0, 2), true]);
+    const second = await api(p, 'GET', '/v1/properties?page=2&page_size=2');
+    expect([second.json.items.map((i: any) => i.provider_id), second.json.has_more]).toEqual([ordered.slice(2, 4), true]);
+    const last = await api(p, 'GET', '/v1/properties?page=3&page_size=2');
+    expect([last.json.items.map((i: any) => i.provider_id), last.json.has_more]).toEqual([ordered.slice(4), false]);
+    const past = await api(p, 'GET', '/v1/properties?page=9');
+    expect(past.json).toEqual({ items: [], has_more: false });
+
+    const all = await api(p, 'GET', '/v1/properties');
+    expect(all.json.items.map((i: any) => i.provider_id)).toEqual(ordered);
+    const one = await api(p, 'GET', '/v1/properties/a-3');
+    expect(all.json.items[2]).toEqual(one.json);
+    expect(all.json.items[2].property.name).toBe('Home a-3');
+
+    expect((await api(await partners.partner(), 'GET', '/v1/properties')).json).toEqual({ items: [], has_more: false });
+  });
+
+  test('400 for page and page_size out of bounds or an unknown parameter; 401 without a token; production: 400 first, then 501', async () => {
+    const p = await partners.partner();
+    expectProblem(await api(p, 'GET', '/v1/properties?page=0&page_size=201&workspace=x'), 400, 'validation_failed', [
+      { field: 'workspace', code: 'unknown_field' },
+      { field: 'page', code: 'minimum' },
+      { field: 'page_size', code: 'maximum' },
+    ]);
+    await expectFrame(await partners.partner('production'), '/v1/properties', '/v1/properties?page=0');
   });
 });
 
@@ -190,10 +237,7 @@ describe('GET /v1/webhooks/endpoint', () => {
   test('400 for a query parameter; 401 without a token; production: 400 first, then 501', async () => {
     const p = await partners.partner();
     expectProblem(await api(p, 'GET', '/v1/webhooks/endpoint?include=secret'), 400, 'validation_failed', [{ field: 'include', code: 'unknown_field' }]);
-    expectProblem(await api(undefined, 'GET', '/v1/webhooks/endpoint'), 401, 'unauthorized');
-    const prod = await partners.partner('production');
-    expectProblem(await api(prod, 'GET', '/v1/webhooks/endpoint?include=secret'), 400, 'validation_failed');
-    expectProblem(await api(prod, 'GET', '/v1/webhooks/endpoint'), 501, 'not_enabled');
+    await expectFrame(await partners.partner('production'), '/v1/webhooks/endpoint', '/v1/webhooks/endpoint?include=secret');
   });
 });
 
@@ -283,7 +327,6 @@ describe('GET /v1/listings/{listing_id}/nights', () => {
     expect({ ...foreign.json, instance: undefined }).toEqual({ ...unknown.json, instance: undefined });
     expectProblem(await api(undefined, 'GET', `/v1/listings/${listingId}/nights${q}`), 401, 'unauthorized');
     const prod = await partnerWithListing('production');
-    expectProblem(await api(prod.p, 'GET', `/v1/listings/${prod.listingId}/nights?from=2032-01-08&to=2032-01-01`), 400, 'validation_failed');
-    expectProblem(await api(prod.p, 'GET', `/v1/listings/${prod.listingId}/nights${q}`), 501, 'not_enabled');
+    await expectFrame(prod.p, `/v1/listings/${prod.listingId}/nights${q}`, `/v1/listings/${prod.listingId}/nights?from=2032-01-08&to=2032-01-01`);
   });
 });

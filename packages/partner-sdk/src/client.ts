@@ -30,7 +30,9 @@ import type {
   ListingNightsQuery,
   Property,
   PropertyUpsert,
+  PropertyListQuery,
   StoredProperty,
+  StoredPropertyList,
   TestEvent,
   Token,
   WebhookEndpoint,
@@ -121,6 +123,21 @@ export class PartnerClient {
   async getProperty(providerId: string): Promise<StoredProperty> {
     const { data } = await this.api.GET('/properties/{provider_id}', { params: { path: { provider_id: providerId } } });
     return required(data, 'GET /properties/{provider_id}');
+  }
+
+  /** `GET /properties`: one page, ordered by `provider_id`. */
+  async listProperties(query: PropertyListQuery = {}): Promise<StoredPropertyList> {
+    const { data } = await this.api.GET('/properties', { params: { query } });
+    return required(data, 'GET /properties');
+  }
+
+  /** Every property, page after page (each page is one request of the quota). */
+  async *properties(query: Omit<PropertyListQuery, 'page'> = {}): AsyncGenerator<StoredProperty> {
+    for (let page = 1; ; page++) {
+      const list = await this.listProperties({ ...query, page });
+      yield* list.items;
+      if (!list.has_more) return;
+    }
   }
 
   /** `PUT /blocks/{external_uid}`: holds nights; a collision throws `ProblemError` `conflict` with `conflicts`. */

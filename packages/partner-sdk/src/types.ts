@@ -15,6 +15,10 @@ export type Property = Schemas['Property'];
 export type PropertyUpsert = Schemas['PropertyUpsert'];
 /** Answer of `GET /properties/{provider_id}`: the property as last accepted, its publishability and each photo's state. */
 export type StoredProperty = Schemas['StoredProperty'];
+/** Answer of `GET /properties`. */
+export type StoredPropertyList = Schemas['StoredPropertyList'];
+/** Query of `GET /properties`. */
+export type PropertyListQuery = NonNullable<paths['/properties']['get']['parameters']['query']>;
 /** One photo of a property read back: `processing`, `ready`, or `rejected` with its `reason`. */
 export type PhotoState = Schemas['PhotoState'];
 /** Request body of `PUT /blocks/{external_uid}`. */

@@ -20,6 +20,7 @@ const METHODS: Record<string, keyof PartnerClient> = {
   exchangeToken: 'token',
   upsertProperty: 'putProperty',
   getProperty: 'getProperty',
+  listProperties: 'listProperties',
   listBlocks: 'listBlocks',
   listListingNights: 'listListingNights',
   putBlock: 'putBlock',

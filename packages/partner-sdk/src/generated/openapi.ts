@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/properties": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the properties
+         * @description Every property of the workspace, a page at a time, ordered by `provider_id` (byte order), each as `GET /properties/{provider_id}` reads it. A page past the end is `200` with `items: []` and `has_more: false`.
+         */
+        get: operations["listProperties"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/properties/{provider_id}": {
         parameters: {
             query?: never;
@@ -612,6 +632,12 @@ export interface components {
                 /** @enum {string} */
                 status: "listed" | "unlisted";
             };
+        };
+        StoredPropertyList: {
+            /** @description The page, ordered by `provider_id` (byte order); empty past the end. */
+            items: components["schemas"]["StoredProperty"][];
+            /** @description Whether another page follows. There is no total. */
+            has_more: boolean;
         };
         BlockPut: {
             /** @enum {string} */
@@ -1381,6 +1407,69 @@ export interface operations {
             429: components["responses"]["TokenRateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["TokenNotConfigured"];
+        };
+    };
+    listProperties: {
+        parameters: {
+            query?: {
+                /**
+                 * @description 1-based page.
+                 * @example 1
+                 */
+                page?: components["parameters"]["page"];
+                /**
+                 * @description Rows per page.
+                 * @example 50
+                 */
+                page_size?: components["parameters"]["page_size"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of properties. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPropertyList"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getProperty: {

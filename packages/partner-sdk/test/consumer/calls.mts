@@ -24,6 +24,8 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   seen.push(token.accessToken, String(token.sandbox));
   const upsert = await client.putProperty('villa-42', property);
   seen.push(upsert.result);
+  seen.push(String((await client.listProperties({ page: 1, page_size: 10 })).has_more));
+  for await (const item of client.properties({ page_size: 100 })) seen.push(item.provider_id, item.listing_id ?? '');
   const stored = await client.getProperty('villa-42');
   seen.push(stored.property.name, ...stored.photos.map((photo) => `${photo.state}:${photo.reason ?? ''}`));
 
