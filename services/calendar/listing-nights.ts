@@ -53,7 +53,9 @@ export async function listListingNights(deps: CalendarDeps, req: ListListingNigh
       left join calendar.holds h
         on c.holder_kind = 'hold' and h.hold_id = (case when c.holder_kind = 'hold' then c.holder_id::uuid end)
     )
-      on c.listing_id = ${req.listingId} and c.nights @> n.night
+      -- The range restriction alone reaches the claims scan (one GiST probe for the listing's
+      -- claims in the range); @> then matches each night.
+      on c.listing_id = ${req.listingId} and c.nights && daterange(${span.checkIn}::date, ${span.checkOut}::date) and c.nights @> n.night
       and (c.holder_kind <> 'hold' or (h.status = 'live' and h.expires_at > clock_timestamp()))
     order by n.night,
       case c.holder_kind when 'booking' then 0 when 'hold' then 1 when 'block' then 2 when 'withdrawn' then 3 else 4 end,
