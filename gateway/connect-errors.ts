@@ -92,6 +92,8 @@ function problemForReason(reason: ErrorReason, err: ConnectError): ProblemError 
         headers: { 'Retry-After': String(retryAfterFrom(err) ?? 60) },
         cause: err,
       });
+    case ErrorReason.ENDPOINT_NOT_FOUND:
+      return new ProblemError('webhook_endpoint_not_found', { cause: err });
     case ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE:
       return new ProblemError('webhook_endpoint_not_active', { cause: err });
     case ErrorReason.DELIVERY_NOT_RESENDABLE:

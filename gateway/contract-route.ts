@@ -49,6 +49,11 @@ export interface ContractSpec<P, Q, B> {
    */
   rules?(body: Record<string, unknown>, found: readonly Violation[]): Violation[];
   /**
+   * Rules across query parameters (e.g. a date range's order and length), beside the
+   * schema's violations; a rule checks only parameters that have none of their own in `found`.
+   */
+  queryRules?(query: Record<string, unknown>, found: readonly Violation[]): Violation[];
+  /**
    * Which fields of the internal request stand for which public ones: a validation
    * failure behind the gateway is answered in the contract's names, or as an internal
    * error for any other field (internal-fields.ts).
@@ -98,7 +103,9 @@ export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, 
         ...spec.params.violations(decoded.values).filter((v) => !(refused.has(v.field) && v.code === 'required')),
       ];
       const query = queryForSchema(ctx.query, spec.integerQuery ?? []);
-      violations.push(...spec.query.violations(query));
+      const queryViolations = spec.query.violations(query);
+      violations.push(...queryViolations);
+      if (spec.queryRules) violations.push(...spec.queryRules(query, queryViolations));
 
       let body: unknown = undefined;
       if (spec.body) {

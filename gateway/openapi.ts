@@ -96,7 +96,7 @@ import { WWW_AUTHENTICATE } from './connect-errors';
 import { COMPLETED_AT_MAX_AHEAD_MS } from './routes/deletion-requests';
 import type { Json, JsonObject } from './json';
 import { settings } from '../services/kit/config';
-import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
+import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
 
 /** The path prefix of this contract version. */
 export const API_VERSION = 'v1';
@@ -137,6 +137,7 @@ export const VALUES: Readonly<Record<string, string | number>> = {
   RATE_WINDOW_SECONDS,
   RATE_WINDOW_HALF: RATE_WINDOW_SECONDS / 2,
   MAX_NIGHTS,
+  MAX_NIGHTS_READ,
   PAGE_SIZE_DEFAULT,
   PAGE_SIZE_MAX,
   EVENT_FEED_RETENTION_DAYS,

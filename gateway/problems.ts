@@ -19,6 +19,7 @@ export const PROBLEM_CODES = {
   deletion_request_not_found: { status: 404, title: 'Deletion request not found', detail: 'No deletion request with this event_id for this partner.' },
   delivery_not_found: { status: 404, title: 'Delivery not found', detail: 'No delivery with this event_id in this workspace.' },
   endpoint_check_not_found: { status: 404, title: 'Receiver check not found', detail: 'No receiver check run with this id in this workspace.' },
+  webhook_endpoint_not_found: { status: 404, title: 'Webhook endpoint not found', detail: 'This workspace has no webhook endpoint registered.' },
   not_found: { status: 404, title: 'Not found', detail: 'No endpoint of this API has this path.' },
   method_not_allowed: { status: 405, title: 'Method not allowed', detail: 'This path does not support this method; see the Allow header.' },
   conflict: { status: 409, title: 'Conflict', detail: 'Some nights collide with a marketplace booking or live hold; nothing was written.' },

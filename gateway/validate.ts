@@ -147,6 +147,9 @@ export const schemas = {
   deletionRequestPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/deletion_request_path`, 'path'),
   noParameters: validator<Record<string, never>>(`${PARAMETERS}#/$defs/no_parameters`, 'query'),
   blocksQuery: validator<BlocksQuery>(`${PARAMETERS}#/$defs/blocks_query`, 'query'),
+  propertiesQuery: validator<PropertiesQuery>(`${PARAMETERS}#/$defs/properties_query`, 'query'),
+  listingPath: validator<{ listing_id: string }>(`${PARAMETERS}#/$defs/listing_path`, 'path'),
+  listingNightsQuery: validator<ListingNightsQuery>(`${PARAMETERS}#/$defs/listing_nights_query`, 'query'),
   deliveryPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/delivery_path`, 'path'),
   deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
   eventsQuery: validator<EventsQuery>(`${PARAMETERS}#/$defs/events_query`, 'query'),
@@ -227,6 +230,19 @@ export interface BlocksQuery {
   page: number;
   /** Default 50 (filled by validation). */
   page_size: number;
+}
+
+export interface PropertiesQuery {
+  /** Default 1 (filled by validation). */
+  page: number;
+  /** Default 50 (filled by validation). */
+  page_size: number;
+}
+
+export interface ListingNightsQuery {
+  from: string;
+  /** Exclusive. */
+  to: string;
 }
 
 export interface TestEventBody {

@@ -53,15 +53,14 @@ export function presentBlockPut(res: PutBlockResponse): BlockPutJson {
   return { result: upsertResults.name(res.result), nights: res.nights, listing_id: res.listingId };
 }
 
+/** A validated `page`/`page_size` as the internal fields (int32 page, capped; defaults already filled by validation). */
+export function pageRequest(q: { page?: number; page_size?: number }): { page: number; pageSize: number } {
+  return { page: Math.min(q.page ?? 1, MAX_PAGE), pageSize: q.page_size ?? PAGE_SIZE_DEFAULT };
+}
+
 /** The validated query as a ListBlocks request (defaults already filled by validation). */
 export function listBlocksRequest(workspaceId: string, q: BlocksQuery): MessageInitShape<typeof ListBlocksRequestSchema> {
-  return {
-    workspaceId,
-    from: q.from,
-    to: q.to,
-    page: Math.min(q.page ?? 1, MAX_PAGE),
-    pageSize: q.page_size ?? PAGE_SIZE_DEFAULT,
-  };
+  return { workspaceId, from: q.from, to: q.to, ...pageRequest(q) };
 }
 
 export function presentBlockItem(b: Block): BlockItemJson {

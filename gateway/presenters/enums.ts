@@ -7,14 +7,16 @@
  * the error mapper answers 500 with the cause in the log, rather than inventing a
  * public value.
  */
-import { BlockReasonSchema, type BlockReason } from '../../gen/psync/calendar/v1/calendar_pb';
+import { BlockReasonSchema, ListingNightStateSchema, type BlockReason, type ListingNightState } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CancellationInitiatorSchema, type CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import {
   MissingReasonSchema,
   PhotoRejectionReasonSchema,
+  PhotoStateSchema,
   PropertyStatusSchema,
   type MissingReason,
   type PhotoRejectionReason,
+  type PhotoState,
   type PropertyStatus,
 } from '../../gen/psync/catalog/v1/catalog_pb';
 import { UpsertResultSchema, type UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
@@ -32,6 +34,9 @@ import type { BlockReasonName, DeliveryStateName, WebhookEventName } from '../va
 export type PropertyStatusName = 'listed' | 'unlisted';
 export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'photos_processing' | 'unlisted';
 export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
+/** A photo's state read back: the catalog's pending / processed / rejected. */
+export type PhotoStateName = 'processing' | 'ready' | 'rejected';
+export type ListingNightStateName = 'free' | 'blocked' | 'booked' | 'held' | 'withdrawn';
 export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
 
 /** `result` of upserts: created / updated. */
@@ -46,8 +51,19 @@ export const missingReasons = new EnumNames<MissingReason, MissingName>(MissingR
 /** `photos_rejected[].reason`. */
 export const photoRejectionReasons = new EnumNames<PhotoRejectionReason, PhotoRejectionName>(PhotoRejectionReasonSchema);
 
+/** The public names of the catalog's photo states that differ from their own. */
+const PHOTO_STATE_PUBLIC: Readonly<Record<string, PhotoStateName>> = { PENDING: 'processing', PROCESSED: 'ready' };
+
+/** Photo `state` of a property read back (PHOTO_STATE_PENDING → `processing`, PROCESSED → `ready`). */
+export const photoStates = new EnumNames<PhotoState, PhotoStateName>(PhotoStateSchema, {
+  spell: (name) => PHOTO_STATE_PUBLIC[name] ?? name.toLowerCase(),
+});
+
 /** Block `reason`. */
 export const blockReasons = new EnumNames<BlockReason, BlockReasonName>(BlockReasonSchema);
+
+/** A night's `state` (GET /v1/listings/{listing_id}/nights). */
+export const listingNightStates = new EnumNames<ListingNightState, ListingNightStateName>(ListingNightStateSchema);
 
 /**
  * Webhook event kinds (`booking.confirmed`); the schema lets partners subscribe to

@@ -27,7 +27,11 @@ export function putEndpointRequest(workspaceId: string, body: WebhookEndpointBod
   };
 }
 
-export function presentEndpoint(res: PutEndpointResponse): EndpointJson {
+/**
+ * PutEndpointResponse, or the Endpoint of GetEndpointResponse (GET /v1/webhooks/endpoint,
+ * which has no secret to show: the secret is shown only by the PUT that first issues it).
+ */
+export function presentEndpoint(res: Pick<PutEndpointResponse, 'url' | 'events' | 'status'> & { signingSecret?: string }): EndpointJson {
   const out: EndpointJson = {
     url: res.url,
     events: res.events.map((e) => webhookEvents.name(e)),

@@ -4,6 +4,7 @@ import { blockRoutes } from './blocks';
 import { deletionRequestRoutes } from './deletion-requests';
 import { eventRoutes } from './events';
 import type { RouteDeps } from './deps';
+import { listingRoutes } from './listings';
 import { propertyRoutes } from './properties';
 import { requestLogRoutes } from './requests';
 import { sandboxRoutes } from './sandbox';
@@ -17,6 +18,7 @@ export function contractRoutes(deps: RouteDeps): Route[] {
     ...tokenRoutes(deps),
     ...propertyRoutes(deps),
     ...blockRoutes(deps),
+    ...listingRoutes(deps),
     ...webhookRoutes(deps),
     ...deletionRequestRoutes(deps),
     ...eventRoutes(deps),

@@ -1,10 +1,19 @@
 /**
- * PUT /v1/properties/{provider_id} → CatalogService.UpsertProperty (spec "PUT
- * /properties/{provider_id}"; 200 with the upsert response).
+ * Properties (GET /v1/properties → CatalogService.ListProperties, 200 `{items, has_more}`
+ * of the same items, ordered by provider_id, paged like GET /v1/blocks):
+ *
+ * - PUT /v1/properties/{provider_id} → CatalogService.UpsertProperty (spec "PUT
+ *   /properties/{provider_id}"; 200 with the upsert response);
+ * - GET /v1/properties/{provider_id} → CatalogService.GetProperty, 200 with the property
+ *   as last accepted, its publishability and each photo's state (presenters/property-read.ts);
+ *   an unknown or another workspace's provider_id is the same 404 property_not_found.
  */
 import { contractRoute } from '../contract-route';
 import type { Route } from '../contract-router';
 import { presentPropertyUpsert, upsertPropertyRequest } from '../presenters/properties';
+import { presentPropertyList, presentStoredProperty } from '../presenters/property-read';
+import { pageRequest } from '../presenters/blocks';
+import { sameNames } from '../internal-fields';
 import { sendJson } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
@@ -25,6 +34,35 @@ export function propertyRoutes(deps: RouteDeps): Route[] {
         async call(ctx, { params, body }, caller) {
           const res = await deps.upstreams.catalog.upsertProperty(upsertPropertyRequest(caller.workspaceId, params.provider_id, body));
           sendJson(ctx, 200, presentPropertyUpsert(res));
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'GET',
+        path: '/v1/properties/:provider_id',
+        params: schemas.propertyPath,
+        query: schemas.noParameters,
+        internalFields: sameNames('provider_id'),
+        async call(ctx, { params }, caller) {
+          const res = await deps.upstreams.catalog.getProperty({ workspaceId: caller.workspaceId, providerId: params.provider_id });
+          sendJson(ctx, 200, presentStoredProperty(res));
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'GET',
+        path: '/v1/properties',
+        params: schemas.noParameters,
+        query: schemas.propertiesQuery,
+        integerQuery: ['page', 'page_size'],
+        internalFields: sameNames('page', 'page_size'),
+        async call(ctx, { query }, caller) {
+          const res = await deps.upstreams.catalog.listProperties({ workspaceId: caller.workspaceId, ...pageRequest(query) });
+          sendJson(ctx, 200, presentPropertyList(res));
         },
       },
       deps.contract,

@@ -1,6 +1,8 @@
 /**
  * PUT /v1/webhooks/endpoint → NotificationsService.PutEndpoint, 200 `{url, events,
- * status, signing_secret?}` (spec "PUT /webhooks/endpoint").
+ * status, signing_secret?}` (spec "PUT /webhooks/endpoint"). GET /v1/webhooks/endpoint →
+ * NotificationsService.GetEndpoint, 200 `{url, events, status}`, never the secret; no
+ * endpoint registered → 404 `webhook_endpoint_not_found` (docs/contract-gaps.md).
  *
  * The gateway checks what needs no look-up — the egress guard's own URL rules
  * (services/kit/egress.ts `checkUrl` with WEBHOOK_URL_RULES: https, port 443 or 8443,
@@ -49,6 +51,21 @@ export function webhookRoutes(deps: RouteDeps): Route[] {
         async call(ctx, { body }, caller) {
           const res = await deps.upstreams.notifications.putEndpoint(putEndpointRequest(caller.workspaceId, body));
           sendJson(ctx, 200, presentEndpoint(res));
+        },
+      },
+      deps.contract,
+    ),
+    contractRoute(
+      {
+        method: 'GET',
+        path: '/v1/webhooks/endpoint',
+        params: schemas.noParameters,
+        query: schemas.noParameters,
+        internalFields: {},
+        async call(ctx, _input, caller) {
+          const res = await deps.upstreams.notifications.getEndpoint({ workspaceId: caller.workspaceId });
+          if (!res.endpoint) throw new Error('GetEndpointResponse.endpoint is missing');
+          sendJson(ctx, 200, presentEndpoint(res.endpoint));
         },
       },
       deps.contract,

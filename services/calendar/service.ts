@@ -13,6 +13,7 @@ import { cancelBooking, confirmBooking, getBooking } from './bookings';
 import type { CalendarDeps } from './calendar-deps';
 import { eraseGuest, getErasure } from './erasure';
 import { placeHold, releaseHold } from './holds';
+import { listListingNights } from './listing-nights';
 import { watchEvents, type WatchHub } from './watch';
 
 /** Registers CalendarService on `router`. */
@@ -21,6 +22,7 @@ export function registerCalendarService(router: ConnectRouter, deps: CalendarDep
     putBlock: (req) => putBlock(deps, req),
     deleteBlock: (req) => deleteBlock(deps, req),
     listBlocks: (req) => listBlocks(deps, req),
+    listListingNights: (req) => listListingNights(deps, req),
     // Idempotency keys are scoped per authenticated caller (idempotency.ts).
     placeHold: (req, ctx) => placeHold(deps, req, ctx.values.get(CALLER)),
     releaseHold: (req) => releaseHold(deps, req),

@@ -3,6 +3,7 @@
  * messages of proto/psync/catalog/v1/catalog.proto.
  */
 import { create } from '@bufbuild/protobuf';
+import { timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import {
   MissingReasonSchema,
   PhotoRejectionReasonSchema,
@@ -69,4 +70,30 @@ export function photoStatusMessage(ph: PhotoRow): PhotoStatus {
     height: ph.height ?? undefined,
     contentType: ph.content_type ?? undefined,
   });
+}
+
+/** The fields of a PropertyRecord, which GetPropertyResponse has too. */
+export interface PropertyRecordFields {
+  providerId: string;
+  property: Property;
+  listingId?: string;
+  publishable: boolean;
+  missing: MissingReasonEnum[];
+  unknownAmenities: string[];
+  photos: PhotoStatus[];
+  updatedAt: Timestamp;
+}
+
+/** A stored property with its current state (GetProperty's fields, ListProperties' items). */
+export function propertyRecord(p: PropertyRow, photos: readonly PhotoRow[]): PropertyRecordFields {
+  return {
+    providerId: p.provider_id,
+    property: propertyMessage(p, photos),
+    listingId: p.listing_id ?? undefined,
+    publishable: p.publishable,
+    missing: p.missing.map(toMissingReason),
+    unknownAmenities: p.unknown_amenities,
+    photos: photos.map(photoStatusMessage),
+    updatedAt: timestampFromDate(p.pushed_at),
+  };
 }

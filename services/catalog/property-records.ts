@@ -76,17 +76,40 @@ export async function findProperty(q: Sql | Tx, workspaceId: string, providerId:
   return row;
 }
 
-/** The photos of a property, cover first (position, then payload order). */
-export async function readPhotos(q: Sql | Tx, propertyId: string): Promise<PhotoRow[]> {
+/**
+ * One page of a workspace's properties, ordered by provider_id in byte order (the same
+ * on every backend), `limit` rows from `offset`.
+ */
+export async function propertyPage(q: Sql | Tx, workspaceId: string, limit: number, offset: number): Promise<PropertyRow[]> {
   const db = q as Sql;
-  return db<PhotoRow[]>`
-    select ph.url, ph.position, ph.ordinal, ph.state, ph.rejection_reason, ph.blob_sha256,
+  return db<PropertyRow[]>`
+    select * from catalog.properties
+    where workspace_id = ${workspaceId}
+    order by provider_id collate "C"
+    limit ${limit} offset ${offset}
+  `;
+}
+
+/** The photos of several properties in one query, by property id, each cover first (as readPhotos). */
+export async function readPhotosOf(q: Sql | Tx, propertyIds: readonly string[]): Promise<Map<string, PhotoRow[]>> {
+  const out = new Map<string, PhotoRow[]>(propertyIds.map((id) => [id, []]));
+  if (propertyIds.length === 0) return out;
+  const db = q as Sql;
+  const rows = await db<(PhotoRow & { property_id: string })[]>`
+    select ph.property_id, ph.url, ph.position, ph.ordinal, ph.state, ph.rejection_reason, ph.blob_sha256,
            b.width, b.height, b.content_type
     from catalog.photos ph
     left join catalog.photo_blobs b on b.sha256 = ph.blob_sha256
-    where ph.property_id = ${propertyId}
-    order by ph.position, ph.ordinal
+    where ph.property_id = any(${propertyIds as string[]}::uuid[])
+    order by ph.property_id, ph.position, ph.ordinal
   `;
+  for (const { property_id: id, ...photo } of rows) out.get(id)?.push(photo);
+  return out;
+}
+
+/** The photos of a property, cover first (position, then payload order). */
+export async function readPhotos(q: Sql | Tx, propertyId: string): Promise<PhotoRow[]> {
+  return (await readPhotosOf(q, [propertyId])).get(propertyId) ?? [];
 }
 
 /** `{url, reason}` of every rejected photo, in photo order. */

@@ -5,7 +5,6 @@
  * marketplace-listings.ts.
  */
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { Sql } from '../kit/database';
@@ -15,8 +14,9 @@ import { canonicalUuid } from '../kit/uuid';
 import { listingNotFound, propertyNotFound } from './errors';
 import { listingMessage, readListing } from './listing-records';
 import { DEFAULT_MARKETPLACE_LISTING, createMarketplaceListing } from './marketplace-listings';
-import { photoStatusMessage, propertyMessage, toMissingReason, toPropertyStatus, toRejectionReason } from './messages';
-import { findProperty, readPhotos, rejectedPhotos } from './property-records';
+import { propertyRecord, toMissingReason, toPropertyStatus, toRejectionReason } from './messages';
+import { findProperty, propertyPage, readPhotos, readPhotosOf, rejectedPhotos } from './property-records';
+import { PAGE_SIZE_DEFAULT } from '../kit/limits';
 import { upsertProperty } from './property-upsert';
 import { getPublicListing, getPublicPhoto, searchPublicListings } from './public-listings';
 import { propertyInput } from './property-input';
@@ -60,16 +60,21 @@ export function catalogService(deps: CatalogDeps): ServiceImpl<typeof CatalogSer
       if (!p) throw propertyNotFound();
       const photos = await readPhotos(sql, p.id);
       return {
-        providerId: p.provider_id,
-        property: propertyMessage(p, photos),
-        listingId: p.listing_id ?? undefined,
-        publishable: p.publishable,
-        missing: p.missing.map(toMissingReason),
-        unknownAmenities: p.unknown_amenities,
+        ...propertyRecord(p, photos),
         photosRejected: rejectedPhotos(photos).map((r) => ({ url: r.url, reason: toRejectionReason(r.reason) })),
-        photos: photos.map(photoStatusMessage),
-        updatedAt: timestampFromDate(p.pushed_at),
       };
+    },
+
+    async listProperties(req) {
+      const page = req.page === 0 ? 1 : req.page;
+      const pageSize = req.pageSize === 0 ? PAGE_SIZE_DEFAULT : req.pageSize;
+      const rows = await propertyPage(sql, canonicalUuid(req.workspaceId), pageSize + 1, (page - 1) * pageSize);
+      const shown = rows.slice(0, pageSize);
+      const photos = await readPhotosOf(
+        sql,
+        shown.map((p) => p.id),
+      );
+      return { items: shown.map((p) => propertyRecord(p, photos.get(p.id) ?? [])), hasMore: rows.length > pageSize };
     },
 
     async createListing(req) {

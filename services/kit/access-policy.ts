@@ -68,7 +68,8 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
   },
   'psync.catalog.v1.CatalogService': {
     UpsertProperty: ['gateway'],
-    GetProperty: ['operator'],
+    GetProperty: ['gateway', 'operator'],
+    ListProperties: ['gateway'],
     CreateListing: ['operator'],
     GetListing: ['calendar', 'notifications'],
     ResolveListing: ['calendar', 'marketplace'],
@@ -81,6 +82,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
     PutBlock: ['gateway'],
     DeleteBlock: ['gateway'],
     ListBlocks: ['gateway'],
+    ListListingNights: ['gateway'],
     PlaceHold: ['marketplace', 'operator'],
     ReleaseHold: ['marketplace', 'operator'],
     ConfirmBooking: ['marketplace', 'operator'],
@@ -93,7 +95,7 @@ export const ACCESS_POLICY: Readonly<Record<string, Readonly<Record<string, read
   },
   'psync.notifications.v1.NotificationsService': {
     PutEndpoint: ['gateway'],
-    GetEndpoint: ['operator'],
+    GetEndpoint: ['gateway', 'operator'],
     RotateSecret: ['operator'],
     ListDeliveries: ['operator'],
     ReplayDeliveries: ['operator'],

@@ -12,6 +12,9 @@
 /** Most nights a block, hold, booking or availability range may span: two years. */
 export const MAX_NIGHTS = 730;
 
+/** Most nights one read of a listing's calendar may span (GET /listings/{listing_id}/nights): a year, leap day included. */
+export const MAX_NIGHTS_READ = 366;
+
 /** Rate-limit windows: fixed windows of this many seconds, aligned to the Unix epoch. */
 export const RATE_WINDOW_SECONDS = 3600;
 

@@ -75,7 +75,7 @@ describe('outside the contract', () => {
     expect(res.headers['ratelimit-policy']).toBeUndefined();
   });
 
-  test.each(['/', '/v1', '/v1/', '/v2/blocks', '/v1/properties', '/v1/blocks/a/b', '/v1//blocks', '/V1/blocks', '/v1/webhooks', '/v1/openapi.yaml'])(
+  test.each(['/', '/v1', '/v1/', '/v2/blocks', '/v1/property', '/v1/blocks/a/b', '/v1//blocks', '/V1/blocks', '/v1/webhooks', '/v1/openapi.yaml'])(
     'unknown path %s → 404 not_found problem',
     async (path) => {
       const res = await send(base, { path });
@@ -88,10 +88,12 @@ describe('outside the contract', () => {
     ['PATCH', '/v1/blocks/abc', 'PUT, DELETE'],
     ['GET', '/v1/blocks/abc', 'PUT, DELETE'],
     ['POST', '/v1/blocks', 'GET, HEAD'],
-    ['DELETE', '/v1/properties/p1', 'PUT'],
+    ['DELETE', '/v1/properties/p1', 'PUT, GET, HEAD'],
+    ['POST', '/v1/properties', 'GET, HEAD'],
+    ['PUT', '/v1/listings/lst_1/nights', 'GET, HEAD'],
     ['GET', '/v1/token', 'POST'],
     ['PUT', '/v1/token', 'POST'],
-    ['GET', '/v1/webhooks/endpoint', 'PUT'],
+    ['DELETE', '/v1/webhooks/endpoint', 'PUT, GET, HEAD'],
     ['GET', '/v1/deletion-requests/6f1c1f57-3a39-4f0a-9a8e-0a4f2e2d7c11/acknowledge', 'POST'],
     ['OPTIONS', '/v1/blocks', 'GET, HEAD'],
   ])('%s %s → 405 with Allow: %s', async (method, path, allow) => {

@@ -23,6 +23,7 @@ const CODES: Record<string, number> = {
   property_not_found: 404,
   deletion_request_not_found: 404,
   delivery_not_found: 404,
+  webhook_endpoint_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

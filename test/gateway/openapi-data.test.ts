@@ -27,8 +27,10 @@ import {
   cancellationInitiators,
   deliveryStates,
   endpointStatuses,
+  listingNightStates,
   missingReasons,
   photoRejectionReasons,
+  photoStates,
   propertyStatuses,
   upsertResults,
   webhookEvents,
@@ -93,7 +95,11 @@ describe('enumerations are the code’s vocabularies', () => {
     expect(props('PropertyUpsert').status.enum).toEqual(propertyStatuses.names);
     expect(props('PropertyUpsert').missing.items.enum).toEqual(missingReasons.names);
     expect(props('PropertyUpsert').photos_rejected.items.properties.reason.enum).toEqual(photoRejectionReasons.names);
+    expect(props('StoredProperty').missing.items.enum).toEqual(missingReasons.names);
+    expect(props('PhotoState').state.enum).toEqual(photoStates.names);
+    expect(props('PhotoState').reason.enum).toEqual(photoRejectionReasons.names);
     expect(props('BlockItem').reason.enum).toEqual(blockReasons.names);
+    expect(props('ListingNight').state.enum).toEqual(listingNightStates.names);
     expect(props('WebhookEndpointState').status.enum).toEqual(endpointStatuses.names);
     expect(props('Delivery').state.enum).toEqual(deliveryStates.names);
     const subscribable = (webhookEvents.names as string[]).filter((k) => k !== 'endpoint.challenge');

@@ -40,6 +40,7 @@ const NOT_SENT: Record<string, string> = {
   '200 published': 'a response-only example: the state after photo processing, which needs reachable image URLs',
   '200 not_echoed': 'a response-only example: an endpoint that does not echo the challenge',
   '200 failed': 'a response-only example: a finished run, read by the id its POST answered (test/notifications/endpoint-checks.test.ts reads runs)',
+  '200 pending': 'a response-only example: an endpoint that does not echo the challenge',
 };
 
 let doc: Doc;
@@ -156,6 +157,11 @@ test('outside the operations: a path not in the document (404) and another metho
   expect(res.headers.allow).toBe(doc.paths['/blocks/{external_uid}']['x-other-methods'].allow);
 });
 
+test('GET /properties/{provider_id} before the property is pushed: 404, and the common errors', async () => {
+  await sendExample('GET /properties/{provider_id}', 'unknown_listing');
+  await sendCommonErrors('GET /properties/{provider_id}');
+});
+
 test('PUT /properties/{provider_id}', async () => {
   const complete = await sendExample('PUT /properties/{provider_id}', 'complete');
   expect(complete.json).toEqual(expect.objectContaining({ provider_id: EXAMPLE_IDS.providerId, result: 'created', listing_id: null, publishable: false }));
@@ -163,6 +169,25 @@ test('PUT /properties/{provider_id}', async () => {
   const incomplete = await sendExample('PUT /properties/{provider_id}', 'incomplete');
   expect(incomplete.json.missing).toEqual(expect.arrayContaining(['price', 'amenities', 'unlisted']));
   await sendCommonErrors('PUT /properties/{provider_id}', 'complete');
+});
+
+test('GET /properties/{provider_id} and GET /properties once pushed', async () => {
+  // A 200 of the documented shape; the example's photo states need reachable image URLs.
+  const one = await sendExample('GET /properties/{provider_id}', 'photo_rejected');
+  expect(one.json).toEqual(expect.objectContaining({ provider_id: EXAMPLE_IDS.providerId, listing_id: null }));
+  const page = await sendExample('GET /properties', 'page');
+  expect(page.json).toEqual({ items: [one.json], has_more: false });
+  await sendCommonErrors('GET /properties');
+});
+
+test('GET /listings/{listing_id}/nights', async () => {
+  const res = await sendExample('GET /listings/{listing_id}/nights', 'week');
+  expect(res.json.items.map((n: { date: string }) => n.date)).toEqual(['2030-07-01', '2030-07-02', '2030-07-03', '2030-07-04', '2030-07-05', '2030-07-06', '2030-07-07']);
+  await sendCommonErrors('GET /listings/{listing_id}/nights');
+  // The shared 404 example has no request of its own: the listing is one no workspace has.
+  const unknown = await send(suite.system.gatewayUrl, { path: `/v1/listings/${EXAMPLE_IDS.unknownListingId}/nights?from=2030-07-01&to=2030-07-08`, headers: sandbox.auth });
+  expect([unknown.status, unknown.json.code]).toEqual([404, 'property_not_found']);
+  sent.add('GET /listings/{listing_id}/nights 404 unknown_listing');
 });
 
 test('GET /blocks', async () => {
@@ -198,6 +223,11 @@ test('DELETE /blocks/{external_uid}', async () => {
   await sendCommonErrors('DELETE /blocks/{external_uid}');
 });
 
+test('GET /webhooks/endpoint before any registration: 404, and the common errors', async () => {
+  await sendExample('GET /webhooks/endpoint', 'none_registered');
+  await sendCommonErrors('GET /webhooks/endpoint');
+});
+
 test('PUT /webhooks/endpoint, and the acknowledgement of a real user.erased delivery', async () => {
   const registered = await sendExample('PUT /webhooks/endpoint', 'register');
   expect(registered.json).toEqual(expect.objectContaining({ status: 'active', signing_secret: expect.stringMatching(/^whsec_/) }));
@@ -224,6 +254,11 @@ test('PUT /webhooks/endpoint, and the acknowledgement of a real user.erased deli
   const paused = await sendExample('PUT /webhooks/endpoint', 'pause');
   expect(paused.json).toEqual({ url: `${suite.receiver.baseUrl}${receiverPath}`, events: [], status: 'active' });
 }, 120_000);
+
+test('GET /webhooks/endpoint once registered: never the secret', async () => {
+  const res = await sendExample('GET /webhooks/endpoint', 'active');
+  expect(res.json).toEqual({ url: `${suite.receiver.baseUrl}${receiverPath}`, events: [], status: 'active' });
+});
 
 test('the sandbox tools: test events, their deliveries in the log, a resend; a paused endpoint refuses both', async () => {
   const url = `${suite.receiver.baseUrl}${receiverPath}`;

@@ -307,10 +307,14 @@ describe('covers the contract', () => {
       [
         'POST /token',
         'PUT /properties/{provider_id}',
+        'GET /properties/{provider_id}',
+        'GET /properties',
         'PUT /blocks/{external_uid}',
         'DELETE /blocks/{external_uid}',
         'GET /blocks',
+        'GET /listings/{listing_id}/nights',
         'PUT /webhooks/endpoint',
+        'GET /webhooks/endpoint',
         'POST /deletion-requests/{event_id}/acknowledge',
         'GET /events',
         'POST /sandbox/events',
@@ -455,7 +459,7 @@ describe('outside the operations: 404 and 405 as the gateway answers them', () =
     expect(doc['x-unknown-path'].response).toEqual({ $ref: '#/components/responses/NotFound' });
     for (const [method, path] of [
       ['GET', '/v1/bookings'],
-      ['POST', '/v1/properties'],
+      ['POST', '/v1/property'],
       ['DELETE', '/v2/blocks'],
       ['PUT', '/v1/properties/villa-42/photos'],
     ]) {

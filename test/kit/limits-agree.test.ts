@@ -10,7 +10,7 @@
 import { getOption, hasOption, type DescMessage } from '@bufbuild/protobuf';
 import { field as fieldRules } from '../../gen/buf/validate/validate_pb';
 import { ListBlocksRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { SearchPublicListingsRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
+import { ListPropertiesRequestSchema, SearchPublicListingsRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { ListDeliveryLogRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 import parameters from '../../gateway/schemas/parameters.json';
 import { calendarModule } from '../../services/calendar/module';
@@ -85,7 +85,7 @@ describe('the public JSON Schemas and the .proto rules', () => {
     for (const [name, maximum, def] of queries) expect([name, maximum, def]).toEqual([name, PAGE_SIZE_MAX, PAGE_SIZE_DEFAULT]);
   });
 
-  test.each([ListBlocksRequestSchema, SearchPublicListingsRequestSchema, ListDeliveryLogRequestSchema].map((s) => [s.typeName, s] as const))(
+  test.each([ListBlocksRequestSchema, ListPropertiesRequestSchema, SearchPublicListingsRequestSchema, ListDeliveryLogRequestSchema].map((s) => [s.typeName, s] as const))(
     '%s page_size: protovalidate allows at most PAGE_SIZE_MAX',
     (_name, schema: DescMessage) => {
       const f = schema.fields.find((x) => x.name === 'page_size')!;

@@ -31,11 +31,16 @@ import type {
   EventList,
   EventListQuery,
   FeedEvent,
+  ListingNights,
+  ListingNightsQuery,
   Property,
   PropertyUpsert,
+  PropertyListQuery,
   RecordedRequest,
   RecordedRequestList,
   RecordedRequestListQuery,
+  StoredProperty,
+  StoredPropertyList,
   TestEvent,
   Token,
   WebhookEndpoint,
@@ -122,6 +127,27 @@ export class PartnerClient {
     return required(data, 'PUT /properties/{provider_id}');
   }
 
+  /** `GET /properties/{provider_id}`: the property as last accepted, its publishability and each photo's state. */
+  async getProperty(providerId: string): Promise<StoredProperty> {
+    const { data } = await this.api.GET('/properties/{provider_id}', { params: { path: { provider_id: providerId } } });
+    return required(data, 'GET /properties/{provider_id}');
+  }
+
+  /** `GET /properties`: one page, ordered by `provider_id`. */
+  async listProperties(query: PropertyListQuery = {}): Promise<StoredPropertyList> {
+    const { data } = await this.api.GET('/properties', { params: { query } });
+    return required(data, 'GET /properties');
+  }
+
+  /** Every property, page after page (each page is one request of the quota). */
+  async *properties(query: Omit<PropertyListQuery, 'page'> = {}): AsyncGenerator<StoredProperty> {
+    for (let page = 1; ; page++) {
+      const list = await this.listProperties({ ...query, page });
+      yield* list.items;
+      if (!list.has_more) return;
+    }
+  }
+
   /** `PUT /blocks/{external_uid}`: holds nights; a collision throws `ProblemError` `conflict` with `conflicts`. */
   async putBlock(externalUid: string, block: Block): Promise<BlockPut> {
     const { data } = await this.api.PUT('/blocks/{external_uid}', { params: { path: { external_uid: externalUid } }, body: block });
@@ -148,10 +174,22 @@ export class PartnerClient {
     }
   }
 
+  /** `GET /listings/{listing_id}/nights`: what holds each night of [`from`, `to`) of one of your listings (at most 366 nights). */
+  async listListingNights(listingId: string, query: ListingNightsQuery): Promise<ListingNights> {
+    const { data } = await this.api.GET('/listings/{listing_id}/nights', { params: { path: { listing_id: listingId }, query } });
+    return required(data, 'GET /listings/{listing_id}/nights');
+  }
+
   /** `PUT /webhooks/endpoint`: registers the endpoint; the challenge is answered during the call. */
   async putWebhookEndpoint(endpoint: WebhookEndpoint): Promise<WebhookEndpointState> {
     const { data } = await this.api.PUT('/webhooks/endpoint', { body: endpoint });
     return required(data, 'PUT /webhooks/endpoint');
+  }
+
+  /** `GET /webhooks/endpoint`: the registered endpoint (`url`, `events`, `status`), never the secret. */
+  async getWebhookEndpoint(): Promise<WebhookEndpointState> {
+    const { data } = await this.api.GET('/webhooks/endpoint');
+    return required(data, 'GET /webhooks/endpoint');
   }
 
   /** `POST /deletion-requests/{event_id}/acknowledge`: call it once the records of a `user.erased` are deleted. */

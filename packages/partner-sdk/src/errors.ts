@@ -17,6 +17,7 @@ export const PROBLEM_CODES = [
   'deletion_request_not_found',
   'delivery_not_found',
   'endpoint_check_not_found',
+  'webhook_endpoint_not_found',
   'not_found',
   'method_not_allowed',
   'conflict',

@@ -13,6 +13,14 @@ export type { components, paths, operations, webhooks } from './generated/openap
 export type Property = Schemas['Property'];
 /** Answer of `PUT /properties/{provider_id}`. */
 export type PropertyUpsert = Schemas['PropertyUpsert'];
+/** Answer of `GET /properties/{provider_id}`: the property as last accepted, its publishability and each photo's state. */
+export type StoredProperty = Schemas['StoredProperty'];
+/** Answer of `GET /properties`. */
+export type StoredPropertyList = Schemas['StoredPropertyList'];
+/** Query of `GET /properties`. */
+export type PropertyListQuery = NonNullable<paths['/properties']['get']['parameters']['query']>;
+/** One photo of a property read back: `processing`, `ready`, or `rejected` with its `reason`. */
+export type PhotoState = Schemas['PhotoState'];
 /** Request body of `PUT /blocks/{external_uid}`. */
 export type Block = Schemas['Block'];
 /** Answer of `PUT /blocks/{external_uid}`. */
@@ -23,6 +31,12 @@ export type BlockItem = Schemas['BlockItem'];
 export type BlockList = Schemas['BlockList'];
 /** Query of `GET /blocks`. */
 export type BlockListQuery = NonNullable<paths['/blocks']['get']['parameters']['query']>;
+/** Answer of `GET /listings/{listing_id}/nights`: one item per night. */
+export type ListingNights = Schemas['ListingNights'];
+/** One night of a listing: `free`, `blocked` (`external_uid`), `booked` (`booking_reference`), `held` or `withdrawn` (`booking_reference`). */
+export type ListingNight = Schemas['ListingNight'];
+/** Query of `GET /listings/{listing_id}/nights`: `from`, and `to` exclusive. */
+export type ListingNightsQuery = paths['/listings/{listing_id}/nights']['get']['parameters']['query'];
 /** Request body of `PUT /webhooks/endpoint`. */
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 /** Answer of `PUT /webhooks/endpoint` (`signing_secret` only on the call that first issues it). */

@@ -117,6 +117,34 @@ test('pushes a property, places a block, gets a typed 409 over a marketplace hol
   expect(client.rateLimit).toEqual(expect.objectContaining({ limit: QUOTA, remaining: QUOTA - 7, windowSeconds: 3600 }));
 });
 
+test("reads back: the property as last accepted, every property, a listing's nights, and typed 404s", async () => {
+  const p = await partner();
+  const { client } = recordingClient(p.apiKey);
+  await client.putProperty('sdk-villa-1', exampleProperty());
+  const stored = await client.getProperty('sdk-villa-1');
+  expect(stored).toMatchObject({ provider_id: 'sdk-villa-1', listing_id: null, publishable: false, unknown_amenities: [], property: exampleProperty() });
+  expect(stored.photos.map((ph) => ph.url)).toEqual(exampleProperty().photos!.map((ph) => ph.url));
+  const ids: string[] = [];
+  for await (const item of client.properties({ page_size: 1 })) ids.push(item.provider_id);
+  expect(ids).toEqual(['sdk-villa-1']);
+
+  const listingId = (await internal.catalog.createListing({ workspaceId: p.workspaceId })).listing!.listingId;
+  await client.putBlock('sdk-res-1', { listing_id: listingId, check_in: '2030-07-02', check_out: '2030-07-03' });
+  await internal.calendar.placeHold({ listingId, checkIn: '2030-07-03', checkOut: '2030-07-04', requiresPayment: false });
+  expect(await client.listListingNights(listingId, { from: '2030-07-01', to: '2030-07-05' })).toEqual({
+    items: [
+      { date: '2030-07-01', state: 'free' },
+      { date: '2030-07-02', state: 'blocked', external_uid: 'sdk-res-1' },
+      { date: '2030-07-03', state: 'held' },
+      { date: '2030-07-04', state: 'free' },
+    ],
+  });
+
+  await expect(client.getWebhookEndpoint()).rejects.toMatchObject({ name: 'ProblemError', code: 'webhook_endpoint_not_found', status: 404 });
+  await expect(client.getProperty('sdk-never-pushed')).rejects.toMatchObject({ name: 'ProblemError', code: 'property_not_found', status: 404 });
+  expect(client.rateLimit).toEqual(expect.objectContaining({ limit: QUOTA, remaining: QUOTA - 7 }));
+});
+
 test('a 429 is honoured: Retry-After waited out and the request retried, boundedly, then thrown typed', async () => {
   const p = await partner();
   // Spend the quota; a client that never waits reports the 429 at once.

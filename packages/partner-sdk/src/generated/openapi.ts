@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/properties": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the properties
+         * @description Every property of the workspace, a page at a time, ordered by `provider_id` (byte order), each as `GET /properties/{provider_id}` reads it. A page past the end is `200` with `items: []` and `has_more: false`.
+         */
+        get: operations["listProperties"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/properties/{provider_id}": {
         parameters: {
             query?: never;
@@ -37,7 +57,13 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read a property back
+         * @description The property as last accepted by `PUT /properties/{provider_id}` (`property`, exactly as sent), with the upsert answer's `listing_id`, `publishable`, `missing` and `unknown_amenities` as they stand now, and each photo's state: `processing`, `ready`, or `rejected` with its `reason`. Poll it after a push to see `photos_processing` clear without pushing again.
+         *
+         *     A `provider_id` this workspace never pushed (or another partner's) is `404 property_not_found`, indistinguishably.
+         */
+        get: operations["getProperty"];
         /**
          * Create or replace a property
          * @description The body is the complete property: anything omitted is removed (replace, not merge). A property with no price, photos or amenities is accepted and held incomplete; the first push of a complete property answers `publishable: false` with `photos_processing`.
@@ -100,6 +126,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/listings/{listing_id}/nights": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The marketplace listing identifier, as `PUT /properties/{provider_id}` or a block's answer gives it; one of the workspace's own listings.
+                 * @example lst_7k2mq4xw6c3rbt5nhd6pvf3j
+                 */
+                listing_id: components["parameters"]["listing_id"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a listing's nights
+         * @description What holds each night of one of the workspace's listings, one item per night of [`from`, `to`) (at most 366): `free`, `blocked` by one of your blocks, `booked` by the marketplace, `held` by a live marketplace hold, or `withdrawn` (a booking you cancelled as the host). Nothing about guests.
+         *
+         *     An unknown listing, or another partner's, is `404 property_not_found`, indistinguishably.
+         */
+        get: operations["listListingNights"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/endpoint": {
         parameters: {
             query?: never;
@@ -107,7 +161,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read the webhook endpoint back
+         * @description The workspace's one endpoint as last registered: `url`, `events` (empty: delivery paused) and `status`. The signing secret is never shown again: it is returned only by the `PUT` that first issues it.
+         *
+         *     No endpoint registered yet: `404 webhook_endpoint_not_found`.
+         */
+        get: operations["getWebhookEndpoint"];
         /**
          * Register the webhook endpoint
          * @description One endpoint per workspace. Every call POSTs a signed `endpoint.challenge` to the URL during the call: echoed within five seconds → `active`, else `pending_verification`. Re-registration replaces the URL and event list and keeps the secret; `events: []` pauses delivery. A refused URL is one generic violation `{url, invalid}` that does not say which check failed.
@@ -728,7 +788,7 @@ export interface components {
             /** @description This occurrence: `urn:psync:request:<uuid>`, the request's `X-Request-Id`. Not a URL. */
             instance: string;
             /**
-             * @description The error code; the codes of this version are `validation_failed`, `unauthorized`, `workspace_scope_mismatch`, `property_not_found`, `deletion_request_not_found`, `delivery_not_found`, `endpoint_check_not_found`, `not_found`, `method_not_allowed`, `conflict`, `webhook_endpoint_not_active`, `delivery_not_resendable`, `rate_limited`, `internal_error`, `not_enabled`, `service_unavailable`. New codes may be added.
+             * @description The error code; the codes of this version are `validation_failed`, `unauthorized`, `workspace_scope_mismatch`, `property_not_found`, `deletion_request_not_found`, `delivery_not_found`, `endpoint_check_not_found`, `webhook_endpoint_not_found`, `not_found`, `method_not_allowed`, `conflict`, `webhook_endpoint_not_active`, `delivery_not_resendable`, `rate_limited`, `internal_error`, `not_enabled`, `service_unavailable`. New codes may be added.
              * @example validation_failed
              * @example unauthorized
              * @example workspace_scope_mismatch
@@ -736,6 +796,7 @@ export interface components {
              * @example deletion_request_not_found
              * @example delivery_not_found
              * @example endpoint_check_not_found
+             * @example webhook_endpoint_not_found
              * @example not_found
              * @example method_not_allowed
              * @example conflict
@@ -979,6 +1040,106 @@ export interface components {
             items: components["schemas"]["RecordedRequest"][];
             /** @description The `after` of the next page; `null` on the last page. */
             next_cursor: string | null;
+        };
+        /** @description One photo of a property read back and where it stands in the photo pipeline. */
+        PhotoState: {
+            /** Format: uri */
+            url: string;
+            position: number;
+            /**
+             * @description `processing`: queued or being fetched; `ready`: fetched, decoded and stored, usable; `rejected`: it did not become a photo (see `reason`).
+             * @enum {string}
+             */
+            state: "processing" | "ready" | "rejected";
+            /**
+             * @description Only when `state` is `rejected`: the same coarse reason as the upsert answer's `photos_rejected`.
+             * @enum {string}
+             */
+            reason?: "unreachable" | "forbidden_url" | "not_an_image" | "too_large" | "too_small";
+        };
+        /** @description A property as the marketplace holds it: the body last accepted by `PUT /properties/{provider_id}`, with the upsert answer's publishability fields as they stand now and each photo's state. */
+        StoredProperty: {
+            provider_id: string;
+            /** @description The marketplace listing; `null` until the property can be shown to a guest, never a placeholder. */
+            listing_id: string | null;
+            /** @description Whether the property can be shown to guests now (photo processing that ended since the push is taken into account). */
+            publishable: boolean;
+            /** @description Why `publishable` is false; empty when true (as in the upsert answer). */
+            missing: ("price" | "amenities" | "cover_photo" | "photos" | "photos_processing" | "unlisted")[];
+            /** @description Amenity slugs of the last push that are not recognised. */
+            unknown_amenities: string[];
+            /** @description Every photo of the last push, cover first (position, then payload order), with its state. */
+            photos: components["schemas"]["PhotoState"][];
+            /**
+             * Format: date-time
+             * @description When the property was last accepted.
+             */
+            updated_at: string;
+            /** @description The body last accepted, as it was sent (the `Property` schema): fields omitted then are absent here. */
+            property: {
+                name: string;
+                description?: string;
+                property_type: string;
+                address: {
+                    line1: string;
+                    city: string;
+                    region?: string;
+                    postal_code?: string;
+                    /** @description ISO 3166-1 alpha-2, upper case, an officially assigned code (a well-shaped unassigned code is `enum`) */
+                    country: string;
+                    latitude: number;
+                    longitude: number;
+                };
+                occupancy: {
+                    max_guests: number;
+                    bedrooms: number;
+                    beds: number;
+                    bathrooms: number;
+                };
+                /** @description Money: a decimal string value and an ISO 4217 currency code, always together */
+                base_rate?: {
+                    /** @description non-negative decimal: at most 15 integer digits and 10 decimals */
+                    value: string;
+                    /** @description ISO 4217, upper case */
+                    currency: string;
+                };
+                amenities?: string[];
+                photos?: {
+                    /** Format: uri */
+                    url: string;
+                    position: number;
+                }[];
+                /** @description local HH:MM, 24-hour */
+                check_in_time: string;
+                /** @description local HH:MM, 24-hour */
+                check_out_time: string;
+                /** @enum {string} */
+                status: "listed" | "unlisted";
+            };
+        };
+        StoredPropertyList: {
+            /** @description The page, ordered by `provider_id` (byte order); empty past the end. */
+            items: components["schemas"]["StoredProperty"][];
+            /** @description Whether another page follows. There is no total. */
+            has_more: boolean;
+        };
+        /** @description One night of a listing and what holds it; nothing about guests. */
+        ListingNight: {
+            /** Format: date */
+            date: string;
+            /**
+             * @description `free`: nothing holds it. `blocked`: one of your blocks (`external_uid`). `booked`: a marketplace booking (`booking_reference`). `held`: a live marketplace hold, not past its expiry (a guest is checking out; it becomes `booked` or `free`). `withdrawn`: a booking you cancelled as the host (`booking_reference`): the night stays taken for good.
+             * @enum {string}
+             */
+            state: "free" | "blocked" | "booked" | "held" | "withdrawn";
+            /** @description `blocked` only: your block's `external_uid` (when several of your blocks overlap on the night, the first by `external_uid`, byte order). */
+            external_uid?: string;
+            /** @description `booked` and `withdrawn` only: the booking's reference, as in `booking.confirmed`. */
+            booking_reference?: string;
+        };
+        ListingNights: {
+            /** @description One item per night of [`from`, `to`), ascending. */
+            items: components["schemas"]["ListingNight"][];
         };
     };
     responses: {
@@ -1231,6 +1392,26 @@ export interface components {
                 };
             };
         };
+        /** @description `webhook_endpoint_not_found`: this workspace has no webhook endpoint registered (register one with `PUT /webhooks/endpoint`). */
+        WebhookEndpointNotFound: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    code?: "webhook_endpoint_not_found";
+                    /** @constant */
+                    status?: 404;
+                };
+            };
+        };
         /** @description `webhook_endpoint_not_active`: the workspace has no endpoint that is `active` and subscribed to this kind (none registered, its challenge not echoed, paused, suspended, or the kind not in `events`). Nothing was queued. */
         WebhookEndpointNotActive: {
             headers: {
@@ -1350,6 +1531,21 @@ export interface components {
          */
         page_size: number;
         /**
+         * @description The marketplace listing identifier, as `PUT /properties/{provider_id}` or a block's answer gives it; one of the workspace's own listings.
+         * @example lst_7k2mq4xw6c3rbt5nhd6pvf3j
+         */
+        listing_id: string;
+        /**
+         * @description The first night shown.
+         * @example 2030-07-01
+         */
+        nights_from: string;
+        /**
+         * @description The end of the range, exclusive (like a block's `check_out`): after `from`, at most 366 nights later.
+         * @example 2030-07-08
+         */
+        nights_to: string;
+        /**
          * @description The delivery's `event_id` (its envelope's).
          * @example 6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c
          */
@@ -1441,6 +1637,128 @@ export interface operations {
             429: components["responses"]["TokenRateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["TokenNotConfigured"];
+        };
+    };
+    listProperties: {
+        parameters: {
+            query?: {
+                /**
+                 * @description 1-based page.
+                 * @example 1
+                 */
+                page?: components["parameters"]["page"];
+                /**
+                 * @description Rows per page.
+                 * @example 50
+                 */
+                page_size?: components["parameters"]["page_size"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of properties. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPropertyList"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The partner's own property identifier, unique within its integration (1–128 characters).
+                 * @example villa-42
+                 */
+                provider_id: components["parameters"]["provider_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The property as last accepted, its publishability and each photo's state. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredProperty"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["PropertyNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     upsertProperty: {
@@ -1713,6 +2031,129 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["WorkspaceScopeMismatch"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listListingNights: {
+        parameters: {
+            query: {
+                /**
+                 * @description The first night shown.
+                 * @example 2030-07-01
+                 */
+                from: components["parameters"]["nights_from"];
+                /**
+                 * @description The end of the range, exclusive (like a block's `check_out`): after `from`, at most 366 nights later.
+                 * @example 2030-07-08
+                 */
+                to: components["parameters"]["nights_to"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The marketplace listing identifier, as `PUT /properties/{provider_id}` or a block's answer gives it; one of the workspace's own listings.
+                 * @example lst_7k2mq4xw6c3rbt5nhd6pvf3j
+                 */
+                listing_id: components["parameters"]["listing_id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One item per night of the range. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListingNights"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included; `to` not after `from` (`invalid`) or more than 366 nights after it (`maximum`), reported on `to`. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["PropertyNotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotEnabled"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registered endpoint: `url`, `events` and `status`; never the signing secret. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointState"];
+                };
+            };
+            /** @description `validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value. */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "validation_failed";
+                        /** @constant */
+                        status?: 400;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["WorkspaceScopeMismatch"];
+            404: components["responses"]["WebhookEndpointNotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotEnabled"];

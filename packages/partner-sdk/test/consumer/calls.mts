@@ -24,6 +24,10 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   seen.push(token.accessToken, String(token.sandbox));
   const upsert = await client.putProperty('villa-42', property);
   seen.push(upsert.result);
+  seen.push(String((await client.listProperties({ page: 1, page_size: 10 })).has_more));
+  for await (const item of client.properties({ page_size: 100 })) seen.push(item.provider_id, item.listing_id ?? '');
+  const stored = await client.getProperty('villa-42');
+  seen.push(stored.property.name, ...stored.photos.map((photo) => `${photo.state}:${photo.reason ?? ''}`));
 
   // `reason` is optional (default reserved), as in docs/openapi.json.
   const withoutReason: Block = { listing_id: 'lst_1', check_in: '2030-08-01', check_out: '2030-08-04' };
@@ -39,10 +43,13 @@ export async function everyMethod(client: PartnerClient): Promise<string[]> {
   const page = await client.listBlocks({ from: '2030-08-01', to: '2030-09-01', page: 1, page_size: 50 });
   seen.push(String(page.has_more));
   for await (const item of client.blocks({ from: '2030-08-01' })) seen.push(item.external_uid);
+  const nights = await client.listListingNights('lst_1', { from: '2030-08-01', to: '2030-08-08' });
+  for (const night of nights.items) seen.push(`${night.date} ${night.state} ${night.external_uid ?? night.booking_reference ?? ''}`);
 
   const endpoint: WebhookEndpoint = { url: 'https://hooks.partner.example/psync', events: ['booking.confirmed', 'user.erased'] };
   const state = await client.putWebhookEndpoint(endpoint);
   seen.push(state.status, state.signing_secret ?? '');
+  seen.push((await client.getWebhookEndpoint()).url);
   const ack = await client.acknowledgeDeletionRequest('7d0c2c52-3c1e-4a8e-9a52-0c7e1b6f2d11', { completed_at: '2030-08-01T10:00:00Z' });
   seen.push(ack.acknowledged_at);
   await client.acknowledgeDeletionRequest('7d0c2c52-3c1e-4a8e-9a52-0c7e1b6f2d12');
