@@ -36,7 +36,8 @@ export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'ph
 export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
 /** A photo's state read back: the catalog's pending / processed / rejected. */
 export type PhotoStateName = 'processing' | 'ready' | 'rejected';
-export type ListingNightStateName = 'free' | 'blocked' | 'booked' | 'held' | 'withdrawn';
+/** A night's public state: a host-cancelled booking's nights (the calendar's WITHDRAWN) read as `booked` with `withdrawn: true` (presenters/nights.ts). */
+export type ListingNightStateName = 'free' | 'blocked' | 'booked' | 'held';
 export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
 
 /** `result` of upserts: created / updated. */
@@ -62,8 +63,8 @@ export const photoStates = new EnumNames<PhotoState, PhotoStateName>(PhotoStateS
 /** Block `reason`. */
 export const blockReasons = new EnumNames<BlockReason, BlockReasonName>(BlockReasonSchema);
 
-/** A night's `state` (GET /v1/listings/{listing_id}/nights). */
-export const listingNightStates = new EnumNames<ListingNightState, ListingNightStateName>(ListingNightStateSchema);
+/** The calendar's night states (GET /v1/listings/{listing_id}/nights); `withdrawn` is answered as `booked` (presenters/nights.ts). */
+export const listingNightStates = new EnumNames<ListingNightState, ListingNightStateName | 'withdrawn'>(ListingNightStateSchema);
 
 /**
  * Webhook event kinds (`booking.confirmed`); the schema lets partners subscribe to

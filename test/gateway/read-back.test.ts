@@ -251,7 +251,7 @@ describe('GET /v1/listings/{listing_id}/nights', () => {
     return { p, listingId };
   }
 
-  test('one item per night: free, blocked with the partner’s external_uid, booked with the reference, held, withdrawn — nothing about guests', async () => {
+  test('one item per night: free, blocked with the partner’s external_uid, booked with the reference, held, a host-cancelled booking as booked and withdrawn — nothing about guests', async () => {
     const { p, listingId } = await partnerWithListing();
     // 2032-03-01 … 2032-03-12 (to exclusive): blocks on the 2nd–3rd (two overlapping), a booking 4th–5th,
     // a live hold on the 6th, an expired hold on the 7th, a host-cancelled booking 8th–9th, a guest-cancelled one on the 10th.
@@ -280,8 +280,8 @@ describe('GET /v1/listings/{listing_id}/nights', () => {
         { date: '2032-03-05', state: 'booked', booking_reference: ref },
         { date: '2032-03-06', state: 'held' },
         { date: '2032-03-07', state: 'free' },
-        { date: '2032-03-08', state: 'withdrawn', booking_reference: wref },
-        { date: '2032-03-09', state: 'withdrawn', booking_reference: wref },
+        { date: '2032-03-08', state: 'booked', booking_reference: wref, withdrawn: true },
+        { date: '2032-03-09', state: 'booked', booking_reference: wref, withdrawn: true },
         { date: '2032-03-10', state: 'free' },
         { date: '2032-03-11', state: 'free' },
       ],

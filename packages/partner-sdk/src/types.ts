@@ -33,7 +33,7 @@ export type BlockList = Schemas['BlockList'];
 export type BlockListQuery = NonNullable<paths['/blocks']['get']['parameters']['query']>;
 /** Answer of `GET /listings/{listing_id}/nights`: one item per night. */
 export type ListingNights = Schemas['ListingNights'];
-/** One night of a listing: `free`, `blocked` (`external_uid`), `booked` (`booking_reference`), `held` or `withdrawn` (`booking_reference`). */
+/** One night of a listing: `free`, `blocked` (`external_uid`), `booked` (`booking_reference`), `held`; a host-cancelled booking's nights read `booked` with `withdrawn: true`. */
 export type ListingNight = Schemas['ListingNight'];
 /** Query of `GET /listings/{listing_id}/nights`: `from`, and `to` exclusive. */
 export type ListingNightsQuery = paths['/listings/{listing_id}/nights']['get']['parameters']['query'];

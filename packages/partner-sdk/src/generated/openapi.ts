@@ -141,7 +141,7 @@ export interface paths {
         };
         /**
          * Read a listing's nights
-         * @description What holds each night of one of the workspace's listings, one item per night of [`from`, `to`) (at most 366): `free`, `blocked` by one of your blocks, `booked` by the marketplace, `held` by a live marketplace hold, or `withdrawn` (a booking you cancelled as the host). Nothing about guests.
+         * @description What holds each night of one of the workspace's listings, one item per night of [`from`, `to`) (at most 366): `free`, `blocked` by one of your blocks, `booked` by the marketplace, or `held` by a live marketplace hold (the nights of a booking you cancelled as the host read `booked`, `withdrawn: true`). Nothing about guests.
          *
          *     An unknown listing, or another partner's, is `404 property_not_found`, indistinguishably.
          */
@@ -1128,14 +1128,19 @@ export interface components {
             /** Format: date */
             date: string;
             /**
-             * @description `free`: nothing holds it. `blocked`: one of your blocks (`external_uid`). `booked`: a marketplace booking (`booking_reference`). `held`: a live marketplace hold, not past its expiry (a guest is checking out; it becomes `booked` or `free`). `withdrawn`: a booking you cancelled as the host (`booking_reference`): the night stays taken for good.
+             * @description `free`: nothing holds it. `blocked`: one of your blocks (`external_uid`). `booked`: a marketplace booking (`booking_reference`); also a booking you cancelled as the host, whose nights stay taken for good (`withdrawn: true`). `held`: a live marketplace hold, not past its expiry (a guest is checking out; it becomes `booked` or `free`).
              * @enum {string}
              */
-            state: "free" | "blocked" | "booked" | "held" | "withdrawn";
+            state: "free" | "blocked" | "booked" | "held";
             /** @description `blocked` only: your block's `external_uid` (when several of your blocks overlap on the night, the first by `external_uid`, byte order). */
             external_uid?: string;
-            /** @description `booked` and `withdrawn` only: the booking's reference, as in `booking.confirmed`. */
+            /** @description `booked` only: the booking's reference, as in `booking.confirmed`. */
             booking_reference?: string;
+            /**
+             * @description Only on the nights of a booking you cancelled as the host: they stay taken for good. Absent otherwise.
+             * @constant
+             */
+            withdrawn?: true;
         };
         ListingNights: {
             /** @description One item per night of [`from`, `to`), ascending. */
