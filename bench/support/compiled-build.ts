@@ -7,7 +7,7 @@
  * BENCH_RUNTIME=tsx runs the sources through tsx instead (what `npm start` does).
  *
  * The build goes to `.tmp/bench-dist` (ignored by git) with the project's tsconfig.json
- * (services, gateway, bench and their imports), and the forward-only `.sql` migrations
+ * (services, gateway, bench and their imports), and the `.sql` files (forward-only migrations and repeatable SQL functions)
  * are copied beside the compiled modules, as the Dockerfile does.
  */
 import { execFileSync } from 'node:child_process';
@@ -43,11 +43,13 @@ export function buildForBench(root: string): string {
   }
   const services = join(root, 'services');
   for (const name of readdirSync(services)) {
-    const from = join(services, name, 'migrations');
-    if (!existsSync(from)) continue;
-    const to = join(out, 'services', name, 'migrations');
-    mkdirSync(to, { recursive: true });
-    for (const f of readdirSync(from)) if (f.endsWith('.sql')) copyFileSync(join(from, f), join(to, f));
+    for (const kind of ['migrations', 'functions']) {
+      const from = join(services, name, kind);
+      if (!existsSync(from)) continue;
+      const to = join(out, 'services', name, kind);
+      mkdirSync(to, { recursive: true });
+      for (const f of readdirSync(from)) if (f.endsWith('.sql')) copyFileSync(join(from, f), join(to, f));
+    }
   }
   return out;
 }

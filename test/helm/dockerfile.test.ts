@@ -33,11 +33,16 @@ describe('deploy/Dockerfile', () => {
     for (const r of inRuntime('RUN')) expect(r.args).not.toMatch(/\bnpm (ci|install|run)\b/);
   });
 
-  test('copies the .sql migrations next to the compiled modules (tsc does not)', () => {
+  test('copies the .sql migrations and repeatable SQL files next to the compiled modules (tsc does not)', () => {
     expect(dockerfile).toMatch(/dist\/services\/\$name\/migrations/);
+    expect(dockerfile).toMatch(/for kind in migrations functions/);
+    expect(dockerfile).toMatch(/dist\/services\/\$name\/\$kind/);
     expect(dockerfile).toMatch(/\*\.sql/);
-    const migrate = readFileSync(join(REPO_ROOT, 'services', 'kit', 'migrate.ts'), 'utf8');
-    expect(migrate).toMatch(/join\(__dirname, 'migrations'\)/);
+    // Where the code reads them: `<module dir>/migrations`, and `functions` beside it.
+    const files = readFileSync(join(REPO_ROOT, 'services', 'kit', 'migration-files.ts'), 'utf8');
+    expect(files).toMatch(/join\(__dirname, 'migrations'\)/);
+    const functions = readFileSync(join(REPO_ROOT, 'services', 'kit', 'sql-functions.ts'), 'utf8');
+    expect(functions).toMatch(/join\(dirname\(source\.dir\), 'functions'\)/);
   });
 
   test('the runtime stage runs as a numeric non-root user', () => {
@@ -126,7 +131,7 @@ describe('.dockerignore', () => {
   test('is matched as Docker does: from the context root, `**` across directories, a matched directory takes its contents', () => {
     const { ignored } = dockerignoreMatcher();
     const out = ['node_modules/pino/package.json', 'services/kit/config.test.ts', 'bin/cli/args.test.ts', '.env.local', 'test/support/system.ts', 'dist'];
-    const kept = ['services/kit/config.ts', 'services/kit/migrations/0001_outbox.sql', 'bin/psync', 'package-lock.json', 'proto/psync/admin/v1/admin.proto'];
+    const kept = ['services/kit/config.ts', 'services/kit/migrations/0001_outbox.sql', 'services/calendar/functions/put_block.sql', 'bin/psync', 'package-lock.json', 'proto/psync/admin/v1/admin.proto'];
     expect(out.filter((p) => !ignored(p))).toEqual([]);
     expect(kept.filter((p) => ignored(p))).toEqual([]);
     // Anchored at the root: only the top-level docs/ is listed, not every folder named docs.

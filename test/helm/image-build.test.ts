@@ -391,7 +391,7 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(copied).toContain('bin/psync');
     });
 
-    test("puts every module's .sql migrations next to its compiled code", () => {
+    test("puts every module's .sql migrations and repeatable SQL files next to its compiled code", () => {
       const modules = readdirSync(join(ROOT, 'services'), { withFileTypes: true })
         .filter((d) => d.isDirectory())
         .map((d) => d.name);
@@ -403,6 +403,12 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
               .sort()
           : [];
         expect({ m, sql: readdirSync(join(distDir, 'services', m, 'migrations')).sort() }).toEqual({ m, sql: want });
+        const functions = join(ROOT, 'services', m, 'functions');
+        if (!existsSync(functions)) continue;
+        const wantFunctions = readdirSync(functions)
+          .filter((f) => f.endsWith('.sql'))
+          .sort();
+        expect({ m, functions: readdirSync(join(distDir, 'services', m, 'functions')).sort() }).toEqual({ m, functions: wantFunctions });
       }
     });
 
