@@ -131,7 +131,14 @@ describe('.dockerignore', () => {
   test('is matched as Docker does: from the context root, `**` across directories, a matched directory takes its contents', () => {
     const { ignored } = dockerignoreMatcher();
     const out = ['node_modules/pino/package.json', 'services/kit/config.test.ts', 'bin/cli/args.test.ts', '.env.local', 'test/support/system.ts', 'dist'];
-    const kept = ['services/kit/config.ts', 'services/kit/migrations/0001_outbox.sql', 'services/calendar/functions/put_block.sql', 'bin/psync', 'package-lock.json', 'proto/psync/admin/v1/admin.proto'];
+    const kept = [
+      'services/kit/config.ts',
+      'services/kit/migrations/0001_outbox.sql',
+      'services/calendar/functions/put_block.sql',
+      'bin/psync',
+      'package-lock.json',
+      'proto/psync/admin/v1/admin.proto',
+    ];
     expect(out.filter((p) => !ignored(p))).toEqual([]);
     expect(kept.filter((p) => ignored(p))).toEqual([]);
     // Anchored at the root: only the top-level docs/ is listed, not every folder named docs.

@@ -86,11 +86,7 @@ test('both histories and a fresh database migrate to the current state: 0003 onw
     expect((await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] })).applied).toEqual([]);
   }
   const fresh = await runMigrations(dbs.fresh.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] });
-  expect(fresh.applied.filter((id) => id.startsWith('identity/'))).toEqual([
-    'identity/0001_identity',
-    'identity/0002_authorize_batch',
-    ...AFTER_0002,
-  ]);
+  expect(fresh.applied.filter((id) => id.startsWith('identity/'))).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch', ...AFTER_0002]);
   // The record keeps what each database applied.
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
   expect((await recorded(dbs.fresh.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
