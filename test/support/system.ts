@@ -43,7 +43,7 @@ export interface StartOptions {
   role?: string;
   /** Extra arguments after the role. */
   args?: string[];
-  /** How long to wait for the `listening` line (default 60 s). */
+  /** How long to wait for the `listening` line (default 50 s: it ends before Jest's 60 s hook time-out, so the start-up output is reported). */
   timeoutMs?: number;
   /** The checkout to start main.ts (or an older release's services/main.ts) from (default: this repository; another release's for the rolling-upgrade check). */
   root?: string;
