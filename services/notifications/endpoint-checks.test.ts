@@ -4,11 +4,13 @@
  * verify, each for the reason its name says.
  */
 import { checkRequest, checksFor } from './endpoint-checks';
+import { testConfirmationBody } from './test-events';
 import { sign } from './signature';
 
 const keys = { current: 'whsec_current', previous: 'whsec_previous' };
 const now = new Date('2031-01-01T10:00:00Z');
-const first = { eventId: '2d6e8a41-7b3c-4f5e-a9d2-c1b0e4f7a863' };
+const fresh = () => testConfirmationBody('8a5e2c61-1f3b-4d7e-9c0a-6b2d4e8f1a37', now);
+const valid = fresh();
 
 /** The contract's receiver: either header under any known secret, timestamp within five minutes. */
 function verifies(req: { body: string; headers: Record<string, string> }, secrets: string[]): boolean {
@@ -20,7 +22,7 @@ function verifies(req: { body: string; headers: Record<string, string> }, secret
 
 test('only the valid, duplicate and previous-secret shapes verify', () => {
   const shapes = ['valid', 'duplicate', 'wrong_signature', 'stale', 'altered', 'previous_only'] as const;
-  expect(Object.fromEntries(shapes.map((s) => [s, verifies(checkRequest(s, keys, first, now), [keys.current, keys.previous])]))).toEqual({
+  expect(Object.fromEntries(shapes.map((s) => [s, verifies(checkRequest(s, keys, valid, fresh, now), [keys.current, keys.previous])]))).toEqual({
     valid: true,
     duplicate: true,
     wrong_signature: false,
@@ -29,17 +31,16 @@ test('only the valid, duplicate and previous-secret shapes verify', () => {
     previous_only: true,
   });
   // Valid only under the previous secret: its X-Signature verifies under no secret.
-  const previousOnly = checkRequest('previous_only', keys, first, now);
+  const previousOnly = checkRequest('previous_only', keys, valid, fresh, now);
   expect(verifies({ body: previousOnly.body, headers: { ...previousOnly.headers, 'X-Signature-Previous': '' } }, [keys.current, keys.previous])).toBe(false);
 });
 
-test('the duplicate repeats the valid delivery event_id; every body is a marked test', () => {
-  const valid = JSON.parse(checkRequest('valid', keys, first, now).body);
-  const duplicate = JSON.parse(checkRequest('duplicate', keys, first, now).body);
-  const other = JSON.parse(checkRequest('wrong_signature', keys, first, now).body);
-  expect([valid.event_id, duplicate.event_id]).toEqual([first.eventId, first.eventId]);
-  expect(other.event_id).not.toBe(first.eventId);
-  for (const body of [valid, duplicate, other]) {
+test('the duplicate is the valid delivery byte for byte; every body is a marked test', () => {
+  const first = checkRequest('valid', keys, valid, fresh, now).body;
+  expect(checkRequest('duplicate', keys, valid, fresh, now).body).toBe(first);
+  const other = JSON.parse(checkRequest('wrong_signature', keys, valid, fresh, now).body);
+  expect(other.event_id).not.toBe(JSON.parse(first).event_id);
+  for (const body of [JSON.parse(first), other]) {
     expect(body).toMatchObject({ event_type: 'booking.confirmed', test: true, data: { booking_reference: expect.stringMatching(/^TEST-BK/) } });
   }
 });

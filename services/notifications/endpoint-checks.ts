@@ -6,9 +6,9 @@
  * and how the receiver answered each. A receiver that answers 200 to everything looks
  * perfect to every other sandbox tool; here it fails, with the checks named.
  *
- * Every body is a test `booking.confirmed` (`"test": true`, a `TEST-BK` booking
- * reference, test-events.ts), so nothing a check sends can be mistaken for a real
- * booking. The checks run one after another, each POST through the same egress guard
+ * Every body is a test `booking.confirmed` built as test events are
+ * (test-events.ts `testConfirmationBody`: `"test": true`, a `TEST-BK` booking
+ * reference), so nothing a check sends can be mistaken for a real booking. The checks run one after another, each POST through the same egress guard
  * as deliveries (webhook-poster.ts), each with a 5 s deadline (a receiver must answer
  * within it), and the run's row is updated after each one so a reader sees it
  * progress. The names are stable (partners script against them):
@@ -35,10 +35,9 @@ import type { Sql } from '../kit/database';
 import type { Logger } from '../kit/logger';
 import { BatchPruner } from '../kit/periodic';
 import { isUuid } from '../kit/uuid';
-import { envelopeBody } from './envelope';
-import { endpointCheckNotFound, endpointChecksLimited, endpointNotActiveForChecks } from './errors';
+import { endpointCheckNotFound, endpointChecksLimited, endpointNotActive } from './errors';
 import { sign, signatureHeaders, type SigningKeys } from './signature';
-import { newTestBookingReference, TEST_BOOKING } from './test-events';
+import { TEST_BOOKING, testConfirmationBody } from './test-events';
 import type { WebhookPoster } from './webhook-poster';
 
 /** A receiver answers each check within this. */
@@ -89,34 +88,13 @@ export function checksFor(keys: SigningKeys): CheckSpec[] {
   return CHECKS.filter((c) => c.shape !== 'previous_only' || keys.previous !== undefined);
 }
 
-/** A test booking.confirmed body, marked as tests are (test-events.ts). */
-function testBody(eventId: string, now: Date): string {
-  const checkIn = new Date(now.getTime() + 30 * 86_400_000).toISOString().slice(0, 10);
-  const checkOut = new Date(now.getTime() + 32 * 86_400_000).toISOString().slice(0, 10);
-  return envelopeBody({
-    event_id: eventId,
-    event_type: 'booking.confirmed',
-    occurred_at: now.toISOString(),
-    data: {
-      booking_reference: newTestBookingReference(),
-      listing_id: 'TEST-LISTING',
-      provider_id: null,
-      check_in: checkIn,
-      check_out: checkOut,
-      check_in_time: '15:00',
-      check_out_time: '11:00',
-      party_size: TEST_BOOKING.partySize,
-      guest_name: TEST_BOOKING.guestName,
-      amount_paid: { value: (2 * TEST_BOOKING.nightlyAmount).toFixed(2), currency: TEST_BOOKING.currency },
-    },
-    test: true,
-  });
-}
-
-/** The body and headers one check sends. `first` is the valid check's (the duplicate repeats its event). */
-export function checkRequest(shape: Shape, keys: SigningKeys, first: { eventId: string }, now: Date = new Date()): { body: string; headers: Record<string, string> } {
-  const eventId = shape === 'duplicate' ? first.eventId : shape === 'valid' ? first.eventId : randomUUID();
-  const body = testBody(eventId, now);
+/**
+ * The body and headers one check sends. `valid` is the run's first body, which the
+ * duplicate sends again byte for byte (as a redelivery does); the others get a body of
+ * their own (a fresh event_id), so a receiver's deduplication cannot answer for them.
+ */
+export function checkRequest(shape: Shape, keys: SigningKeys, valid: string, fresh: () => string, now: Date = new Date()): { body: string; headers: Record<string, string> } {
+  const body = shape === 'valid' || shape === 'duplicate' ? valid : fresh();
   const other = randomBytes(32).toString('base64url');
   switch (shape) {
     case 'valid':
@@ -181,7 +159,7 @@ export class EndpointChecks {
   /** Starts a run (answered at once, `running`) or throws as the .proto says. */
   async start(workspaceId: string): Promise<EndpointCheckRun> {
     const endpoint = await this.deps.activeEndpoint(workspaceId);
-    if (!endpoint) throw endpointNotActiveForChecks();
+    if (!endpoint) throw endpointNotActive('receiver checks need the workspace endpoint to be active; register it and answer its challenge first');
     const specs = checksFor(endpoint.keys);
     const checks: CheckResult[] = specs.map((c) => ({ name: c.name, expectation: c.expectation }));
     const id = randomUUID();
@@ -224,9 +202,10 @@ export class EndpointChecks {
   }
 
   private async execute(id: string, workspaceId: string, endpoint: { url: string; keys: SigningKeys }, specs: CheckSpec[], checks: CheckResult[]): Promise<void> {
-    const first = { eventId: randomUUID() };
+    const fresh = () => testConfirmationBody(workspaceId);
+    const valid = fresh();
     for (const [i, spec] of specs.entries()) {
-      const { body, headers } = checkRequest(spec.shape, endpoint.keys, first);
+      const { body, headers } = checkRequest(spec.shape, endpoint.keys, valid, fresh);
       const startedAt = Date.now();
       const res = await this.deps.poster.post(
         endpoint.url,

@@ -24,13 +24,9 @@ export function deliveryNotFound(): ConnectError {
   return notFound(ErrorReason.DELIVERY_NOT_FOUND, 'no delivery with that event_id in this workspace');
 }
 
-/** FAILED_PRECONDITION (WEBHOOK_ENDPOINT_NOT_ACTIVE): a test event or resend could not be sent, so nothing was queued. */
-export function endpointNotActive(): ConnectError {
-  return failure(
-    Code.FailedPrecondition,
-    ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE,
-    'the workspace has no active webhook endpoint subscribed to this event kind; nothing was queued',
-  );
+/** FAILED_PRECONDITION (WEBHOOK_ENDPOINT_NOT_ACTIVE): a test event, resend or receiver check could not be sent, so nothing was queued. */
+export function endpointNotActive(message = 'the workspace has no active webhook endpoint subscribed to this event kind; nothing was queued'): ConnectError {
+  return failure(Code.FailedPrecondition, ErrorReason.WEBHOOK_ENDPOINT_NOT_ACTIVE, message);
 }
 
 /** FAILED_PRECONDITION (DELIVERY_NOT_RESENDABLE): the delivery's body is no longer kept. */

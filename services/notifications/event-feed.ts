@@ -25,16 +25,19 @@ export const EVENT_FEED_PRUNE_BATCH = 5_000;
 export async function listEvents(sql: Sql, req: ListEventsRequest): Promise<ListEventsResponse> {
   const limit = req.limit || PAGE_SIZE_DEFAULT;
   const after = (req.after ?? 0n).toString();
-  // One more than asked tells whether more follow.
-  const [rows, [head]] = await Promise.all([
+  // One more than asked tells whether more follow; the head's pruned_through matters
+  // only to a reader resuming from a position.
+  const [rows, head] = await Promise.all([
     // Ordered by the column, not by the text it is answered as.
     sql<{ position: string; envelope: string }[]>`
       select f.position::text as position, f.envelope from notifications.event_feed f
       where f.workspace_id = ${req.workspaceId} and f.position > ${after}::bigint
       order by f.position
       limit ${limit + 1}`,
-    sql<{ pruned_through: string }[]>`
-      select pruned_through::text from notifications.event_feed_heads where workspace_id = ${req.workspaceId}`,
+    req.after === undefined
+      ? undefined
+      : sql<{ pruned_through: string }[]>`
+          select pruned_through::text from notifications.event_feed_heads where workspace_id = ${req.workspaceId}`.then(([h]) => h),
   ]);
   const page = rows.slice(0, limit);
   const last = page.at(-1);

@@ -33,7 +33,7 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
-import { CatalogService, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
+import { CatalogService, ListingSchema, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
@@ -167,6 +167,17 @@ function testSource(
   }
   const envelope = JSON.parse(source.body) as Envelope;
   return { source: { ...source, body: envelopeBody({ ...envelope, test: true }) }, erased };
+}
+
+/**
+ * A test `booking.confirmed` body for no listing of the workspace (`TEST-LISTING`, the
+ * default stay): what receiver checks send (endpoint-checks.ts). Built like every test
+ * event, by the real events' builders, then marked.
+ */
+export function testConfirmationBody(workspaceId: string, now: Date = new Date()): string {
+  const listing = create(ListingSchema, { workspaceId, listingId: 'TEST-LISTING', checkInTime: '15:00', checkOutTime: '11:00' });
+  const stay = resolveTestStay(undefined, undefined, now) as TestStay;
+  return testSource('booking.confirmed', listing, stay, { workspaceId, listingId: listing.listingId, eventType: WebhookEventType.BOOKING_CONFIRMED }, now).source.body;
 }
 
 export interface TestEventDeps {
