@@ -11,10 +11,10 @@ import tseslint from 'typescript-eslint';
 export default defineConfig(
   {
     // Generated code (gen/: `buf generate`; packages/*/src/generated/: the SDK's generator) and build output.
-    ignores: ['gen/**', 'dist/**', 'node_modules/**', '.tmp/**', '.data/**', 'packages/*/dist/**', 'packages/*/src/generated/**'],
+    ignores: ['gen/**', 'dist/**', 'node_modules/**', '.tmp/**', '.data/**', 'packages/*/dist/**', 'packages/*/src/generated/**', 'console/dist/**', 'test-results/**'],
   },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', 'console/**/*.tsx', 'console/**/*.mts'],
     extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
@@ -44,6 +44,18 @@ export default defineConfig(
     files: ['services/**/*.ts', 'gateway/**/*.ts', 'bin/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: { 'no-console': 'error' },
+  },
+  {
+    // The sandbox console runs in the browser and is built on the public API alone:
+    // it may import the partner SDK's source and nothing of the services or the gateway.
+    files: ['console/src/**/*.ts', 'console/src/**/*.tsx'],
+    languageOptions: { globals: globals.browser },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./)+(services|gateway|gen|bin|test)/', message: 'The console uses the public API through packages/partner-sdk only.' }] },
+      ],
+    },
   },
   // The dependency rule (docs/architecture.md): the kit is at the bottom and knows no
   // service; a service never imports another; the gateway and the CLI reach services

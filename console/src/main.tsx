@@ -1,8 +1,7 @@
+/** The sandbox console's entry: renders the shell (app.tsx) into the page. */
 import { render } from 'preact';
+import { App } from './app';
 import './console.css';
 
-function App() {
-  return <main><h1>Partner Sync sandbox console</h1></main>;
-}
-
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app');
+if (root) render(<App />, root);

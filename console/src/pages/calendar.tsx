@@ -1,0 +1,157 @@
+/**
+ * Calendar: a month of one listing's nights (`GET /v1/listings/{id}/nights`), each free,
+ * the partner's block, a marketplace booking or a live hold. The grid follows the ARIA
+ * grid pattern: one cell in the tab order, arrow keys move between days, Enter opens a
+ * night's details (a block's come from `GET /v1/blocks` over the month).
+ */
+import { useState } from 'preact/hooks';
+import type { ListingNight } from '../../../packages/partner-sdk/src/types';
+import { useConsole } from '../context';
+import { useLoad } from '../load';
+import { addMonths, datesOf, monthOf, monthTitle, parseMonth, WEEKDAYS, weeksOf } from '../month';
+import { href, type Route } from '../route';
+import { ErrorNote, Loading } from '../ui';
+import { NightDetails } from './night-details';
+
+function nightLabel(n: ListingNight | undefined): string {
+  if (!n) return '';
+  switch (n.state) {
+    case 'blocked':
+      return n.external_uid ?? 'block';
+    case 'booked':
+      return `${n.booking_reference ?? 'booking'}${n.withdrawn ? ' (withdrawn)' : ''}`;
+    case 'held':
+      return 'hold';
+    default:
+      return 'free';
+  }
+}
+
+function MonthGrid({ month, nights, selected, onSelect }: { month: string; nights: Map<string, ListingNight>; selected: string | undefined; onSelect: (d: string) => void }) {
+  const weeks = weeksOf(month);
+  const dates = datesOf(month);
+  const [focus, setFocus] = useState(selected ?? dates[0]!);
+  const active = dates.includes(focus) ? focus : dates[0]!;
+
+  function move(e: KeyboardEvent, date: string) {
+    const i = dates.indexOf(date);
+    const step: Record<string, number> = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -7, ArrowDown: 7, Home: -(i % 7), End: 6 - (i % 7) };
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      onSelect(date);
+      return;
+    }
+    const d = step[e.key];
+    if (d === undefined) return;
+    e.preventDefault();
+    const next = dates[Math.min(dates.length - 1, Math.max(0, i + d))]!;
+    setFocus(next);
+    document.querySelector<HTMLElement>(`[data-date="${next}"]`)?.focus();
+  }
+
+  return (
+    <table role="grid" class="calendar" aria-label={`Nights of ${monthTitle(month)}`}>
+      <thead>
+        <tr>
+          {WEEKDAYS.map((d) => (
+            <th scope="col" key={d}>
+              {d}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {weeks.map((week, w) => (
+          <tr key={w}>
+            {week.map((date, i) =>
+              date === null ? (
+                <td key={`pad-${i}`} class="pad" />
+              ) : (
+                <td
+                  key={date}
+                  role="gridcell"
+                  data-date={date}
+                  data-state={nights.get(date)?.state ?? 'free'}
+                  class={`night ${nights.get(date)?.state ?? 'free'}`}
+                  tabIndex={date === active ? 0 : -1}
+                  aria-selected={date === selected}
+                  onClick={() => {
+                    setFocus(date);
+                    onSelect(date);
+                  }}
+                  onKeyDown={(e) => move(e, date)}
+                >
+                  <span class="day">{Number(date.slice(8))}</span>
+                  <span class="what">{nightLabel(nights.get(date))}</span>
+                </td>
+              ),
+            )}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function CalendarPage({ route }: { route: Route }) {
+  const { api } = useConsole();
+  const listing = route.query.get('listing') ?? '';
+  const month = parseMonth(route.query.get('month')) ?? monthOf(new Date());
+  const [selected, setSelected] = useState<string | undefined>();
+  const listings = useLoad(() => api((c) => c.listProperties({ page_size: 200 })), []);
+  const nights = useLoad(
+    async () => (listing ? await api((c) => c.listListingNights(listing, { from: `${month}-01`, to: `${addMonths(month, 1)}-01` })) : undefined),
+    [listing, month],
+  );
+  const byDate = new Map((nights.data?.items ?? []).map((n) => [n.date, n]));
+  const choices = (listings.data?.items ?? []).filter((p) => p.listing_id);
+
+  return (
+    <>
+      <h1>Calendar</h1>
+      <form
+        class="inline"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const form = new FormData(e.currentTarget);
+          const chosen = String(form.get('listing') ?? '');
+          window.location.hash = href(['calendar'], { listing: chosen, month: parseMonth(String(form.get('month') ?? '')) ?? month });
+        }}
+      >
+        <label for="listing">Listing</label>
+        <select id="listing" name="listing" value={listing} key={listing}>
+          <option value="">Choose a listing</option>
+          {choices.map((p) => (
+            <option key={p.listing_id} value={p.listing_id!}>
+              {p.provider_id} ({p.listing_id})
+            </option>
+          ))}
+          {listing && !choices.some((p) => p.listing_id === listing) && <option value={listing}>{listing}</option>}
+        </select>
+        <label for="month">Month</label>
+        <input id="month" name="month" type="month" value={month} key={month} />
+        <button type="submit">Show</button>
+      </form>
+      <ErrorNote error={listings.error} />
+      {listing && (
+        <>
+          <div class="month-nav">
+            <a href={href(['calendar'], { listing, month: addMonths(month, -1) })}>Previous month</a>
+            <h2 aria-live="polite">{monthTitle(month)}</h2>
+            <a href={href(['calendar'], { listing, month: addMonths(month, 1) })}>Next month</a>
+          </div>
+          <ul class="legend" aria-label="Legend">
+            <li class="night free">free</li>
+            <li class="night blocked">your block</li>
+            <li class="night booked">marketplace booking</li>
+            <li class="night held">live hold</li>
+          </ul>
+          {nights.loading && <Loading what="nights" />}
+          <ErrorNote error={nights.error} />
+          {nights.data && <MonthGrid month={month} nights={byDate} selected={selected} onSelect={setSelected} />}
+          {selected?.startsWith(month) && nights.data && <NightDetails listing={listing} month={month} date={selected} night={byDate.get(selected)} />}
+        </>
+      )}
+    </>
+  );
+}

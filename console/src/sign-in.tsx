@@ -1,0 +1,66 @@
+/**
+ * The sign-in form: the API key is exchanged at `POST /v1/token` and then lives only
+ * in the session object (session.ts); the input is emptied at once and the browser is
+ * asked not to remember it.
+ */
+import { useState } from 'preact/hooks';
+import { signIn, type Session } from './session';
+import { ErrorNote } from './ui';
+
+export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string }) {
+  const [key, setKey] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    const apiKey = key.trim();
+    if (!apiKey) {
+      setError(new Error('Enter the API key of a sandbox or production workspace.'));
+      return;
+    }
+    setBusy(true);
+    setError(undefined);
+    try {
+      const session = await signIn(apiKey);
+      setKey('');
+      onSignedIn(session);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main id="main" class="sign-in">
+      <h1>Partner Sync sandbox console</h1>
+      <p>See your integration as the marketplace sees it: properties, calendars, webhook deliveries, your requests and the events feed.</p>
+      {notice && (
+        <p class="note info" role="status">
+          {notice}
+        </p>
+      )}
+      <form onSubmit={(e) => void submit(e)}>
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          aria-describedby="api-key-help"
+        />
+        <p id="api-key-help" class="help">
+          Kept in this page's memory only and sent only to <code>POST /v1/token</code>; reloading the page asks for it again.
+        </p>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+      <ErrorNote error={error} />
+    </main>
+  );
+}
