@@ -92,6 +92,8 @@ const BENCHES: BenchSpec[] = [
   { name: 'deliveries-isolation', file: 'deliveries-isolation.ts', modes: ['real'], nats: true, quick: { BENCH_SECONDS: '15', BENCH_DRAIN_SECONDS: '20' } },
   { name: 'photo-fairness', file: 'photo-fairness.ts', modes: ['real'], nats: true, quick: { BENCH_ROUNDS: '3' } },
   { name: 'tools', file: 'tools.ts', modes: ['embedded'], quick: { BENCH_RUNS: '3', BENCH_RESTARTS: '1' } },
+  { name: 'calendar-writes', file: 'calendar-writes.ts', modes: ['real'], nats: true, quick: { BENCH_SECONDS: '5' } },
+  { name: 'console', file: 'console.ts', modes: ['embedded'], quick: { BENCH_LOADS: '5' } },
 ];
 
 function listBenches(): string {
