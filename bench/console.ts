@@ -128,7 +128,10 @@ async function main(): Promise<void> {
     await page.getByLabel('API key').fill(partner.apiKey);
     const clicked = Date.now();
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('overview-rate-limit').filter({ hasText: /\d+ of \d+/ }).waitFor();
+    await page
+      .getByTestId('overview-rate-limit')
+      .filter({ hasText: /\d+ of \d+/ })
+      .waitFor();
     const signInMs = Date.now() - clicked;
     await context.close();
 
@@ -138,13 +141,21 @@ async function main(): Promise<void> {
     const warmTti = warm.map((l) => l.interactiveMs);
     console.log(`cold first load (${LOADS} loads): ${cold[0]!.requests} responses, ${max(coldBytes)} B transferred (budget ${BYTES_BUDGET} B)`);
     console.log(`  interactive: median ${median(coldTti).toFixed(0)} ms, slowest ${max(coldTti).toFixed(0)} ms (budget ${INTERACTIVE_BUDGET_MS} ms)`);
-    console.log(`warm load (${LOADS} loads, assets cached): ${max(warmBytes)} B transferred, interactive median ${median(warmTti).toFixed(0)} ms, slowest ${max(warmTti).toFixed(0)} ms`);
+    console.log(
+      `warm load (${LOADS} loads, assets cached): ${max(warmBytes)} B transferred, interactive median ${median(warmTti).toFixed(0)} ms, slowest ${max(warmTti).toFixed(0)} ms`,
+    );
     console.log(`sign-in to Overview with the quota (token exchange + 2 reads): ${signInMs} ms`);
     console.log(`load average at end: ${loadavg()[0]!.toFixed(2)}`);
 
     recordMetric({ id: 'console.cold.bytes', label: 'first load, bytes transferred (largest)', value: max(coldBytes), unit: 'B', note: `budget ${BYTES_BUDGET} B` });
     recordMetric({ id: 'console.cold.interactive.median', label: 'first load, interactive, median', value: Math.round(median(coldTti)), unit: 'ms', note: `${LOADS} cold loads` });
-    recordMetric({ id: 'console.cold.interactive.max', label: 'first load, interactive, slowest', value: Math.round(max(coldTti)), unit: 'ms', note: `budget ${INTERACTIVE_BUDGET_MS} ms` });
+    recordMetric({
+      id: 'console.cold.interactive.max',
+      label: 'first load, interactive, slowest',
+      value: Math.round(max(coldTti)),
+      unit: 'ms',
+      note: `budget ${INTERACTIVE_BUDGET_MS} ms`,
+    });
     recordMetric({ id: 'console.warm.bytes', label: 'warm load, bytes transferred', value: max(warmBytes), unit: 'B' });
     recordMetric({ id: 'console.warm.interactive.median', label: 'warm load, interactive, median', value: Math.round(median(warmTti)), unit: 'ms' });
     recordMetric({ id: 'console.sign_in', label: 'sign-in to Overview', value: signInMs, unit: 'ms' });
