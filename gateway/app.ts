@@ -7,20 +7,23 @@
  *   1. error-mapper.ts — request id, problem documents for every failure,
  *      rate-limit headers, the access log line;
  *   2. contract-router.ts, the one router — the contract's routes (routes/*.ts), each
- *      running in the contract frame of contract-route.ts, the OpenAPI document and the
- *      operational endpoints (routes/operational.ts); 404/405 for everything else.
+ *      running in the contract frame of contract-route.ts, the OpenAPI document, the
+ *      operational endpoints (routes/operational.ts) and the sandbox console's files
+ *      (routes/console.ts); 404/405 for everything else.
  */
 import Koa from 'koa';
 import { TokenFailureThrottle } from './token-failures';
 import type { GatewayDeps } from '../services/kit/run-process';
 import { peekRateLimit } from './auth';
 import type { ContractDeps } from './contract-route';
+import { ConsoleFiles } from './console';
 import { contractRouter } from './contract-router';
 import { errorMapper } from './error-mapper';
 import type { GatewayContext, GatewayState } from './request-context';
 import { requestRecord } from './request-log';
 import type { RequestRecorder } from './request-recorder';
 import { contractRoutes } from './routes';
+import { consoleRoutes } from './routes/console';
 import { openApiRoutes } from './routes/openapi';
 import { operationalRoutes } from './routes/operational';
 import { upstreams } from './upstream';
@@ -30,8 +33,10 @@ export type { GatewayDeps };
 /**
  * Builds the Koa app; `draining()` turns /readyz to 503 during shutdown. With a
  * `recorder`, every contract request with a workspace is recorded (request-log.ts).
+ * `consoleFiles` are the sandbox console's files to serve; by default those built into
+ * console/dist, read now (console.ts).
  */
-export function createGatewayApp(deps: GatewayDeps, draining: () => boolean, recorder?: RequestRecorder): Koa<GatewayState> {
+export function createGatewayApp(deps: GatewayDeps, draining: () => boolean, recorder?: RequestRecorder, consoleFiles?: ConsoleFiles): Koa<GatewayState> {
   // Behind TRUST_PROXY_HOPS reverse proxies, ctx.ip is the client they saw (the last
   // X-Forwarded-For entries, which those proxies append); otherwise the socket's peer.
   const hops = deps.config.trustProxyHops;
@@ -40,6 +45,7 @@ export function createGatewayApp(deps: GatewayDeps, draining: () => boolean, rec
   const contractQuota = deps.config.rateLimitPerHour;
   const tokenQuota = deps.config.tokenRateLimitPerHour;
   const services = upstreams(deps.clients, deps.urls);
+  const consoleServed = consoleFiles ?? new ConsoleFiles(undefined, log);
   const contract: ContractDeps = { identity: services.identity, contractQuota, log };
   const tokenFailures = new TokenFailureThrottle({
     perAddress: deps.config.tokenFailuresPerAddress,
@@ -59,9 +65,15 @@ export function createGatewayApp(deps: GatewayDeps, draining: () => boolean, rec
   app.use(errorMapper({ log, docsUrl: deps.config.docsUrl, contractQuota, tokenQuota, onAnswered }));
 
   app.use(
-    contractRouter([...operationalRoutes(deps.clients, deps.urls, draining), ...contractRoutes({ upstreams: services, contract, tokenQuota, tokenFailures }), ...openApiRoutes()], {
-      peek: (ctx) => peekRateLimit(ctx, contract),
-    }),
+    contractRouter(
+      [
+        ...operationalRoutes(deps.clients, deps.urls, draining),
+        ...contractRoutes({ upstreams: services, contract, tokenQuota, tokenFailures }),
+        ...openApiRoutes(),
+        ...consoleRoutes(consoleServed),
+      ],
+      { peek: (ctx) => peekRateLimit(ctx, contract) },
+    ),
   );
   return app;
 }

@@ -4,40 +4,25 @@
  * the token endpoint's refusal, 503 when identity cannot be reached — with problem
  * documents, X-Request-Id, rate-limit headers and one access log line per request.
  */
-import { credentialInterceptor } from '../support/credentials';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../services/kit/config';
-import { InternalClients } from '../../services/kit/internal-client';
 import { createLogger } from '../../services/kit/logger';
-import { createGatewayApp } from '../../gateway/app';
-import { freePort } from '../support/system';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway';
 import { send, jsonRequest, Received } from './http-client';
 import { validProperty } from './fixtures';
 
-let server: http.Server;
+let gateway: InProcessGateway;
 let base: string;
-let clients: InternalClients;
 const logLines: Record<string, any>[] = [];
 const DOCS = 'https://docs.test.example/v1';
 
 beforeAll(async () => {
-  const dead = `http://127.0.0.1:${await freePort()}`;
   const config = loadConfig({ DOCS_URL: DOCS, RATE_LIMIT_PER_HOUR: '600', TOKEN_RATE_LIMIT_PER_HOUR: '60' });
   const log = createLogger({ level: 'debug', name: 'gateway-test' }, { write: (s: string) => void logLines.push(JSON.parse(s)) });
-  clients = new InternalClients([credentialInterceptor()], 2000);
-  const app = createGatewayApp({ config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } }, () => false);
-  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
-  server = http.createServer(app.callback());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  gateway = await startInProcessGateway(config, log);
+  base = gateway.base;
 });
 
-afterAll(async () => {
-  clients.close();
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => gateway?.close());
 
 function expectProblem(res: Received, status: number, code: string) {
   expect(res.status).toBe(status);

@@ -18,6 +18,8 @@ export interface Received {
   status: number;
   headers: http.IncomingHttpHeaders;
   text: string;
+  /** The body's bytes as received (still content-coded, if it was); set by send(). */
+  bytes?: Buffer;
   /** The parsed body (undefined when empty or not JSON). */
   json: any;
 }
@@ -29,14 +31,15 @@ export function send(baseUrl: string, req: SentRequest): Promise<Received> {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+        const bytes = Buffer.concat(chunks);
+        const text = bytes.toString('utf8');
         let json: unknown;
         try {
           json = text ? JSON.parse(text) : undefined;
         } catch {
           json = undefined;
         }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, bytes, json });
       });
       res.on('error', reject);
     });

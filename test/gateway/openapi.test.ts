@@ -29,11 +29,8 @@
  * The gateway runs in-process with its internal services unreachable: serving the
  * document must need none of them (no Authorize call, nothing counted).
  */
-import { credentialInterceptor } from '../support/credentials';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
@@ -54,7 +51,6 @@ import {
   PutEndpointResponseSchema,
   WebhookEventType,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import { createGatewayApp } from '../../gateway/app';
 import { buildOpenApiDocument, OPENAPI_FILE, openApiDocument, openApiFileText, SPEC_DATE } from '../../gateway/openapi';
 import { schemas as gatewayValidators } from '../../gateway/validate';
 import { settings } from '../../services/kit/config';
@@ -75,16 +71,14 @@ import propertySchema from '../../gateway/schemas/property.json';
 import webhookEndpointSchema from '../../gateway/schemas/webhook-endpoint.json';
 import { loadConfig } from '../../services/kit/config';
 import type { Config } from '../../services/kit/config';
-import { InternalClients } from '../../services/kit/internal-client';
 import { createLogger } from '../../services/kit/logger';
 import { challengeEnvelope, envelopeBody, fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName } from '../../services/notifications/envelope';
 import { ROOT } from '../support/process';
-import { freePort } from '../support/system';
 import { send, type Received } from './http-client';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway';
 
-let server: http.Server;
+let gateway: InProcessGateway;
 let base: string;
-let clients: InternalClients;
 let served: Received;
 /** The served document (parsed). */
 let doc: any;
@@ -94,32 +88,18 @@ const METHODS = ['get', 'put', 'post', 'delete'] as const;
 const CONTRACT_ERRORS = ['400', '401', '403', '429', '500', '501', '503'];
 
 /** An in-process gateway with `config` whose internal services are unreachable. */
-async function startGateway(config: Config): Promise<{ server: http.Server; base: string }> {
-  const dead = `http://127.0.0.1:${await freePort()}`;
-  const log = createLogger({ level: 'silent', name: 'openapi-test' });
-  const app = createGatewayApp({ config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } }, () => false);
-  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
-  const s = http.createServer(app.callback());
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  return { server: s, base: `http://127.0.0.1:${(s.address() as AddressInfo).port}` };
-}
-
-async function stopGateway(s: http.Server): Promise<void> {
-  s.closeAllConnections();
-  await new Promise((r) => s.close(r));
+function startGateway(config: Config): Promise<InProcessGateway> {
+  return startInProcessGateway(config, createLogger({ level: 'silent', name: 'openapi-test' }));
 }
 
 beforeAll(async () => {
-  clients = new InternalClients([credentialInterceptor()], 2000);
-  ({ server, base } = await startGateway(loadConfig({ RATE_LIMIT_PER_HOUR: '600', TOKEN_RATE_LIMIT_PER_HOUR: '60' })));
+  gateway = await startGateway(loadConfig({ RATE_LIMIT_PER_HOUR: '600', TOKEN_RATE_LIMIT_PER_HOUR: '60' }));
+  base = gateway.base;
   served = await send(base, { path: '/v1/openapi.json' });
   doc = served.json;
 });
 
-afterAll(async () => {
-  clients.close();
-  await stopGateway(server);
-});
+afterAll(() => gateway?.close());
 
 describe('GET /v1/openapi.json', () => {
   test('served without authentication (identity is unreachable), JSON, with the default rate-limit headers', () => {
@@ -180,7 +160,7 @@ describe('docs/openapi.json', () => {
       expect(res.headers['ratelimit-policy']).toBe('5;w=3600'); // the deployment's limits are in the headers …
       expect(res.json).toEqual(committed); // … not in the document
     } finally {
-      await stopGateway(other.server);
+      await other.close();
     }
   });
 
