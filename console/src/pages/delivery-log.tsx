@@ -71,7 +71,7 @@ export function DeliveryLog({ log, onResent, watched }: { log: Loaded<DeliveryLi
       {log.data && log.data.items.length > 0 && (
         <ul class="deliveries" aria-live="polite">
           {log.data.items.map((d) => (
-            <li key={d.event_id} data-event-id={d.event_id} data-state={d.state}>
+            <li key={d.event_id} data-event-id={d.event_id} data-state={d.state} data-test={String(d.test)}>
               <details open={d.event_id === watched}>
                 <summary>
                   <code>{d.event_type}</code> <Badge tone={stateTone(d.state)}>{d.state}</Badge> {d.test && <Badge tone="info">test</Badge>}{' '}
