@@ -14,10 +14,15 @@
  * holds it the receiver waits, and so does this test.
  *
  * The end of it: the receiver printed a verified `booking.confirmed` of the booking the
- * README made, and the conflict step answered 409 with the nights it names.
+ * README made, the conflict step answered 409 with the nights it names, and the
+ * console the last step opens shows, in headless Chromium (test/support/browser.ts)
+ * signed in with the key it printed, the block and the booking on their nights; its
+ * calendar is photographed for the README (test-results/console/quickstart-calendar.png,
+ * copied to docs/images/console-quickstart.png).
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { launchChromium } from '../support/browser';
 import { ROOT } from '../support/process';
 import { freePort } from '../support/system';
 import { fencedBlocks, section, type AnnotatedBlock } from './support/markdown';
@@ -53,6 +58,7 @@ describe('README quickstart', () => {
       '/blocks/',
       '/webhooks/endpoint',
       'bin/psync booking confirm',
+      '/console/',
     ]) {
       expect([step, all.includes(step)]).toEqual([step, true]);
     }
@@ -133,6 +139,39 @@ describe('README quickstart, verbatim on a fresh copy (embedded default)', () =>
 
       const conflict = steps.find((b) => b.code.includes('resv-1002'))!;
       expect(JSON.parse(printed.get(conflict)!)).toEqual({ status: 409, code: 'conflict', conflicts: ['2030-07-22', '2030-07-23'] });
+
+      // The last step: the console, signed in with the key it printed.
+      const pushed = printed.get(steps.find((b) => b.code.includes('echo "listing: $LISTING"'))!)!;
+      const listing = /^listing: (\S+)$/m.exec(pushed)![1]!;
+      const opened = printed.get(steps.find((b) => b.code.includes('/console/'))!)!;
+      const apiKey = /^API key: (\S+)$/m.exec(opened)![1]!;
+      const consoleUrl = /^console: (\S+)$/m.exec(opened)![1]!;
+      const browser = await launchChromium();
+      try {
+        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+        await page.goto(consoleUrl);
+        await page.getByLabel('API key').fill(apiKey);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Calendar', exact: true }).click();
+        await page.getByLabel('Listing').selectOption(listing);
+        await page.getByLabel('Month').fill('2030-07');
+        await page.getByRole('button', { name: 'Show' }).click();
+        await page.getByRole('grid').locator('[data-date="2030-07-31"]').waitFor();
+        const taken = await page
+          .getByRole('grid')
+          .locator('[data-date]:not([data-state="free"])')
+          .evaluateAll((cells) => cells.map((c) => `${c.getAttribute('data-date')} ${c.getAttribute('data-state')}`));
+        expect(taken).toEqual([
+          ...['2030-07-10', '2030-07-11', '2030-07-12'].map((d) => `${d} blocked`),
+          ...['2030-07-20', '2030-07-21', '2030-07-22', '2030-07-23'].map((d) => `${d} booked`),
+        ]);
+        await page.getByRole('grid').locator('[data-date="2030-07-20"]').click();
+        await page.getByRole('region', { name: 'Night of 2030-07-20' }).getByText(reference, { exact: true }).waitFor();
+        mkdirSync(join(ROOT, 'test-results', 'console'), { recursive: true });
+        await page.screenshot({ path: join(ROOT, 'test-results', 'console', 'quickstart-calendar.png') });
+      } finally {
+        await browser.close();
+      }
     },
     40 * MINUTE,
   );
