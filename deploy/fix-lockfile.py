@@ -19,7 +19,7 @@ pk = lock['packages']
 
 def platform(name):
     n = name.split('/')[-1]
-    os_ = next((o for o in ['darwin', 'win32', 'linux', 'android', 'freebsd', 'openharmony'] if o in n), None)
+    os_ = next((o for o in ['darwin', 'win32', 'linux', 'android', 'freebsd', 'openharmony'] if o in n), 'win32' if 'windows' in n else None)
     cpu = next((c for k, c in [('arm64', 'arm64'), ('aarch64', 'arm64'), ('x64', 'x64'), ('armv7', 'arm'), ('arm-', 'arm'),
                                ('ia32', 'ia32'), ('ppc64', 'ppc64'), ('s390x', 's390x'), ('riscv64', 'riscv64'), ('loong64', 'loong64')] if k in n), None)
     libc = 'glibc' if (n.endswith('-gnu') or 'gnueabihf' in n) else 'musl' if (n.endswith('-musl') or 'musleabihf' in n) else None
@@ -27,7 +27,8 @@ def platform(name):
 
 for name in missing:
     parent = next(v for v in pk.values() if name in v.get('optionalDependencies', {}))
-    entry = {'version': parent['optionalDependencies'][name], 'optional': True}
+    # A lock entry names one version: the lowest the range allows (`^0.1.0` -> `0.1.0`).
+    entry = {'version': re.sub(r'^[\^~>=\s]+', '', parent['optionalDependencies'][name]), 'optional': True}
     if parent.get('dev'):
         entry['dev'] = True
     os_, cpu, libc = platform(name)
