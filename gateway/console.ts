@@ -12,7 +12,7 @@
  *   with its ETag), so a new build is picked up at the next load.
  * - Every console response carries CONSOLE_SECURITY_HEADERS: the one place the
  *   console's Content-Security-Policy (CONSOLE_CSP) is written
- *   (docs/security.md "The sandbox console's Content-Security-Policy").
+ *   (docs/security/threat-model.md "The sandbox console's Content-Security-Policy").
  *
  * Without a built console (an install that skipped the build) the gateway still
  * starts: one warning at start, and the console's pages answer `503`.

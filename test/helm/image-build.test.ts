@@ -28,6 +28,7 @@ import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtemp
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, posix, relative } from 'node:path';
+import { CONSOLE_CSP } from '../../gateway/console';
 import { applyEnv, Copy, dockerignoreMatcher, execForm, parseCopy, readDockerfile, splitFlags } from '../support/dockerfile';
 import { ROOT, waitForLine } from '../support/process';
 import { backends, createScratchDatabase, deleteBusStream, exitOf, freePort, jsonLogs, linesOf, randomKey, runCommand, RunResult, uniqueBusPrefix } from '../support/system';
@@ -383,9 +384,9 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
 
     test('copies exactly what the COPYs name, .dockerignore applied (no tests, no local state)', () => {
       const workdir = build.stage.resolve('.', 'test');
-      // What COPY and the node_modules symlink provide, plus what npm run build writes (gen/, dist/).
+      // What COPY and the node_modules symlink provide, plus what npm run build writes (gen/, dist/, console/dist/).
       expect(readdirSync(workdir).sort()).toEqual([...build.provided, 'dist', 'gen'].sort());
-      const copied = filesBelow(workdir, ['node_modules', 'dist', 'gen']);
+      const copied = filesBelow(workdir, ['node_modules', 'dist', 'gen', 'console/dist']);
       expect(copied.filter((f) => ignore.ignored(f) || f.endsWith('.test.ts'))).toEqual([]);
       expect(copied).toContain('main.ts');
       expect(copied).toContain('bin/psync');
@@ -479,7 +480,7 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(image.notRun).toHaveLength(1);
     });
 
-    test('starts as ENTRYPOINT + CMD say (node dist/main.js all) and becomes ready: GET /readyz 200, /metrics served', async () => {
+    test('starts as ENTRYPOINT + CMD say (node dist/main.js all) and becomes ready: GET /readyz 200, /metrics and the console (dist/console/dist) served', async () => {
       expect([...image.entrypoint, ...image.cmd]).toEqual(['node', 'dist/main.js', 'all']);
       const deadline = Date.now() + 60000;
       let status = 0;
@@ -493,6 +494,8 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       }
       expect(status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${ports.METRICS_PORT}/metrics`)).status).toBe(200);
+      const page = await fetch(`http://127.0.0.1:${ports.PORT}/console/`);
+      expect([page.status, page.headers.get('content-security-policy'), (await page.text()).includes('/console/assets/')]).toEqual([200, CONSOLE_CSP, true]);
     });
 
     test('psync migrate (PATH=/app/bin:…) runs the compiled CLI against the running system', async () => {
