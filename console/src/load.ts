@@ -1,6 +1,7 @@
 /**
- * `useLoad`: one read of the API for a page, with its loading and error states and a
- * `reload`. A newer load replaces an older one still in flight (its answer is dropped).
+ * How pages talk to the API: `useLoad` for a read (loading and error states, `reload`;
+ * a newer load replaces an older one still in flight, whose answer is dropped) and
+ * `useAction` for a write the partner starts (busy and error states).
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
@@ -33,4 +34,33 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     };
   }, [run]);
   return { ...state, reload: run };
+}
+
+/** A write the partner starts with a button or a form, with its busy and error states. */
+export interface Action {
+  busy: boolean;
+  error: unknown;
+  /** Runs `work` unless one is running; its failure becomes `error`. */
+  run: (work: () => Promise<void>) => void;
+  /** Shows `error` without running anything (a form's own check). */
+  fail: (error: unknown) => void;
+}
+
+export function useAction(): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const running = useRef(false);
+  const run = useCallback((work: () => Promise<void>) => {
+    if (running.current) return;
+    running.current = true;
+    setBusy(true);
+    setError(undefined);
+    work()
+      .catch((e: unknown) => setError(e))
+      .finally(() => {
+        running.current = false;
+        setBusy(false);
+      });
+  }, []);
+  return { busy, error, run, fail: setError };
 }

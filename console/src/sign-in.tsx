@@ -4,32 +4,26 @@
  * asked not to remember it.
  */
 import { useState } from 'preact/hooks';
+import { useAction } from './load';
 import { signIn, type Session } from './session';
 import { ErrorNote } from './ui';
 
 export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string }) {
   const [key, setKey] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const action = useAction();
 
-  async function submit(e: Event) {
+  function submit(e: Event) {
     e.preventDefault();
     const apiKey = key.trim();
     if (!apiKey) {
-      setError(new Error('Enter the API key of a sandbox or production workspace.'));
+      action.fail(new Error('Enter the API key of a sandbox or production workspace.'));
       return;
     }
-    setBusy(true);
-    setError(undefined);
-    try {
+    action.run(async () => {
       const session = await signIn(apiKey);
       setKey('');
       onSignedIn(session);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -41,7 +35,7 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => voi
           {notice}
         </p>
       )}
-      <form onSubmit={(e) => void submit(e)}>
+      <form onSubmit={submit}>
         <label for="api-key">API key</label>
         <input
           id="api-key"
@@ -56,11 +50,11 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => voi
         <p id="api-key-help" class="help">
           Kept in this page's memory only and sent only to <code>POST /v1/token</code>; reloading the page asks for it again.
         </p>
-        <button type="submit" disabled={busy}>
-          {busy ? 'Signing in…' : 'Sign in'}
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
     </main>
   );
 }

@@ -74,3 +74,18 @@ export function Section({ title, children }: { title: string; children: Componen
     </section>
   );
 }
+
+/** A table's header row: one column header per name. */
+export function HeadRow({ cols }: { cols: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) => (
+          <th scope="col" key={c}>
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}

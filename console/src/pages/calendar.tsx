@@ -10,7 +10,7 @@ import { useConsole } from '../context';
 import { useLoad } from '../load';
 import { addMonths, datesOf, monthOf, monthTitle, parseMonth, WEEKDAYS, weeksOf } from '../month';
 import { href, type Route } from '../route';
-import { ErrorNote, Loading } from '../ui';
+import { ErrorNote, HeadRow, Loading } from '../ui';
 import { NightDetails } from './night-details';
 
 function nightLabel(n: ListingNight | undefined): string {
@@ -51,15 +51,7 @@ function MonthGrid({ month, nights, selected, onSelect }: { month: string; night
 
   return (
     <table role="grid" class="calendar" aria-label={`Nights of ${monthTitle(month)}`}>
-      <thead>
-        <tr>
-          {WEEKDAYS.map((d) => (
-            <th scope="col" key={d}>
-              {d}
-            </th>
-          ))}
-        </tr>
-      </thead>
+      <HeadRow cols={WEEKDAYS} />
       <tbody>
         {weeks.map((week, w) => (
           <tr key={w}>

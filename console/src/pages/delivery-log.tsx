@@ -1,9 +1,8 @@
 /** The delivery log: each delivery, its state, every attempt (status, duration, error) and a resend. */
-import { useState } from 'preact/hooks';
 import type { Delivery, DeliveryList } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
-import type { Loaded } from '../load';
-import { Badge, ErrorNote, Loading, Time } from '../ui';
+import { type Loaded, useAction } from '../load';
+import { Badge, ErrorNote, HeadRow, Loading, Time } from '../ui';
 
 function stateTone(state: Delivery['state']): 'good' | 'bad' | 'info' {
   return state === 'delivered' ? 'good' : state === 'abandoned' ? 'bad' : 'info';
@@ -16,15 +15,7 @@ function Attempts({ d }: { d: Delivery }) {
       <caption>
         Attempts of {d.event_id} ({d.attempts_total} in all{d.attempts_total > d.attempts.length ? `, the newest ${d.attempts.length} shown` : ''})
       </caption>
-      <thead>
-        <tr>
-          <th scope="col">Attempted</th>
-          <th scope="col">Status</th>
-          <th scope="col">Duration</th>
-          <th scope="col">Outcome</th>
-          <th scope="col">Next attempt</th>
-        </tr>
-      </thead>
+      <HeadRow cols={['Attempted', 'Status', 'Duration', 'Outcome', 'Next attempt']} />
       <tbody>
         {d.attempts.map((a) => (
           <tr key={a.attempted_at}>
@@ -46,16 +37,8 @@ function Attempts({ d }: { d: Delivery }) {
 
 export function DeliveryLog({ log, onResent, watched }: { log: Loaded<DeliveryList>; onResent: (d: Delivery) => void; watched: string | undefined }) {
   const { api, session } = useConsole();
-  const [error, setError] = useState<unknown>();
-
-  async function resend(eventId: string) {
-    setError(undefined);
-    try {
-      onResent(await api((c) => c.resendDelivery(eventId)));
-    } catch (err) {
-      setError(err);
-    }
-  }
+  const action = useAction();
+  const resend = (eventId: string) => action.run(async () => onResent(await api((c) => c.resendDelivery(eventId))));
 
   return (
     <>
@@ -64,7 +47,7 @@ export function DeliveryLog({ log, onResent, watched }: { log: Loaded<DeliveryLi
           Refresh deliveries
         </button>
       </p>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       {log.loading && !log.data && <Loading what="deliveries" />}
       <ErrorNote error={log.error} />
       {log.data && log.data.items.length === 0 && <p>No delivery yet.</p>}
@@ -85,7 +68,7 @@ export function DeliveryLog({ log, onResent, watched }: { log: Loaded<DeliveryLi
                     Next attempt: <Time at={d.next_attempt_at} />
                   </p>
                 )}
-                <button type="button" class="secondary" disabled={!session.token.sandbox} onClick={() => void resend(d.event_id)}>
+                <button type="button" class="secondary" disabled={!session.token.sandbox} onClick={() => resend(d.event_id)}>
                   Resend {d.event_id}
                 </button>
               </details>

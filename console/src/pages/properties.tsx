@@ -3,7 +3,7 @@ import type { PhotoState, StoredProperty } from '../../../packages/partner-sdk/s
 import { useConsole } from '../context';
 import { useLoad } from '../load';
 import { href, type Route } from '../route';
-import { Badge, ErrorNote, Loading, Time } from '../ui';
+import { Badge, ErrorNote, HeadRow, Loading, Time } from '../ui';
 
 const PAGE_SIZE = 50;
 
@@ -40,16 +40,7 @@ export function PropertiesPage({ route }: { route: Route }) {
       {list.data && list.data.items.length > 0 && (
         <table>
           <caption>Properties, page {page}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Provider id</th>
-              <th scope="col">Listing id</th>
-              <th scope="col">Publishable</th>
-              <th scope="col">Missing</th>
-              <th scope="col">Photos</th>
-              <th scope="col">Last accepted</th>
-            </tr>
-          </thead>
+          <HeadRow cols={['Provider id', 'Listing id', 'Publishable', 'Missing', 'Photos', 'Last accepted']} />
           <tbody>
             {list.data.items.map((p) => (
               <tr key={p.provider_id} data-provider-id={p.provider_id}>

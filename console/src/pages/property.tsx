@@ -2,7 +2,7 @@
 import { useConsole } from '../context';
 import { useLoad } from '../load';
 import { href } from '../route';
-import { Badge, ErrorNote, Loading, Section, Time } from '../ui';
+import { Badge, ErrorNote, HeadRow, Loading, Section, Time } from '../ui';
 import { Publishable } from './properties';
 
 export function PropertyPage({ providerId }: { providerId: string }) {
@@ -41,14 +41,7 @@ export function PropertyPage({ providerId }: { providerId: string }) {
               <p>No photos.</p>
             ) : (
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Position</th>
-                    <th scope="col">URL</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Reason</th>
-                  </tr>
-                </thead>
+                <HeadRow cols={['Position', 'URL', 'State', 'Reason']} />
                 <tbody>
                   {p.photos.map((ph) => (
                     <tr key={`${ph.position}:${ph.url}`}>

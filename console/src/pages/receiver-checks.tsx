@@ -6,7 +6,8 @@
 import { useState } from 'preact/hooks';
 import type { EndpointCheckRun } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
-import { Badge, ErrorNote, Time } from '../ui';
+import { useAction } from '../load';
+import { Badge, ErrorNote, HeadRow, Time } from '../ui';
 
 export const CHECK_EVERY_MS = 1500;
 export const CHECK_READS = 40;
@@ -14,13 +15,10 @@ export const CHECK_READS = 40;
 export function ReceiverChecks() {
   const { api, session } = useConsole();
   const [run, setRun] = useState<EndpointCheckRun | undefined>();
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
 
-  async function start() {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const start = () =>
+    action.run(async () => {
       let r = await api((c) => c.startEndpointCheck());
       setRun(r);
       for (let i = 0; r.status === 'running' && i < CHECK_READS; i++) {
@@ -29,20 +27,15 @@ export function ReceiverChecks() {
         r = await api((c) => c.getEndpointCheck(id));
         setRun(r);
       }
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+    });
 
   return (
     <>
       <p>Sends your endpoint valid, duplicate, wrongly signed, stale and altered deliveries and reports whether it accepted and refused each as it should.</p>
-      <button type="button" onClick={() => void start()} disabled={busy || !session.token.sandbox}>
-        {busy ? 'Checking…' : 'Run receiver checks'}
+      <button type="button" onClick={start} disabled={action.busy || !session.token.sandbox}>
+        {action.busy ? 'Checking…' : 'Run receiver checks'}
       </button>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       {run && (
         <div data-testid="check-run" data-status={run.status}>
           <p>
@@ -50,14 +43,7 @@ export function ReceiverChecks() {
             <Badge tone={run.status === 'passed' ? 'good' : run.status === 'failed' ? 'bad' : 'info'}>{run.status}</Badge>
           </p>
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Check</th>
-                <th scope="col">Expected</th>
-                <th scope="col">Observed</th>
-                <th scope="col">Result</th>
-              </tr>
-            </thead>
+            <HeadRow cols={['Check', 'Expected', 'Observed', 'Result']} />
             <tbody>
               {run.checks.map((c) => (
                 <tr key={c.name}>

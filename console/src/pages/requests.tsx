@@ -7,7 +7,7 @@ import type { RecordedRequestListQuery } from '../../../packages/partner-sdk/src
 import { useConsole } from '../context';
 import { useLoad } from '../load';
 import { href, type Route } from '../route';
-import { ErrorNote, Loading, Time } from '../ui';
+import { ErrorNote, HeadRow, Loading, Time } from '../ui';
 
 export function requestQuery(route: Route): RecordedRequestListQuery {
   const q: RecordedRequestListQuery = { limit: 50 };
@@ -52,16 +52,7 @@ export function RequestsPage({ route }: { route: Route }) {
             Requests{query.status ? `, status ${query.status}` : ''}
             {query.code ? `, code ${query.code}` : ''}
           </caption>
-          <thead>
-            <tr>
-              <th scope="col">Received</th>
-              <th scope="col">Request</th>
-              <th scope="col">Status</th>
-              <th scope="col">Code</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Instance</th>
-            </tr>
-          </thead>
+          <HeadRow cols={['Received', 'Request', 'Status', 'Code', 'Duration', 'Instance']} />
           <tbody>
             {list.data.items.map((r) => (
               <tr key={r.instance} data-instance={r.instance}>

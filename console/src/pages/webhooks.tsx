@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { isProblem } from '../../../packages/partner-sdk/src/errors';
 import type { Delivery, TestEvent } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
-import { useLoad } from '../load';
+import { useAction, useLoad } from '../load';
 import { Badge, ErrorNote, Loading, Section } from '../ui';
 import { DeliveryLog } from './delivery-log';
 import { ReceiverChecks } from './receiver-checks';
@@ -19,27 +19,18 @@ export const WATCH_READS = 15;
 function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
   const { api, session } = useConsole();
   const listings = useLoad(() => api((c) => c.listProperties({ page_size: 200 })), []);
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
   const choices = (listings.data?.items ?? []).filter((p) => p.listing_id);
 
-  async function send(e: Event) {
+  function send(e: Event) {
     e.preventDefault();
     const form = new FormData(e.currentTarget as HTMLFormElement);
     const event: TestEvent = { event_type: String(form.get('event_type')) as TestEvent['event_type'], listing_id: String(form.get('listing_id') ?? '') };
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSent(await api((c) => c.triggerTestEvent(event)));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    action.run(async () => onSent(await api((c) => c.triggerTestEvent(event))));
   }
 
   return (
-    <form class="inline" onSubmit={(e) => void send(e)}>
+    <form class="inline" onSubmit={send}>
       <label for="test-event-type">Event type</label>
       <select id="test-event-type" name="event_type">
         <option value="booking.confirmed">booking.confirmed</option>
@@ -54,11 +45,11 @@ function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
           </option>
         ))}
       </select>
-      <button type="submit" disabled={busy || !session.token.sandbox || choices.length === 0}>
+      <button type="submit" disabled={action.busy || !session.token.sandbox || choices.length === 0}>
         Send test event
       </button>
       {choices.length === 0 && !listings.loading && <p class="help">A test event is about one of your listings: push a property first.</p>}
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
     </form>
   );
 }
