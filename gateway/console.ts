@@ -16,6 +16,11 @@
  *
  * Without a built console (an install that skipped the build) the gateway still
  * starts: one warning at start, and the console's pages answer `503`.
+ *
+ * Not koa-static/koa-send: the files are three, known at start and small, so they are
+ * served from memory with an ETag per stored coding; the console's paths are routes of
+ * the gateway's one router (its 404/405 and RateLimit-* answers), not a directory
+ * lookup; and a missing build must be a 503 problem document, not a file-system error.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';

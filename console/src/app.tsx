@@ -36,7 +36,7 @@ function Page({ route }: { route: Route }) {
     case 'calendar':
       return <CalendarPage route={route} />;
     case 'webhooks':
-      return <WebhooksPage />;
+      return <WebhooksPage route={route} />;
     case 'requests':
       return <RequestsPage route={route} />;
     case 'events':
@@ -79,6 +79,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   const current = route.parts[0] ?? 'overview';
   useEffect(() => {
     heading.current?.focus();
+    const name = PAGES.find((p) => p.path === current)?.name ?? 'Overview';
+    document.title = `${route.parts[1] ? `${route.parts[1]} · ` : ''}${name} · Partner Sync console`;
   }, [current, route.parts[1]]);
 
   const api = useCallback(

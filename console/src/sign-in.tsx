@@ -3,7 +3,7 @@
  * in the session object (session.ts); the input is emptied at once and the browser is
  * asked not to remember it.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { useAction } from './load';
 import { signIn, type Session } from './session';
 import { ErrorNote } from './ui';
@@ -11,6 +11,9 @@ import { ErrorNote } from './ui';
 export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string }) {
   const [key, setKey] = useState('');
   const action = useAction();
+  useEffect(() => {
+    document.title = 'Sign in · Partner Sync console';
+  }, []);
 
   function submit(e: Event) {
     e.preventDefault();

@@ -241,6 +241,21 @@ describe('the sandbox console', () => {
     const delivered = page.locator('ul.deliveries li[data-test="true"][data-state="delivered"]', { hasText: 'booking.confirmed' });
     await delivered.waitFor({ timeout: 30_000 });
     expect(await delivered.locator('table.attempts').textContent()).toMatch(/200.*\d+ ms.*delivered/s);
+    // Resend it: a second attempt of the same event, delivered again.
+    const eventId = (await delivered.getAttribute('data-event-id'))!;
+    await delivered.getByRole('button', { name: `Resend ${eventId}` }).click();
+    const again = page.locator(`ul.deliveries li[data-event-id="${eventId}"][data-state="delivered"]`, { hasText: '2 attempts' });
+    await again.waitFor({ timeout: 30_000 });
+    expect(await again.locator('table.attempts tbody tr').count()).toBe(2);
+    // Filtered by state: only the delivered ones, in the address for a reload within the session.
+    await page.getByLabel('Deliveries in state').selectOption('pending');
+    await page.getByRole('button', { name: 'Filter deliveries' }).click();
+    await page.getByText('No delivery yet.').waitFor();
+    expect(await page.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash)).toBe('#/webhooks?state=pending');
+    await page.getByLabel('Deliveries in state').selectOption('delivered');
+    await page.getByRole('button', { name: 'Filter deliveries' }).click();
+    await page.locator('ul.deliveries li').first().waitFor();
+    expect(await page.locator('ul.deliveries li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-state')))).toEqual(['delivered', 'delivered']);
     await page.getByRole('button', { name: 'Run receiver checks' }).click();
     await page.locator('[data-testid="check-run"]:not([data-status="running"])').waitFor({ timeout: 60_000 });
     // This receiver answers 200 to everything: it accepts what it should and refuses nothing.
@@ -262,7 +277,11 @@ describe('the sandbox console', () => {
     // Requests: the failed push, found by its instance.
     await go(page, 'Requests');
     await page.getByLabel('Status').fill('400');
+    await page.getByLabel('Code').fill('validation_failed');
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.waitForURL(/#\/requests\?status=400&code=validation_failed$/);
     await clickUntil(page, 'Filter', `tr[data-instance="${failedInstance}"]`);
+    expect(await page.locator('table.requests tbody tr').evaluateAll((rows) => rows.map((r) => r.children[2]?.textContent))).toEqual(['400']);
     const failedRow = page.locator(`tr[data-instance="${failedInstance}"]`);
     expect(await failedRow.textContent()).toMatch(/PUT \/v1\/properties\/\{provider_id\}.*400.*validation_failed/s);
     await expectAccessible(page, 'requests');

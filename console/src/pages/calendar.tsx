@@ -5,8 +5,9 @@
  * night's details (a block's come from `GET /v1/blocks` over the month).
  */
 import { useState } from 'preact/hooks';
-import type { ListingNight } from '../../../packages/partner-sdk/src/types';
+import type { ListingNight, StoredProperty } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
+import { useField } from '../field';
 import { useLoad } from '../load';
 import { addMonths, datesOf, monthOf, monthTitle, parseMonth, WEEKDAYS, weeksOf } from '../month';
 import { href, type Route } from '../route';
@@ -85,6 +86,34 @@ function MonthGrid({ month, nights, selected, onSelect }: { month: string; night
   );
 }
 
+function ListingMonthForm({ listing, month, choices }: { listing: string; month: string; choices: StoredProperty[] }) {
+  const chosen = useField(listing);
+  const shown = useField(month);
+  return (
+    <form
+      class="inline"
+      onSubmit={(e) => {
+        e.preventDefault();
+        window.location.hash = href(['calendar'], { listing: chosen.value, month: parseMonth(shown.value) ?? month });
+      }}
+    >
+      <label for="listing">Listing</label>
+      <select id="listing" {...chosen}>
+        <option value="">Choose a listing</option>
+        {choices.map((p) => (
+          <option key={p.listing_id} value={p.listing_id!}>
+            {p.provider_id} ({p.listing_id})
+          </option>
+        ))}
+        {listing && !choices.some((p) => p.listing_id === listing) && <option value={listing}>{listing}</option>}
+      </select>
+      <label for="month">Month</label>
+      <input id="month" type="month" {...shown} />
+      <button type="submit">Show</button>
+    </form>
+  );
+}
+
 export function CalendarPage({ route }: { route: Route }) {
   const { api } = useConsole();
   const listing = route.query.get('listing') ?? '';
@@ -101,29 +130,7 @@ export function CalendarPage({ route }: { route: Route }) {
   return (
     <>
       <h1>Calendar</h1>
-      <form
-        class="inline"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const form = new FormData(e.currentTarget);
-          const chosen = String(form.get('listing') ?? '');
-          window.location.hash = href(['calendar'], { listing: chosen, month: parseMonth(String(form.get('month') ?? '')) ?? month });
-        }}
-      >
-        <label for="listing">Listing</label>
-        <select id="listing" name="listing" value={listing} key={listing}>
-          <option value="">Choose a listing</option>
-          {choices.map((p) => (
-            <option key={p.listing_id} value={p.listing_id!}>
-              {p.provider_id} ({p.listing_id})
-            </option>
-          ))}
-          {listing && !choices.some((p) => p.listing_id === listing) && <option value={listing}>{listing}</option>}
-        </select>
-        <label for="month">Month</label>
-        <input id="month" name="month" type="month" value={month} key={month} />
-        <button type="submit">Show</button>
-      </form>
+      <ListingMonthForm listing={listing} month={month} choices={choices} key={`${listing}:${month}`} />
       <ErrorNote error={listings.error} />
       {listing && (
         <>

@@ -1,8 +1,63 @@
-/** The delivery log: each delivery, its state, every attempt (status, duration, error) and a resend. */
-import type { Delivery, DeliveryList } from '../../../packages/partner-sdk/src/types';
+/**
+ * The delivery log (`GET /v1/webhooks/deliveries`, newest first, 20 a page): each
+ * delivery, its state, every attempt (status, duration, outcome) and a resend; filtered
+ * by state and event type, both kept in the hash route.
+ */
+import type { Delivery, DeliveryList, DeliveryListQuery } from '../../../packages/partner-sdk/src/types';
+import { href, type Route } from '../route';
 import { useConsole } from '../context';
+import { useField } from '../field';
 import { type Loaded, useAction } from '../load';
 import { Badge, ErrorNote, HeadRow, Loading, Time } from '../ui';
+
+const PAGE_SIZE = 20;
+const STATES = ['pending', 'delivered', 'abandoned'] as const;
+const EVENT_TYPES = ['booking.confirmed', 'booking.cancelled', 'user.erased'] as const;
+
+export function deliveryQuery(route: Route): DeliveryListQuery {
+  const q: DeliveryListQuery = { page_size: PAGE_SIZE, page: Math.max(1, Number(route.query.get('page') ?? '1') || 1) };
+  const state = STATES.find((s) => s === route.query.get('state'));
+  const type = EVENT_TYPES.find((t) => t === route.query.get('event_type'));
+  if (state) q.state = state;
+  if (type) q.event_type = type;
+  return q;
+}
+
+function Filters({ query }: { query: DeliveryListQuery }) {
+  const state = useField(query.state ?? '');
+  const type = useField(query.event_type ?? '');
+  return (
+    <form
+      class="inline"
+      onSubmit={(e) => {
+        e.preventDefault();
+        window.location.hash = href(['webhooks'], { state: state.value, event_type: type.value });
+      }}
+    >
+      <label for="delivery-state">Deliveries in state</label>
+      <select id="delivery-state" {...state}>
+        <option value="">any</option>
+        {STATES.map((s) => (
+          <option key={s} value={s}>
+            {s}
+          </option>
+        ))}
+      </select>
+      <label for="delivery-type">Deliveries of type</label>
+      <select id="delivery-type" {...type}>
+        <option value="">any</option>
+        {EVENT_TYPES.map((t) => (
+          <option key={t} value={t}>
+            {t}
+          </option>
+        ))}
+      </select>
+      <button type="submit" class="secondary">
+        Filter deliveries
+      </button>
+    </form>
+  );
+}
 
 function stateTone(state: Delivery['state']): 'good' | 'bad' | 'info' {
   return state === 'delivered' ? 'good' : state === 'abandoned' ? 'bad' : 'info';
@@ -35,13 +90,26 @@ function Attempts({ d }: { d: Delivery }) {
   );
 }
 
-export function DeliveryLog({ log, onResent, watched }: { log: Loaded<DeliveryList>; onResent: (d: Delivery) => void; watched: string | undefined }) {
+export function DeliveryLog({
+  log,
+  query,
+  onResent,
+  watched,
+}: {
+  log: Loaded<DeliveryList>;
+  query: DeliveryListQuery;
+  onResent: (d: Delivery) => void;
+  watched: string | undefined;
+}) {
+  const page = query.page ?? 1;
+  const at = (p: number) => href(['webhooks'], { state: query.state, event_type: query.event_type, page: p > 1 ? String(p) : undefined });
   const { api, session } = useConsole();
   const action = useAction();
   const resend = (eventId: string) => action.run(async () => onResent(await api((c) => c.resendDelivery(eventId))));
 
   return (
     <>
+      <Filters query={query} key={`${query.state ?? ''}:${query.event_type ?? ''}`} />
       <p>
         <button type="button" class="secondary" onClick={log.reload}>
           Refresh deliveries
@@ -76,6 +144,10 @@ export function DeliveryLog({ log, onResent, watched }: { log: Loaded<DeliveryLi
           ))}
         </ul>
       )}
+      <nav aria-label="Pages of deliveries" class="pager">
+        {page > 1 && <a href={at(page - 1)}>Newer deliveries</a>}
+        {log.data?.has_more && <a href={at(page + 1)}>Older deliveries</a>}
+      </nav>
     </>
   );
 }

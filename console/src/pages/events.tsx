@@ -4,9 +4,28 @@
  * integration stores after processing a page (`next_after`).
  */
 import { useConsole } from '../context';
+import { useField } from '../field';
 import { useLoad } from '../load';
 import { href, type Route } from '../route';
 import { ErrorNote, Loading, Time } from '../ui';
+
+function CursorForm({ after }: { after: string | undefined }) {
+  const cursor = useField(after ?? '');
+  return (
+    <form
+      class="inline"
+      onSubmit={(e) => {
+        e.preventDefault();
+        window.location.hash = href(['events'], { after: cursor.value.trim() });
+      }}
+    >
+      <label for="events-after">Read after cursor</label>
+      <input id="events-after" inputMode="numeric" pattern="0|[1-9][0-9]{0,17}" size={20} placeholder="from the oldest kept" {...cursor} />
+      <button type="submit">Read</button>
+      <a href={href(['events'])}>From the oldest</a>
+    </form>
+  );
+}
 
 export function EventsPage({ route }: { route: Route }) {
   const { api } = useConsole();
@@ -17,20 +36,7 @@ export function EventsPage({ route }: { route: Route }) {
     <>
       <h1>Events</h1>
       <p>Every event recorded for this workspace, delivered or not, in order: read it after downtime to reconcile (docs/partners/missed-events.md in the repository).</p>
-      <form
-        class="inline"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const v = String(new FormData(e.currentTarget).get('after') ?? '').trim();
-          window.location.hash = href(['events'], { after: v });
-        }}
-        key={after ?? ''}
-      >
-        <label for="events-after">Read after cursor</label>
-        <input id="events-after" name="after" inputMode="numeric" pattern="0|[1-9][0-9]{0,17}" size={20} value={after ?? ''} placeholder="from the oldest kept" />
-        <button type="submit">Read</button>
-        <a href={href(['events'])}>From the oldest</a>
-      </form>
+      <CursorForm after={after} key={after ?? ''} />
       {page.loading && <Loading what="events" />}
       <ErrorNote error={page.error} />
       {page.data && (

@@ -5,6 +5,7 @@
  */
 import type { RecordedRequestListQuery } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
+import { useField } from '../field';
 import { useLoad } from '../load';
 import { href, type Route } from '../route';
 import { ErrorNote, HeadRow, Loading, Time } from '../ui';
@@ -20,29 +21,37 @@ export function requestQuery(route: Route): RecordedRequestListQuery {
   return q;
 }
 
+function Filters({ query }: { query: RecordedRequestListQuery }) {
+  const status = useField(query.status?.toString() ?? '');
+  const code = useField(query.code ?? '');
+  return (
+    <form
+      class="inline"
+      onSubmit={(e) => {
+        e.preventDefault();
+        window.location.hash = href(['requests'], { status: status.value.trim(), code: code.value.trim() });
+      }}
+    >
+      <label for="filter-status">Status</label>
+      <input id="filter-status" inputMode="numeric" pattern="[1-5][0-9]{2}" size={4} {...status} />
+      <label for="filter-code">Code</label>
+      <input id="filter-code" size={24} placeholder="validation_failed" {...code} />
+      <button type="submit">Filter</button>
+      <a href={href(['requests'])}>Clear filters</a>
+    </form>
+  );
+}
+
 export function RequestsPage({ route }: { route: Route }) {
   const { api } = useConsole();
   const query = requestQuery(route);
   const list = useLoad(() => api((c) => c.listRequests(query)), [route.query.toString()]);
 
-  function filter(e: Event) {
-    e.preventDefault();
-    const form = new FormData(e.currentTarget as HTMLFormElement);
-    window.location.hash = href(['requests'], { status: String(form.get('status') ?? '').trim(), code: String(form.get('code') ?? '').trim() });
-  }
-
   return (
     <>
       <h1>Requests</h1>
       <p>Your workspace's recent requests (14 days, metadata only: never a body, a token or a key). Quote a row's instance to support.</p>
-      <form class="inline" onSubmit={filter} key={route.query.toString()}>
-        <label for="filter-status">Status</label>
-        <input id="filter-status" name="status" inputMode="numeric" pattern="[1-5][0-9]{2}" size={4} value={query.status?.toString() ?? ''} />
-        <label for="filter-code">Code</label>
-        <input id="filter-code" name="code" size={24} value={query.code ?? ''} placeholder="validation_failed" />
-        <button type="submit">Filter</button>
-        <a href={href(['requests'])}>Clear filters</a>
-      </form>
+      <Filters query={query} key={route.query.toString()} />
       {list.loading && <Loading what="requests" />}
       <ErrorNote error={list.error} />
       {list.data && list.data.items.length === 0 && <p>No request matches.</p>}

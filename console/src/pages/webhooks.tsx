@@ -9,8 +9,9 @@ import { isProblem } from '../../../packages/partner-sdk/src/errors';
 import type { Delivery, TestEvent } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
 import { useAction, useLoad } from '../load';
+import { href, type Route } from '../route';
 import { Badge, ErrorNote, Loading, Section } from '../ui';
-import { DeliveryLog } from './delivery-log';
+import { DeliveryLog, deliveryQuery } from './delivery-log';
 import { ReceiverChecks } from './receiver-checks';
 
 export const WATCH_EVERY_MS = 2000;
@@ -54,7 +55,7 @@ function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
   );
 }
 
-export function WebhooksPage() {
+export function WebhooksPage({ route }: { route: Route }) {
   const { api } = useConsole();
   const endpoint = useLoad(
     () =>
@@ -66,7 +67,8 @@ export function WebhooksPage() {
   );
   const [watched, setWatched] = useState<string | undefined>();
   const [reads, setReads] = useState(0);
-  const log = useLoad(() => api((c) => c.listDeliveries({ page_size: 20 })), []);
+  const query = deliveryQuery(route);
+  const log = useLoad(() => api((c) => c.listDeliveries(query)), [route.query.toString()]);
 
   // While a delivery just sent is pending, read the log again (bounded).
   const watchedState = log.data?.items.find((d) => d.event_id === watched)?.state;
@@ -79,10 +81,12 @@ export function WebhooksPage() {
     return () => window.clearTimeout(t);
   }, [watched, watchedState, reads, log.loading]);
 
+  // A delivery just made is on the first page of the unfiltered log.
   function watch(d: Delivery) {
     setWatched(d.event_id);
     setReads(0);
-    log.reload();
+    if (route.query.toString()) window.location.hash = href(['webhooks']);
+    else log.reload();
   }
 
   return (
@@ -118,7 +122,7 @@ export function WebhooksPage() {
         <TestEventForm onSent={watch} />
       </Section>
       <Section title="Deliveries">
-        <DeliveryLog log={log} onResent={watch} watched={watched} />
+        <DeliveryLog log={log} query={query} onResent={watch} watched={watched} />
       </Section>
       <Section title="Receiver checks">
         <ReceiverChecks />
