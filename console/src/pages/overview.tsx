@@ -42,8 +42,8 @@ export function OverviewPage() {
           <Section title="Properties">
             <p>
               {summary.data.properties.items.length}
-              {summary.data.properties.has_more ? '+' : ''} properties, {summary.data.properties.items.filter((p) => p.publishable).length} publishable.{' '}
-              <a href={href(['properties'])}>See them</a>
+              {summary.data.properties.has_more ? '+' : ''} {summary.data.properties.items.length === 1 ? 'property' : 'properties'},{' '}
+              {summary.data.properties.items.filter((p) => p.publishable).length} publishable. <a href={href(['properties'])}>See them</a>
             </p>
           </Section>
           <Section title="Webhook endpoint">
