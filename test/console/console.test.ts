@@ -323,10 +323,22 @@ describe('the sandbox console', () => {
     await context.close();
   }, 240_000);
 
-  test('a production key: the 501 banner, every page shows the answer, nothing to send; a reload asks for the key again', async () => {
+  test('a production key, from the keyboard alone: the 501 banner, every page shows the answer, nothing to send; a reload asks for the key again', async () => {
     const prod = await partners.partner('production');
     const { context, page, problems } = await openConsole();
-    await signIn(page, prod.apiKey);
+    // Tab to the key, type it, Enter signs in; Tab on through the header to the navigation.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.activeElement?.getAttribute('id'))).toBe('api-key');
+    await page.keyboard.type(prod.apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    const properties = page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Properties', exact: true });
+    for (let i = 0; i < 10 && !(await properties.evaluate((a) => a === (a.ownerDocument as unknown as PageGlobals['document']).activeElement)); i++) {
+      await page.keyboard.press('Tab');
+    }
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Properties', level: 1 }).waitFor();
+    await go(page, 'Overview');
     await page.getByText('Production workspace.').waitFor();
     await page.getByText('501 not_enabled').first().waitFor();
     await go(page, 'Webhooks');
