@@ -12,5 +12,5 @@ if [ ! -x "$bin" ]; then
     apt-get install -y --no-install-recommends chromium >/dev/null
   }
 fi
-"$bin" --version >/dev/null
+"$bin" --version >/dev/null 2>&1 || { echo "$bin does not run" >&2; exit 1; }
 echo "$bin"
