@@ -12,12 +12,17 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
+/**
+ * New `deps` (another page, filter or month) start from nothing, so what is shown always
+ * answers what is asked; `reload` keeps the current answer on screen until the new one
+ * arrives (a refresh, or the delivery log read again while a delivery is watched).
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: undefined, loading: true });
   const generation = useRef(0);
-  const run = useCallback(() => {
+  const run = useCallback((keep: boolean) => {
     const mine = ++generation.current;
-    setState((s) => ({ ...s, loading: true }));
+    setState((s) => (keep ? { ...s, loading: true } : { data: undefined, error: undefined, loading: true }));
     load().then(
       (data) => {
         if (mine === generation.current) setState({ data, error: undefined, loading: false });
@@ -28,12 +33,13 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     );
   }, deps);
   useEffect(() => {
-    run();
+    run(false);
     return () => {
       generation.current++;
     };
   }, [run]);
-  return { ...state, reload: run };
+  const reload = useCallback(() => run(true), [run]);
+  return { ...state, reload };
 }
 
 /** A write the partner starts with a button or a form, with its busy and error states. */

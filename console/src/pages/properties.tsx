@@ -7,11 +7,25 @@ import { Badge, ErrorNote, HeadRow, Loading, Time } from '../ui';
 
 const PAGE_SIZE = 50;
 
-export function photoSummary(photos: PhotoState[]): string {
-  if (photos.length === 0) return 'no photos';
-  const counts = new Map<string, number>();
-  for (const p of photos) counts.set(p.state, (counts.get(p.state) ?? 0) + 1);
-  return [...counts].map(([state, n]) => `${n} ${state}`).join(', ');
+export function photoTone(state: PhotoState['state']): 'good' | 'bad' | 'info' {
+  return state === 'ready' ? 'good' : state === 'rejected' ? 'bad' : 'info';
+}
+
+/** Each photo by position with its state, and a rejection's reason. */
+function PhotoStates({ photos }: { photos: PhotoState[] }) {
+  if (photos.length === 0) return <span class="muted">no photos</span>;
+  return (
+    <ul class="photo-states">
+      {photos.map((ph) => (
+        <li key={ph.position}>
+          <Badge tone={photoTone(ph.state)}>
+            #{ph.position} {ph.state}
+            {ph.reason ? `: ${ph.reason}` : ''}
+          </Badge>
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 export function Publishable({ p }: { p: StoredProperty }) {
@@ -52,7 +66,9 @@ export function PropertiesPage({ route }: { route: Route }) {
                   <Publishable p={p} />
                 </td>
                 <td>{p.missing.length ? p.missing.join(', ') : <span class="muted">nothing</span>}</td>
-                <td>{photoSummary(p.photos)}</td>
+                <td>
+                  <PhotoStates photos={p.photos} />
+                </td>
                 <td>
                   <Time at={p.updated_at} />
                 </td>

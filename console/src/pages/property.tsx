@@ -3,7 +3,7 @@ import { useConsole } from '../context';
 import { useLoad } from '../load';
 import { href } from '../route';
 import { Badge, ErrorNote, HeadRow, Loading, Section, Time } from '../ui';
-import { Publishable } from './properties';
+import { photoTone, Publishable } from './properties';
 
 export function PropertyPage({ providerId }: { providerId: string }) {
   const { api } = useConsole();
@@ -50,7 +50,7 @@ export function PropertyPage({ providerId }: { providerId: string }) {
                         <code>{ph.url}</code>
                       </td>
                       <td>
-                        <Badge tone={ph.state === 'ready' ? 'good' : ph.state === 'rejected' ? 'bad' : 'info'}>{ph.state}</Badge>
+                        <Badge tone={photoTone(ph.state)}>{ph.state}</Badge>
                       </td>
                       <td>{ph.reason ?? ''}</td>
                     </tr>
