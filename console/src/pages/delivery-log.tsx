@@ -6,7 +6,7 @@
 import type { Delivery, DeliveryList, DeliveryListQuery } from '../../../packages/partner-sdk/src/types';
 import { href, type Route } from '../route';
 import { useConsole } from '../context';
-import { useField } from '../field';
+import { type Field, useField } from '../field';
 import { type Loaded, useAction } from '../load';
 import { Badge, ErrorNote, HeadRow, Loading, Time } from '../ui';
 
@@ -23,6 +23,20 @@ export function deliveryQuery(route: Route): DeliveryListQuery {
   return q;
 }
 
+/** A filter's choice: "any", or one of `values`. */
+function AnyOf({ id, field, values }: { id: string; field: Field; values: readonly string[] }) {
+  return (
+    <select id={id} {...field}>
+      <option value="">any</option>
+      {values.map((v) => (
+        <option key={v} value={v}>
+          {v}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 function Filters({ query }: { query: DeliveryListQuery }) {
   const state = useField(query.state ?? '');
   const type = useField(query.event_type ?? '');
@@ -35,23 +49,9 @@ function Filters({ query }: { query: DeliveryListQuery }) {
       }}
     >
       <label for="delivery-state">Deliveries in state</label>
-      <select id="delivery-state" {...state}>
-        <option value="">any</option>
-        {STATES.map((s) => (
-          <option key={s} value={s}>
-            {s}
-          </option>
-        ))}
-      </select>
+      <AnyOf id="delivery-state" field={state} values={STATES} />
       <label for="delivery-type">Deliveries of type</label>
-      <select id="delivery-type" {...type}>
-        <option value="">any</option>
-        {EVENT_TYPES.map((t) => (
-          <option key={t} value={t}>
-            {t}
-          </option>
-        ))}
-      </select>
+      <AnyOf id="delivery-type" field={type} values={EVENT_TYPES} />
       <button type="submit" class="secondary">
         Filter deliveries
       </button>
