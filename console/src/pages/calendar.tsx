@@ -2,7 +2,7 @@
  * Calendar: a month of one listing's nights (`GET /v1/listings/{id}/nights`), each free,
  * the partner's block, a marketplace booking or a live hold. The grid follows the ARIA
  * grid pattern: one cell in the tab order, arrow keys move between days, Enter opens a
- * night's details (a block's come from `GET /v1/blocks` over the month).
+ * night's details (a block's come from `GET /v1/blocks` over that night).
  */
 import { useState } from 'preact/hooks';
 import type { ListingNight, StoredProperty } from '../../../packages/partner-sdk/src/types';
@@ -148,7 +148,7 @@ export function CalendarPage({ route }: { route: Route }) {
           {nights.loading && <Loading what="nights" />}
           <ErrorNote error={nights.error} />
           {nights.data && <MonthGrid month={month} nights={byDate} selected={selected} onSelect={setSelected} />}
-          {selected?.startsWith(month) && nights.data && <NightDetails listing={listing} month={month} date={selected} night={byDate.get(selected)} />}
+          {selected?.startsWith(month) && nights.data && <NightDetails listing={listing} date={selected} night={byDate.get(selected)} />}
         </>
       )}
     </>

@@ -1,20 +1,21 @@
-/** The details of one night of the calendar; a block's from `GET /v1/blocks` over the month. */
+/** The details of one night of the calendar; a block's from `GET /v1/blocks` over that night. */
 import type { ListingNight } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
 import { useLoad } from '../load';
-import { datesOf } from '../month';
 import { ErrorNote, Loading } from '../ui';
 
-export function NightDetails({ listing, month, date, night }: { listing: string; month: string; date: string; night: ListingNight | undefined }) {
+export function NightDetails({ listing, date, night }: { listing: string; date: string; night: ListingNight | undefined }) {
   const { api } = useConsole();
   const uid = night?.state === 'blocked' ? night.external_uid : undefined;
   const block = useLoad(async () => {
     if (!uid) return undefined;
-    // Blocks holding a night of the month (`to` is inclusive), the selected one among them.
-    const dates = datesOf(month);
-    const list = await api((c) => c.listBlocks({ from: dates[0]!, to: dates[dates.length - 1]!, page_size: 200 }));
-    return list.items.find((b) => b.external_uid === uid && b.listing_id === listing);
-  }, [uid, listing, month]);
+    // The blocks holding this night (`to` is inclusive) across the workspace's listings,
+    // page after page until this one (usually one request).
+    return api(async (c) => {
+      for await (const b of c.blocks({ from: date, to: date, page_size: 200 })) if (b.external_uid === uid && b.listing_id === listing) return b;
+      return undefined;
+    });
+  }, [uid, listing, date]);
 
   return (
     <section class="details" aria-label={`Night of ${date}`}>
