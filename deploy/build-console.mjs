@@ -6,22 +6,18 @@
  * the console's sources, the partner SDK's source it bundles, and the versions of Vite
  * and Preact. Their sha256 is kept in console/dist/.inputs.sha256. `--force` always builds.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { filesUnder, inputsDigest, isCurrent, writeStamp } from './input-stamp.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const consoleDir = join(root, 'console');
 const outDir = join(consoleDir, 'dist');
 const stamp = join(outDir, '.inputs.sha256');
 
-function filesUnder(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
-}
-
-const inputs = [
+const digest = inputsDigest(root, [
   ...filesUnder(join(consoleDir, 'src')),
   ...filesUnder(join(root, 'packages', 'partner-sdk', 'src')),
   join(consoleDir, 'index.html'),
@@ -29,14 +25,9 @@ const inputs = [
   join(root, 'node_modules', 'vite', 'package.json'),
   join(root, 'node_modules', 'preact', 'package.json'),
   fileURLToPath(import.meta.url),
-]
-  .filter((f) => existsSync(f))
-  .sort();
-const hash = createHash('sha256');
-for (const f of inputs) hash.update(relative(root, f)).update('\0').update(readFileSync(f)).update('\0');
-const digest = hash.digest('hex');
+]);
 
-if (!process.argv.includes('--force') && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === digest) process.exit(0);
+if (!process.argv.includes('--force') && isCurrent(stamp, digest)) process.exit(0);
 
 const { build } = await import('vite');
 await build({ root: consoleDir, configFile: join(consoleDir, 'vite.config.mts'), logLevel: 'warn' });
@@ -46,4 +37,4 @@ for (const file of filesUnder(outDir)) {
   writeFileSync(`${file}.br`, brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }));
   writeFileSync(`${file}.gz`, gzipSync(body, { level: 9 }));
 }
-writeFileSync(stamp, `${digest}\n`);
+writeStamp(stamp, digest);

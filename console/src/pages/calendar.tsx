@@ -12,6 +12,7 @@ import { useLoad } from '../load';
 import { addMonths, datesOf, monthOf, monthTitle, parseMonth, WEEKDAYS, weeksOf } from '../month';
 import { href, type Route } from '../route';
 import { ErrorNote, HeadRow, Loading } from '../ui';
+import { ListingOptions, useListings } from './listings';
 import { NightDetails } from './night-details';
 
 function nightLabel(n: ListingNight | undefined): string {
@@ -100,11 +101,7 @@ function ListingMonthForm({ listing, month, choices }: { listing: string; month:
       <label for="listing">Listing</label>
       <select id="listing" {...chosen}>
         <option value="">Choose a listing</option>
-        {choices.map((p) => (
-          <option key={p.listing_id} value={p.listing_id!}>
-            {p.provider_id} ({p.listing_id})
-          </option>
-        ))}
+        <ListingOptions choices={choices} />
         {listing && !choices.some((p) => p.listing_id === listing) && <option value={listing}>{listing}</option>}
       </select>
       <label for="month">Month</label>
@@ -119,13 +116,12 @@ export function CalendarPage({ route }: { route: Route }) {
   const listing = route.query.get('listing') ?? '';
   const month = parseMonth(route.query.get('month')) ?? monthOf(new Date());
   const [selected, setSelected] = useState<string | undefined>();
-  const listings = useLoad(() => api((c) => c.listProperties({ page_size: 200 })), []);
+  const { loaded: listings, choices } = useListings();
   const nights = useLoad(
     async () => (listing ? await api((c) => c.listListingNights(listing, { from: `${month}-01`, to: `${addMonths(month, 1)}-01` })) : undefined),
     [listing, month],
   );
   const byDate = new Map((nights.data?.items ?? []).map((n) => [n.date, n]));
-  const choices = (listings.data?.items ?? []).filter((p) => p.listing_id);
 
   return (
     <>

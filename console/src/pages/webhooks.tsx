@@ -12,6 +12,7 @@ import { useAction, useLoad } from '../load';
 import { href, type Route } from '../route';
 import { Badge, ErrorNote, Loading, Section } from '../ui';
 import { DeliveryLog, deliveryQuery } from './delivery-log';
+import { ListingOptions, useListings } from './listings';
 import { ReceiverChecks } from './receiver-checks';
 
 export const WATCH_EVERY_MS = 2000;
@@ -19,9 +20,8 @@ export const WATCH_READS = 15;
 
 function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
   const { api, session } = useConsole();
-  const listings = useLoad(() => api((c) => c.listProperties({ page_size: 200 })), []);
+  const { loaded: listings, choices } = useListings();
   const action = useAction();
-  const choices = (listings.data?.items ?? []).filter((p) => p.listing_id);
 
   function send(e: Event) {
     e.preventDefault();
@@ -40,11 +40,7 @@ function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
       </select>
       <label for="test-event-listing">Listing</label>
       <select id="test-event-listing" name="listing_id">
-        {choices.map((p) => (
-          <option key={p.listing_id} value={p.listing_id!}>
-            {p.provider_id} ({p.listing_id})
-          </option>
-        ))}
+        <ListingOptions choices={choices} />
       </select>
       <button type="submit" disabled={action.busy || !session.token.sandbox || choices.length === 0}>
         Send test event
