@@ -82,13 +82,16 @@ interface BookingRow {
   confirmed_at: Date;
   cancelled_at: Date | null;
   cancelled_by: 'guest' | 'host' | null;
+  /** Null for a booking confirmed before the calendar kept them (migration 0013). */
+  check_in_time: string | null;
+  check_out_time: string | null;
 }
 
 /** What CancelBooking reads of a booking before its statement: where it is and the events' fields. */
 type CancelledRow = Pick<BookingRow, 'listing_id' | 'workspace_id' | 'environment' | 'provider_id' | 'check_in' | 'check_out' | 'status' | 'cancelled_at'>;
 
 const BOOKING_COLUMNS =
-  'booking_reference, listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, party_size, guest_name, amount_value, amount_currency, status, hold_id, confirmed_at, cancelled_at, cancelled_by';
+  'booking_reference, listing_id, workspace_id, environment, provider_id, check_in::text, check_out::text, party_size, guest_name, amount_value, amount_currency, status, hold_id, confirmed_at, cancelled_at, cancelled_by, check_in_time, check_out_time';
 
 function initiator(by: 'guest' | 'host'): CancellationInitiator {
   return by === 'host' ? CancellationInitiator.HOST : CancellationInitiator.GUEST;
@@ -111,6 +114,8 @@ function toBooking(r: BookingRow): Booking {
     initiatedBy: r.cancelled_by ? initiator(r.cancelled_by) : undefined,
     holdId: r.hold_id ?? undefined,
     environment: r.environment === 'production' ? Environment.PRODUCTION : Environment.SANDBOX,
+    checkInTime: r.check_in_time ?? '',
+    checkOutTime: r.check_out_time ?? '',
   });
 }
 
@@ -232,6 +237,8 @@ export async function confirmBooking(deps: CalendarDeps, req: ConfirmBookingRequ
       confirmed_at: at,
       cancelled_at: null,
       cancelled_by: null,
+      check_in_time: listing.checkInTime,
+      check_out_time: listing.checkOutTime,
     }),
   };
 }

@@ -1,17 +1,18 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
-import { challengeEnvelope, fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName } from './envelope';
+import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
+import { BookingSchema, GetErasureResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
+import { cancelledDelivery, challengeEnvelope, confirmedDelivery, erasedDelivery, scrubGuestName } from './envelope';
 
 const at = new Date('2030-03-04T05:06:07.089Z');
 
 describe('delivery envelopes', () => {
-  test('booking.confirmed: envelope keys in order, data per docs/contract-gaps.md, provider_id null when absent', () => {
-    const src = fromBookingConfirmed(
-      create(BookingConfirmedSchema, {
-        eventId: 'b3b1c6d4-3a8e-4a43-9f1e-6a3f7b0c2d11',
-        occurredAt: timestampFromDate(at),
+  test('booking.confirmed: envelope keys in order, data per docs/contract-gaps.md from the booking as the calendar holds it, provider_id null when absent', () => {
+    const src = confirmedDelivery(
+      'b3b1c6d4-3a8e-4a43-9f1e-6a3f7b0c2d11',
+      create(BookingSchema, {
+        confirmedAt: timestampFromDate(at),
         workspaceId: 'ws',
         environment: Environment.SANDBOX,
         bookingReference: 'BK1',
@@ -22,8 +23,8 @@ describe('delivery envelopes', () => {
         checkOutTime: '11:00',
         partySize: 3,
         amountPaid: { value: '10.00', currency: 'EUR' },
+        guestName: 'Ada',
       }),
-      'Ada',
     );
     expect(src.body).toBe(
       '{"event_id":"b3b1c6d4-3a8e-4a43-9f1e-6a3f7b0c2d11","event_type":"booking.confirmed","occurred_at":"2030-03-04T05:06:07.089Z",' +
@@ -36,10 +37,11 @@ describe('delivery envelopes', () => {
 
   test('booking.cancelled and user.erased carry no personal data', () => {
     const cancelled = JSON.parse(
-      fromBookingCancelled(
-        create(BookingCancelledSchema, {
-          eventId: 'e1',
-          occurredAt: timestampFromDate(at),
+      cancelledDelivery(
+        'e1',
+        create(BookingSchema, {
+          workspaceId: 'ws',
+          cancelledAt: timestampFromDate(at),
           bookingReference: 'BK1',
           listingId: 'L1',
           providerId: 'p1',
@@ -49,7 +51,7 @@ describe('delivery envelopes', () => {
     );
     expect(cancelled.data).toEqual({ booking_reference: 'BK1', listing_id: 'L1', cancelled_at: at.toISOString(), initiated_by: 'guest' });
     const erased = JSON.parse(
-      fromUserErased(create(UserErasedSchema, { eventId: 'e2', occurredAt: timestampFromDate(at), erasureId: 'x', bookingReferences: ['BK1'], providerIds: ['p1'] })).body,
+      erasedDelivery('e2', 'ws', create(GetErasureResponseSchema, { erasedAt: timestampFromDate(at), bookingReferences: ['BK1'], providerIds: ['p1'] })).body,
     );
     expect(erased).toEqual({ event_id: 'e2', event_type: 'user.erased', occurred_at: at.toISOString(), data: { booking_references: ['BK1'], provider_ids: ['p1'] } });
   });

@@ -1,17 +1,19 @@
 /**
  * What a partner receives: the public event kinds and the delivery envelope built
- * from the calendar's domain events (spec "Events"; data fields per
+ * from the calendar's records of bookings and erasures (spec "Events"; data fields per
  * docs/contract-gaps.md, "`booking.confirmed` data" and the rows after it).
  *
  * The envelope's `event_id` is the domain event's id (stable across retries and
- * replicas); `occurred_at` is when the event happened, never when it is sent. The
+ * replicas); `occurred_at` is when the change happened as the calendar recorded it,
+ * never when it is sent. The
  * body is built once, stored, and sent byte for byte on every attempt.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { WebhookEventType, WebhookEventTypeSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 import { dottedKind, EnumNames } from '../kit/enum-names';
-import { CancellationInitiator, type BookingCancelled, type BookingConfirmed, type UserErased } from '../../gen/psync/calendar/v1/events_pb';
+import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
+import type { Booking, GetErasureResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 
 /** The kinds a partner can subscribe to (spec "Webhook endpoint", `events`). */
 export const SUBSCRIBABLE_KINDS = ['booking.confirmed', 'booking.cancelled', 'user.erased'] as const;
@@ -51,10 +53,9 @@ export function envelopeBody(e: Envelope): string {
   return JSON.stringify(e.test ? { ...base, test: true } : base);
 }
 
-function iso(ts: Timestamp | undefined, fallback?: Timestamp): string {
-  const t = ts ?? fallback;
-  if (!t) throw new Error('event without a timestamp');
-  return timestampDate(t).toISOString();
+function iso(ts: Timestamp | undefined): string {
+  if (!ts) throw new Error('a record without its timestamp');
+  return timestampDate(ts).toISOString();
 }
 
 /** A delivery to create from one domain event. */
@@ -68,57 +69,55 @@ export interface DeliverySource {
   body: string;
 }
 
-/** The delivery of one domain event: what the log keeps of it and the envelope body sent. */
-function deliverySource(
-  kind: EventKind,
-  e: { eventId: string; workspaceId: string; occurredAt?: Timestamp },
-  data: Record<string, unknown>,
-  bookingReference?: string,
-): DeliverySource {
-  const occurredAt = iso(e.occurredAt);
+/** The delivery of event `eventId`: what the log keeps of it and the envelope body sent. */
+function deliverySource(kind: EventKind, eventId: string, workspaceId: string, occurredAt: string, data: Record<string, unknown>, bookingReference?: string): DeliverySource {
   return {
     kind,
-    eventId: e.eventId,
-    workspaceId: e.workspaceId,
+    eventId,
+    workspaceId,
     occurredAt,
     ...(bookingReference === undefined ? {} : { bookingReference }),
-    body: envelopeBody({ event_id: e.eventId, event_type: kind, occurred_at: occurredAt, data }),
+    body: envelopeBody({ event_id: eventId, event_type: kind, occurred_at: occurredAt, data }),
   };
 }
 
 /**
- * The booking.confirmed of `e`. The event carries no personal data: `guestName` is read
- * from the calendar (null once the guest was erased).
+ * The booking.confirmed of event `eventId`: every field as the calendar holds the booking
+ * `b` (its read-back, event-proof.ts), never as the event said; `occurred_at` is when it
+ * was confirmed. The guest's name is null once the guest was erased.
  */
-export function fromBookingConfirmed(e: BookingConfirmed, guestName: string | null): DeliverySource {
+export function confirmedDelivery(eventId: string, b: Booking): DeliverySource {
   const data = {
-    booking_reference: e.bookingReference,
-    listing_id: e.listingId,
-    provider_id: e.providerId ?? null,
-    check_in: e.checkIn,
-    check_out: e.checkOut,
-    check_in_time: e.checkInTime,
-    check_out_time: e.checkOutTime,
-    party_size: e.partySize,
-    guest_name: guestName,
-    amount_paid: { value: e.amountPaid?.value ?? '0', currency: e.amountPaid?.currency ?? '' },
+    booking_reference: b.bookingReference,
+    listing_id: b.listingId,
+    provider_id: b.providerId ?? null,
+    check_in: b.checkIn,
+    check_out: b.checkOut,
+    check_in_time: b.checkInTime,
+    check_out_time: b.checkOutTime,
+    party_size: b.partySize,
+    guest_name: b.guestName || null,
+    amount_paid: { value: b.amountPaid?.value ?? '0', currency: b.amountPaid?.currency ?? '' },
   };
-  return deliverySource('booking.confirmed', e, data, e.bookingReference);
+  return deliverySource('booking.confirmed', eventId, b.workspaceId.toLowerCase(), iso(b.confirmedAt), data, b.bookingReference);
 }
 
-export function fromBookingCancelled(e: BookingCancelled): DeliverySource {
+/** The booking.cancelled of event `eventId`, from the cancelled booking `b`; `occurred_at` is its `cancelled_at`. */
+export function cancelledDelivery(eventId: string, b: Booking): DeliverySource {
+  const cancelledAt = iso(b.cancelledAt);
   const data = {
-    booking_reference: e.bookingReference,
-    listing_id: e.listingId,
-    cancelled_at: iso(e.cancelledAt, e.occurredAt),
-    initiated_by: e.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest',
+    booking_reference: b.bookingReference,
+    listing_id: b.listingId,
+    cancelled_at: cancelledAt,
+    initiated_by: b.initiatedBy === CancellationInitiator.HOST ? 'host' : 'guest',
   };
-  return deliverySource('booking.cancelled', e, data, e.bookingReference);
+  return deliverySource('booking.cancelled', eventId, b.workspaceId.toLowerCase(), cancelledAt, data, b.bookingReference);
 }
 
-export function fromUserErased(e: UserErased): DeliverySource {
-  const data = { booking_references: [...e.bookingReferences], provider_ids: [...e.providerIds] };
-  return deliverySource('user.erased', e, data);
+/** The user.erased of event `eventId`: what the erasure `r` erased in `workspaceId`, as the calendar reads it back. */
+export function erasedDelivery(eventId: string, workspaceId: string, r: GetErasureResponse): DeliverySource {
+  const data = { booking_references: [...r.bookingReferences], provider_ids: [...r.providerIds] };
+  return deliverySource('user.erased', eventId, workspaceId.toLowerCase(), iso(r.erasedAt), data);
 }
 
 /** A challenge: a fresh opaque single-use string and the signed body that carries it. */

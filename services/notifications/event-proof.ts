@@ -2,19 +2,23 @@
  * Events are proven by their owner before they become deliveries (house rule 15;
  * docs/notifications.md, "Events are proven by their owner").
  *
- * Anyone who can publish on the bus could otherwise make notifications sign a webhook
- * for any workspace. So an event that leads to a partner delivery is believed only
- * when the calendar, which owns bookings and erasures, says the same thing when asked
- * over the authenticated internal API:
+ * An event on the bus is a trigger, not a source. Anyone who can publish on the bus
+ * could otherwise make notifications sign a webhook for any workspace, or alter what a
+ * partner is told. So an event that leads to a partner delivery is believed only when
+ * the calendar, which owns bookings and erasures, holds exactly what it says when asked
+ * over the authenticated internal API, every field of it:
  * - BookingConfirmed: the booking exists, in that workspace and environment, on that
- *   listing, confirmed at the event's time, with the event's stay, party and amount;
+ *   listing, confirmed at the event's time, with the event's stay, check-in and
+ *   check-out times, party and amount, and the event carries no guest name;
  * - BookingCancelled: the booking exists there and was cancelled at the event's
- *   `cancelled_at`, by the event's initiator;
- * - UserErased: the erasure exists, happened at the event's time, and erased every
- *   booking (and provider id) the event names in that workspace.
+ *   `occurred_at` and `cancelled_at`, by the event's initiator;
+ * - UserErased: the erasure exists, happened at the event's time in that environment,
+ *   and erased exactly the bookings (and provider ids) the event names in that workspace.
  * Anything else is refused: the caller drops it (acknowledged, never redelivered) and
  * counts it. A failed read-back (calendar unavailable) is not a refusal: it throws, so
- * the bus redelivers the event later.
+ * the bus redelivers the event later. The delivery is then built from the record, not
+ * from the event (envelope.ts), and made at most once per fact (intake.ts, the
+ * `event_facts` table): a replay under a new event id proves, and is dropped there.
  *
  * The read-back also carries what a delivery needs but no event does: the guest's name
  * (empty once the guest was erased), which the bus never keeps.
@@ -33,14 +37,28 @@ export interface EventOwner {
   erasure(erasureId: string, workspaceId: string): Promise<GetErasureResponse>;
 }
 
-/** Why an event was refused (psync_bus_events_refused_total `reason`). */
-export type RefusalReason = 'undecodable' | 'malformed' | 'unknown_booking' | 'unknown_erasure' | 'mismatch';
+/**
+ * Why an event was refused (psync_bus_events_refused_total `reason`; docs/notifications.md):
+ * - undecodable, malformed: not an event the calendar writes;
+ * - unknown_booking, unknown_erasure: the calendar has no such record;
+ * - mismatch: the record says something else in some field;
+ * - unprovable: the calendar answered a booking without its check-in/out times (a
+ *   calendar of an earlier release, during an upgrade, or a booking confirmed before it
+ *   kept them); retried a few times first (intake.ts);
+ * - replayed: its fact (a booking's confirmation or cancellation, an erasure in a
+ *   workspace) was delivered already, under another event id;
+ * - after_cancellation: a confirmation of a booking whose cancellation the partner was
+ *   already told.
+ */
+export type RefusalReason = 'undecodable' | 'malformed' | 'unknown_booking' | 'unknown_erasure' | 'mismatch' | 'unprovable' | 'replayed' | 'after_cancellation';
 
 export type Proof<T> = { ok: true; value: T } | { ok: false; reason: RefusalReason };
 
 const refuse = (reason: RefusalReason): { ok: false; reason: RefusalReason } => ({ ok: false, reason });
 
 const ms = (t: Timestamp | undefined): number | undefined => (t ? timestampMs(t) : undefined);
+
+const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 
 /** The facts every booking event states about its booking, as the calendar knows them. */
 function sameBooking(e: BookingConfirmed | BookingCancelled, b: Booking): boolean {
@@ -53,7 +71,7 @@ function sameBooking(e: BookingConfirmed | BookingCancelled, b: Booking): boolea
   );
 }
 
-/** The calendar's booking if it proves `e`; its guest name is the delivery's. */
+/** The calendar's booking if it proves `e` in every field; the delivery is built from it. */
 export async function proveBookingConfirmed(owner: EventOwner, e: BookingConfirmed): Promise<Proof<Booking>> {
   if (e.bookingReference === '') return refuse('malformed');
   const b = await owner.booking(e.bookingReference);
@@ -65,33 +83,37 @@ export async function proveBookingConfirmed(owner: EventOwner, e: BookingConfirm
     b.checkOut === e.checkOut &&
     b.partySize === e.partySize &&
     b.amountPaid?.value === e.amountPaid?.value &&
-    b.amountPaid?.currency === e.amountPaid?.currency;
-  return same ? { ok: true, value: b } : refuse('mismatch');
+    b.amountPaid?.currency === e.amountPaid?.currency &&
+    // The event never carries the guest's name (events.proto): one that does was not written by the calendar.
+    e.guestName === '';
+  if (!same) return refuse('mismatch');
+  if (b.checkInTime === '' || b.checkOutTime === '') return refuse('unprovable');
+  return b.checkInTime === e.checkInTime && b.checkOutTime === e.checkOutTime ? { ok: true, value: b } : refuse('mismatch');
 }
 
-/** Whether the calendar's booking proves the cancellation `e`. */
+/** The calendar's cancelled booking if it proves the cancellation `e` in every field. */
 export async function proveBookingCancelled(owner: EventOwner, e: BookingCancelled): Promise<Proof<Booking>> {
   if (e.bookingReference === '') return refuse('malformed');
   const b = await owner.booking(e.bookingReference);
   if (!b) return refuse('unknown_booking');
+  const cancelledAt = ms(b.cancelledAt);
   const same =
     sameBooking(e, b) &&
     b.status === BookingStatus.CANCELLED &&
-    ms(b.cancelledAt) !== undefined &&
-    ms(b.cancelledAt) === ms(e.cancelledAt ?? e.occurredAt) &&
+    cancelledAt !== undefined &&
+    cancelledAt === ms(e.cancelledAt) &&
+    cancelledAt === ms(e.occurredAt) &&
     b.initiatedBy === e.initiatedBy;
   return same ? { ok: true, value: b } : refuse('mismatch');
 }
 
-/** Whether the calendar's erasure proves `e`: every booking and provider id it names was erased there by it. */
+/** The calendar's erasure if it proves `e`: erased exactly the bookings and provider ids it names, there, then. */
 export async function proveUserErased(owner: EventOwner, e: UserErased): Promise<Proof<GetErasureResponse>> {
   if (!isUuid(e.erasureId) || e.bookingReferences.length === 0) return refuse('malformed');
   const r = await owner.erasure(e.erasureId, e.workspaceId);
   if (r.bookingReferences.length === 0) return refuse('unknown_erasure');
-  const refs = new Set(r.bookingReferences);
-  const providers = new Set(r.providerIds);
   const same =
-    r.environment === e.environment && ms(r.erasedAt) === ms(e.occurredAt) && e.bookingReferences.every((x) => refs.has(x)) && e.providerIds.every((x) => providers.has(x));
+    r.environment === e.environment && ms(r.erasedAt) === ms(e.occurredAt) && sameList(r.bookingReferences, e.bookingReferences) && sameList(r.providerIds, e.providerIds);
   return same ? { ok: true, value: r } : refuse('mismatch');
 }
 

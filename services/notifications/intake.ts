@@ -40,7 +40,7 @@ import {
   type BookingConfirmed,
   type UserErased,
 } from '../../gen/psync/calendar/v1/events_pb';
-import { fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName, type DeliverySource } from './envelope';
+import { cancelledDelivery, confirmedDelivery, erasedDelivery, scrubGuestName, type DeliverySource } from './envelope';
 import { isUuid } from './errors';
 import { proveBookingCancelled, proveBookingConfirmed, proveUserErased, type EventOwner, type Proof, type RefusalReason } from './event-proof';
 import { recordBusEventRefused } from '../kit/metrics';
@@ -62,7 +62,11 @@ export const INTAKE_CONSUMER = 'notifications-webhook-deliveries';
 
 interface Decoded {
   source: DeliverySource;
-  environment: Environment;
+  /**
+   * What the partner is told, once per workspace: the booking reference of a
+   * confirmation or cancellation, the erasure id of an erasure (`event_facts.subject`).
+   */
+  subject: string;
   /** user.erased only. */
   erased?: { bookingReferences: string[]; providerIds: string[] };
   /** The handler's (consumer span's) traceparent, stored with the delivery. */
@@ -91,36 +95,52 @@ function decode(kind: Received['kind'], data: Uint8Array): Received {
 }
 
 /**
- * The delivery of a received event once its owner proved it (event-proof.ts): the
- * event's facts, each of which the owner confirmed, and the guest's name, which only
- * the owner has; or the reason it was refused.
+ * The delivery of a received event once its owner proved it (event-proof.ts), built
+ * from the owner's record (every field, the guest's name included, which only the
+ * owner has); or the reason it was refused.
  */
 async function proven(owner: EventOwner, r: Received): Promise<Proof<Decoded>> {
+  const eventId = r.message.eventId;
   switch (r.kind) {
     case 'booking.confirmed': {
       const p = await proveBookingConfirmed(owner, r.message);
       if (!p.ok) return p;
-      return { ok: true, value: { source: fromBookingConfirmed(r.message, p.value.guestName || null), environment: r.message.environment } };
+      return { ok: true, value: { source: confirmedDelivery(eventId, p.value), subject: p.value.bookingReference } };
     }
     case 'booking.cancelled': {
       const p = await proveBookingCancelled(owner, r.message);
       if (!p.ok) return p;
-      return { ok: true, value: { source: fromBookingCancelled(r.message), environment: r.message.environment } };
+      return { ok: true, value: { source: cancelledDelivery(eventId, p.value), subject: p.value.bookingReference } };
     }
     case 'user.erased': {
       const p = await proveUserErased(owner, r.message);
       if (!p.ok) return p;
-      const m = r.message;
-      return {
-        ok: true,
-        value: { source: fromUserErased(m), environment: m.environment, erased: { bookingReferences: [...m.bookingReferences], providerIds: [...m.providerIds] } },
-      };
+      const erased = { bookingReferences: [...p.value.bookingReferences], providerIds: [...p.value.providerIds] };
+      return { ok: true, value: { source: erasedDelivery(eventId, r.message.workspaceId, p.value), subject: r.message.erasureId.toLowerCase(), erased } };
     }
   }
 }
 
+/**
+ * How many times an event whose booking the calendar answered without its times
+ * (`unprovable`: a calendar of the previous release during an upgrade) is handed back
+ * to the bus before it is refused; with the bus's back-off that is several minutes.
+ */
+const UNPROVABLE_ATTEMPTS = 12;
+
+/** What became of a proven event in its batch: delivered where an endpoint takes it (or recorded only), or refused. */
+type Outcome = 'recorded' | 'already_processed' | Extract<RefusalReason, 'replayed' | 'after_cancellation'>;
+
 /** Most events handled in one transaction. */
 const MAX_BATCH = 64;
+
+/** A row the batch statement answers: one per event it marked processed. */
+interface OutcomeRow {
+  event_id: string;
+  outcome: Exclude<Outcome, 'already_processed'> | 'delivered';
+  workspace_id: string;
+  event_type: string;
+}
 
 /**
  * Turns events into deliveries. The bus handler (`handle`) validates an event and
@@ -131,7 +151,7 @@ const MAX_BATCH = 64;
  * up the others: only its own handler fails and the bus redelivers it.
  */
 export class DeliveryIntake {
-  private readonly batches: GroupCommit<Decoded, void>;
+  private readonly batches: GroupCommit<Decoded, Outcome>;
 
   constructor(
     private readonly deps: {
@@ -143,12 +163,16 @@ export class DeliveryIntake {
       onDeliveryCreated: () => void;
     },
   ) {
-    this.batches = new GroupCommit<Decoded, void>({
+    this.batches = new GroupCommit<Decoded, Outcome>({
       maxBatch: MAX_BATCH,
       isolateFailures: true,
       write: async (items) => {
-        if ((await this.write(items)) > 0) this.deps.onDeliveryCreated();
-        return items.map(() => undefined);
+        const outcomes = await this.write(items);
+        if ([...outcomes.values()].includes('delivered')) this.deps.onDeliveryCreated();
+        return items.map((d) => {
+          const o = outcomes.get(d.source.eventId) ?? 'already_processed';
+          return o === 'delivered' ? 'recorded' : o;
+        });
       },
     });
   }
@@ -156,7 +180,8 @@ export class DeliveryIntake {
   /**
    * The bus handler: throwing makes the bus redeliver the event. An event that is not
    * for a sandbox workspace leads to no delivery and is let go; one its owner does not
-   * prove is refused: let go too, counted and logged (ids only, no event content).
+   * prove, or whose fact the partner was told already, is refused: let go too, counted
+   * and logged (ids only, no event content).
    */
   async handle(event: ReceivedEvent): Promise<void> {
     const kind = KIND_OF_SUBJECT.get(event.subject);
@@ -174,23 +199,32 @@ export class DeliveryIntake {
       this.deps.log.debug({ event_id: m.eventId, workspace_id: m.workspaceId, event_type: kind }, 'webhooks: not a sandbox workspace; delivery is not enabled');
       return;
     }
+    const ids = { event_id: m.eventId, workspace_id: m.workspaceId };
     const p = await proven(this.deps.owner, received);
-    if (!p.ok) return this.refuse(kind, p.reason, { event_id: m.eventId, workspace_id: m.workspaceId });
+    if (!p.ok) {
+      // An older calendar answers bookings without their times: ask again later, a few times.
+      if (p.reason === 'unprovable' && event.deliveryCount < UNPROVABLE_ATTEMPTS)
+        throw new Error('webhooks: the calendar answered the booking without its check-in/out times; retried');
+      return this.refuse(kind, p.reason, ids);
+    }
     // Batches are written outside this event's span: keep its trace for the delivery row.
     p.value.traceparent = currentTraceHeaders().traceparent;
-    await this.batches.submit(p.value);
+    const outcome = await this.batches.submit(p.value);
+    if (outcome === 'replayed' || outcome === 'after_cancellation') this.refuse(kind, outcome, ids);
   }
 
   /** Drops a refused event: counted (psync_bus_events_refused_total) and logged by ids only. */
   private refuse(kind: Received['kind'], reason: RefusalReason, ids: { event_id: string; workspace_id?: string }): void {
     recordBusEventRefused(kind, reason);
-    this.deps.log.warn({ ...ids, event_type: kind, reason }, 'webhooks: domain event refused: its owner does not prove it; dropped');
+    this.deps.log.warn({ ...ids, event_type: kind, reason }, 'webhooks: domain event refused: not what its owner holds, or told already; dropped');
   }
 
   /**
    * Marks the events processed (skipping those already marked — a redelivery creates
-   * nothing twice), scrubs for erasures, inserts the deliveries the endpoints take now,
-   * and the deletion requests, atomically. Returns the deliveries created.
+   * nothing twice), records each one's fact (refusing a fact told already, and a
+   * confirmation after its booking's cancellation), scrubs for erasures, inserts the
+   * deliveries the endpoints take now, and the deletion requests, atomically. Returns
+   * each marked event's outcome by event id; an event absent from it was processed before.
    *
    * A batch without user.erased (nearly every one) is one statement — the mark in a
    * data-modifying CTE, the deliveries for the events it marked — so the atomicity
@@ -198,12 +232,27 @@ export class DeliveryIntake {
    * an ordinary rate every batch holds one event). A batch with an erasure scrubs and
    * writes deletion requests between the two, in one transaction.
    */
-  private async write(items: Decoded[]): Promise<number> {
+  private async write(batch: Decoded[]): Promise<Map<string, OutcomeRow['outcome']>> {
     const { sql, log } = this.deps;
+    const outcomes = new Map<string, OutcomeRow['outcome']>();
+    // A confirmation after its booking's cancellation in the same batch: the statement
+    // below sees only facts committed before it.
+    const cancelled = new Set<string>();
+    const items: Decoded[] = [];
+    for (const d of batch) {
+      const key = `${d.source.workspaceId}/${d.subject}`;
+      if (d.source.kind === 'booking.cancelled') cancelled.add(key);
+      if (d.source.kind === 'booking.confirmed' && cancelled.has(key)) outcomes.set(d.source.eventId, 'after_cancellation');
+      else items.push(d);
+    }
+    if (items.length === 0) return outcomes;
     const byId = new Map(items.map((d) => [d.source.eventId, d]));
-    const logQueued = (rows: { workspace_id: string; event_id: string; event_type: string }[]) => {
-      for (const r of rows) log.debug({ event_id: r.event_id, workspace_id: r.workspace_id, event_type: r.event_type }, 'webhook delivery queued');
-      return rows.length;
+    const collect = (rows: OutcomeRow[]) => {
+      for (const r of rows) {
+        outcomes.set(r.event_id, r.outcome);
+        if (r.outcome === 'delivered') log.debug({ event_id: r.event_id, workspace_id: r.workspace_id, event_type: r.event_type }, 'webhook delivery queued');
+      }
+      return outcomes;
     };
     if (items.every((d) => !d.erased)) {
       const fresh = sql`
@@ -211,40 +260,45 @@ export class DeliveryIntake {
         select ${INTAKE_CONSUMER}, unnest(${sql.array([...byId.keys()])}::uuid[])
         on conflict do nothing
         returning event_id`;
-      return logQueued(await sql<{ workspace_id: string; event_id: string; event_type: string }[]>`${recordEvents(sql, items, fresh)}`);
+      return collect(await sql<OutcomeRow[]>`${recordEvents(sql, items, fresh)}`);
     }
-    return await sql.begin<number>(async (tx) => {
+    return await sql.begin(async (tx) => {
       const fresh = await tx<{ event_id: string }[]>`
         insert into notifications.processed_events (consumer, event_id)
         select ${INTAKE_CONSUMER}, unnest(${tx.array([...byId.keys()])}::uuid[])
         on conflict do nothing
         returning event_id`;
       const todo = fresh.map((r) => byId.get(r.event_id)!).filter(Boolean);
-      if (todo.length === 0) return 0;
+      if (todo.length === 0) return outcomes;
       for (const d of todo) {
         if (d.erased) await scrubGuestNames(tx, d.source.workspaceId, d.erased.bookingReferences);
       }
-      const inserted = await tx<
-        { workspace_id: string; event_id: string; event_type: string }[]
-      >`${recordEvents(tx, todo, tx`select unnest(${tx.array(todo.map((d) => d.source.eventId))}::uuid[]) as event_id`)}`;
-      const erasures = inserted.filter((r) => r.event_type === 'user.erased').map((r) => byId.get(r.event_id)!);
-      for (const d of erasures) {
+      const rows = await tx<OutcomeRow[]>`${recordEvents(tx, todo, tx`select unnest(${tx.array(todo.map((d) => d.source.eventId))}::uuid[]) as event_id`)}`;
+      for (const r of rows) {
+        if (r.outcome !== 'delivered' || r.event_type !== 'user.erased') continue;
+        const d = byId.get(r.event_id)!;
         await tx`
           insert into notifications.deletion_requests (event_id, workspace_id, booking_references, provider_ids, occurred_at)
           values (${d.source.eventId}, ${d.source.workspaceId}, ${tx.array(d.erased!.bookingReferences)}::text[],
                   ${tx.array(d.erased!.providerIds)}::text[], ${d.source.occurredAt})
           on conflict do nothing`;
       }
-      return logQueued(inserted);
+      return collect(rows);
     });
   }
 }
 
 /**
  * One statement recording `events` — those whose ids `fresh` answers (a subquery
- * yielding `event_id`: the ones just marked processed) — in the workspaces' events
- * feeds (event-feed.ts), and inserting the deliveries the workspaces' endpoints take
- * now; returns workspace_id, event_id, event_type of each delivery created.
+ * yielding `event_id`: the ones just marked processed) — and answering each one's
+ * outcome (OutcomeRow):
+ * - its fact is recorded in `notifications.event_facts` (primary key: workspace, event
+ *   type, subject), unless the fact is there already (`replayed`) or, for a
+ *   confirmation, the booking's cancellation is (`after_cancellation`); only an event
+ *   whose fact it recorded goes on:
+ * - it is recorded in the workspace's events feed (event-feed.ts), and
+ * - a delivery is inserted when the workspace's endpoint takes it now (`delivered`;
+ *   `recorded` otherwise).
  *
  * A booking.confirmed of a booking already erased is stored without the guest's name,
  * in the feed and the delivery alike. The feed's positions: each workspace's head row
@@ -252,14 +306,15 @@ export class DeliveryIntake {
  * (workspaces in id order, so two batches never wait for each other in a circle), and
  * stays locked until the commit. The endpoints' status and subscriptions are read
  * under a share lock (a concurrent registration commits before or after, never
- * half-way).
+ * half-way). Two batches recording the same fact at once: the second waits on the
+ * first's uncommitted key, then skips it (`replayed`).
  */
 function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[]>): PendingQuery<Row[]> {
   const srcs = events.map((d) => d.source);
   return sql`
     with fresh as (${fresh}),
     incoming as (
-      select x.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference, x.traceparent, x.ord,
+      select x.workspace_id, x.event_id, x.kind, x.subject, x.occurred_at, x.booking_reference, x.traceparent, x.ord,
              case when x.scrubbed is not null and exists (
                select 1 from notifications.erased_bookings b
                where b.workspace_id = x.workspace_id and b.booking_reference = x.booking_reference
@@ -268,21 +323,35 @@ function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[
         ${sql.array(srcs.map((x) => x.workspaceId))}::uuid[],
         ${sql.array(srcs.map((x) => x.eventId))}::uuid[],
         ${sql.array(srcs.map((x) => x.kind))}::text[],
+        ${sql.array(events.map((d) => d.subject))}::text[],
         ${sql.array(srcs.map((x) => x.occurredAt))}::timestamptz[],
         ${sql.array(srcs.map((x) => x.bookingReference ?? ''))}::text[],
         ${sql.array(srcs.map((x) => x.body))}::text[],
         ${sql.array(srcs.map((x) => (x.kind === 'booking.confirmed' ? scrubGuestName(x.body) : '')))}::text[],
         ${sql.array(events.map((d) => d.traceparent ?? ''))}::text[]
-      ) with ordinality as u(workspace_id, event_id, kind, occurred_at, booking_reference, body, scrubbed, traceparent, ord)
+      ) with ordinality as u(workspace_id, event_id, kind, subject, occurred_at, booking_reference, body, scrubbed, traceparent, ord)
       cross join lateral (
-        select u.workspace_id, u.event_id, u.kind, u.occurred_at,
+        select u.workspace_id, u.event_id, u.kind, u.subject, u.occurred_at,
                nullif(u.booking_reference, '') as booking_reference, u.body,
                nullif(u.scrubbed, '') as scrubbed, nullif(u.traceparent, '') as traceparent, u.ord
       ) x
       where x.event_id in (select event_id from fresh)
     ),
+    facts as (
+      insert into notifications.event_facts (workspace_id, event_type, subject, event_id)
+      select i.workspace_id, i.kind, i.subject, i.event_id from incoming i
+      where not (i.kind = 'booking.confirmed' and exists (
+        select 1 from notifications.event_facts f
+        where f.workspace_id = i.workspace_id and f.event_type = 'booking.cancelled' and f.subject = i.subject))
+      order by i.ord
+      on conflict do nothing
+      returning event_id
+    ),
+    accepted as (
+      select * from incoming where event_id in (select event_id from facts)
+    ),
     feed_counts as (
-      select workspace_id, count(*) as n from incoming group by workspace_id
+      select workspace_id, count(*) as n from accepted group by workspace_id
     ),
     feed_heads as (
       insert into notifications.event_feed_heads as h (workspace_id, last_position)
@@ -294,18 +363,34 @@ function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[
       insert into notifications.event_feed (workspace_id, position, event_id, event_type, booking_reference, envelope)
       select i.workspace_id, h.last_position - c.n + row_number() over (partition by i.workspace_id order by i.ord),
              i.event_id, i.kind, i.booking_reference, i.body
-      from incoming i join feed_heads h using (workspace_id) join feed_counts c using (workspace_id)
+      from accepted i join feed_heads h using (workspace_id) join feed_counts c using (workspace_id)
       on conflict (workspace_id, event_id) do nothing
+    ),
+    delivered as (
+      insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, traceparent)
+      select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference, x.body, 'pending', now(), x.traceparent
+      from accepted x
+      join notifications.endpoints e
+        on e.workspace_id = x.workspace_id and e.status = 'active' and x.kind = any(e.events)
+      for share of e
+      on conflict (workspace_id, event_id) do nothing
+      returning workspace_id, event_id, event_type
     )
-    insert into notifications.deliveries (workspace_id, event_id, event_type, occurred_at, booking_reference, body, state, next_attempt_at, traceparent)
-    select e.workspace_id, x.event_id, x.kind, x.occurred_at, x.booking_reference, x.body, 'pending', now(), x.traceparent
-    from incoming x
-    join notifications.endpoints e
-      on e.workspace_id = x.workspace_id and e.status = 'active' and x.kind = any(e.events)
-    for share of e
-    on conflict (workspace_id, event_id) do nothing
-    returning workspace_id, event_id, event_type`;
+    select event_id, 'delivered' as outcome, workspace_id, event_type from delivered
+    union all
+    select event_id, 'recorded', workspace_id, kind from accepted
+    where event_id not in (select event_id from delivered)
+    union all
+    select i.event_id,
+           case when i.kind = 'booking.confirmed' and not exists (
+             select 1 from notifications.event_facts f
+             where f.workspace_id = i.workspace_id and f.event_type = i.kind and f.subject = i.subject)
+           then 'after_cancellation' else 'replayed' end,
+           i.workspace_id, i.kind
+    from incoming i
+    where i.event_id not in (select event_id from facts)`;
 }
+
 /**
  * The erased guest's name leaves every booking.confirmed body of those bookings that is
  * still kept: pending deliveries, abandoned ones (kept for a replay) and the events

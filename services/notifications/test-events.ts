@@ -32,7 +32,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
+import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
+import { BookingSchema, GetErasureResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService, ListingSchema, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
@@ -41,7 +42,7 @@ import type { Sql } from '../kit/database';
 import { failure, notFound, validationFailed, type Violation } from '../kit/errors';
 import type { Logger } from '../kit/logger';
 import { type DeliveryLogEntry, type DeliveryRow } from './delivery-log';
-import { envelopeBody, fromBookingCancelled, fromBookingConfirmed, fromUserErased, subscribableKind, type DeliverySource, type Envelope, type EventKind } from './envelope';
+import { cancelledDelivery, confirmedDelivery, envelopeBody, erasedDelivery, subscribableKind, type DeliverySource, type Envelope, type EventKind } from './envelope';
 import { endpointNotActive } from './errors';
 import { resolveTestStay, type TestStay } from '../kit/test-stay';
 import { canonicalUuid } from '../kit/uuid';
@@ -129,16 +130,17 @@ function testSource(
   now: Date,
 ): { source: DeliverySource; erased?: { bookingReferences: string[]; providerIds: string[] } } {
   const eventId = randomUUID();
-  const occurredAt = timestampFromDate(now);
+  const at = timestampFromDate(now);
   const bookingReference = input.bookingReference ?? newTestBookingReference();
-  const common = { eventId, occurredAt, workspaceId: listing.workspaceId.toLowerCase(), environment: Environment.SANDBOX };
+  const workspaceId = listing.workspaceId.toLowerCase();
   let source: DeliverySource;
   let erased: { bookingReferences: string[]; providerIds: string[] } | undefined;
   if (kind === 'booking.confirmed') {
-    source = fromBookingConfirmed(
-      create(BookingConfirmedSchema, {
-        ...common,
+    source = confirmedDelivery(
+      eventId,
+      create(BookingSchema, {
         bookingReference,
+        workspaceId,
         listingId: listing.listingId,
         providerId: listing.providerId,
         checkIn: stay.checkIn,
@@ -146,24 +148,26 @@ function testSource(
         checkInTime: listing.checkInTime,
         checkOutTime: listing.checkOutTime,
         partySize: TEST_BOOKING.partySize,
+        guestName: TEST_BOOKING.guestName,
         amountPaid: { value: `${stay.nights * TEST_BOOKING.nightlyAmount}.00`, currency: TEST_BOOKING.currency },
+        confirmedAt: at,
       }),
-      TEST_BOOKING.guestName,
     );
   } else if (kind === 'booking.cancelled') {
-    source = fromBookingCancelled(
-      create(BookingCancelledSchema, {
-        ...common,
+    source = cancelledDelivery(
+      eventId,
+      create(BookingSchema, {
         bookingReference,
+        workspaceId,
         listingId: listing.listingId,
         providerId: listing.providerId,
-        cancelledAt: occurredAt,
+        cancelledAt: at,
         initiatedBy: input.initiatedBy || CancellationInitiator.GUEST,
       }),
     );
   } else {
     erased = { bookingReferences: [bookingReference], providerIds: listing.providerId === undefined ? [] : [listing.providerId] };
-    source = fromUserErased(create(UserErasedSchema, { ...common, erasureId: randomUUID(), ...erased }));
+    source = erasedDelivery(eventId, workspaceId, create(GetErasureResponseSchema, { erasedAt: at, ...erased }));
   }
   const envelope = JSON.parse(source.body) as Envelope;
   return { source: { ...source, body: envelopeBody({ ...envelope, test: true }) }, erased };

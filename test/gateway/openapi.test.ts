@@ -36,8 +36,8 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { BlockReason, BlockSchema, ListBlocksResponseSchema, PutBlockResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
+import { BlockReason, BlockSchema, BookingSchema, GetErasureResponseSchema, ListBlocksResponseSchema, PutBlockResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
+import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { MissingReason, PhotoRejectionReason, PropertyStatus, UpsertPropertyResponseSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import { ExchangeTokenResponseSchema } from '../../gen/psync/identity/v1/identity_pb';
@@ -72,7 +72,7 @@ import webhookEndpointSchema from '../../gateway/schemas/webhook-endpoint.json';
 import { loadConfig } from '../../services/kit/config';
 import type { Config } from '../../services/kit/config';
 import { createLogger } from '../../services/kit/logger';
-import { challengeEnvelope, envelopeBody, fromBookingCancelled, fromBookingConfirmed, fromUserErased, scrubGuestName } from '../../services/notifications/envelope';
+import { cancelledDelivery, challengeEnvelope, confirmedDelivery, envelopeBody, erasedDelivery, scrubGuestName } from '../../services/notifications/envelope';
 import { ROOT } from '../support/process';
 import { send, type Received } from './http-client';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway';
@@ -611,11 +611,11 @@ describe('what the gateway sends fits the document', () => {
   test('the delivery envelopes the notifications service builds fit the webhook schemas', () => {
     const at = timestampFromMs(Date.UTC(2030, 4, 1, 12));
     const confirmed = JSON.parse(
-      fromBookingConfirmed(
-        create(BookingConfirmedSchema, {
-          eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+      confirmedDelivery(
+        '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+        create(BookingSchema, {
           workspaceId: 'w',
-          occurredAt: at,
+          confirmedAt: at,
           bookingReference: 'BK1',
           listingId: 'L1',
           checkIn: '2030-05-01',
@@ -624,8 +624,8 @@ describe('what the gateway sends fits the document', () => {
           checkOutTime: '11:00',
           partySize: 2,
           amountPaid: { value: '10.00', currency: 'EUR' },
+          guestName: 'Ada',
         }),
-        'Ada',
       ).body,
     );
     expectFits('BookingConfirmedEvent', confirmed);
@@ -634,11 +634,10 @@ describe('what the gateway sends fits the document', () => {
       expectFits(
         'BookingCancelledEvent',
         JSON.parse(
-          fromBookingCancelled(
-            create(BookingCancelledSchema, {
-              eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+          cancelledDelivery(
+            '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f',
+            create(BookingSchema, {
               workspaceId: 'w',
-              occurredAt: at,
               cancelledAt: at,
               bookingReference: 'BK1',
               listingId: 'L1',
@@ -651,9 +650,7 @@ describe('what the gateway sends fits the document', () => {
     expectFits(
       'UserErasedEvent',
       JSON.parse(
-        fromUserErased(
-          create(UserErasedSchema, { eventId: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', workspaceId: 'w', occurredAt: at, bookingReferences: ['BK1'], providerIds: ['p1'] }),
-        ).body,
+        erasedDelivery('0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f', 'w', create(GetErasureResponseSchema, { erasedAt: at, bookingReferences: ['BK1'], providerIds: ['p1'] })).body,
       ),
     );
     // A test event (sandbox tools): the same data, plus `"test": true`.

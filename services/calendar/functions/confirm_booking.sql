@@ -1,4 +1,4 @@
--- version: 2
+-- version: 3
 -- ConfirmBooking in one statement (docs/calendar.md "Holds and bookings", "One style for
 -- writes"; the result type confirm_booking_result is in
 -- services/calendar/migrations/0009_confirm_booking.sql). What the caller decides stays
@@ -18,7 +18,8 @@
 --      every holder, overdue holds left out;
 --   5. the writes: overdue holds expired (their events first), the hold's claim changes
 --      holder in place (nothing can slip in between) or the booking's claim is
---      inserted, the booking row, p_events (calendar.append_events), the key.
+--      inserted, the booking row (with the times its BookingConfirmed in p_events
+--      carries), p_events (calendar.append_events), the key.
 -- p_key_lock is unused: the key's lock is named in idempotency.sql. The parameter stays
 -- because the previous release passes it (the same name, built in TypeScript then);
 -- the current one passes null.
@@ -70,12 +71,16 @@ begin
     insert into calendar.claims (listing_id, holder_kind, holder_id, nights)
     values (p_listing_id, 'booking', p_reference, daterange(p_check_in, p_check_out));
   end if;
+  -- The times are the ones the booking's BookingConfirmed in p_events announces: the
+  -- booking keeps what the partner is told (migration 0013).
   insert into calendar.bookings (booking_reference, listing_id, workspace_id, environment, provider_id,
     check_in, check_out, party_size, guest_id, guest_name, amount_value, amount_currency,
-    requires_payment, hold_id, status, confirmed_at)
-  values (p_reference, p_listing_id, p_workspace_id, p_environment, p_provider_id,
+    requires_payment, hold_id, status, confirmed_at, check_in_time, check_out_time)
+  select p_reference, p_listing_id, p_workspace_id, p_environment, p_provider_id,
     p_check_in, p_check_out, p_party_size, p_guest_id, p_guest_name, p_amount_value, p_amount_currency,
-    p_requires_payment, p_hold_id, 'confirmed', p_at);
+    p_requires_payment, p_hold_id, 'confirmed', p_at, c.body->>'check_in_time', c.body->>'check_out_time'
+  from (select (select e->'body' from jsonb_array_elements(p_events) e
+                where e->>'type' = 'booking_confirmed' limit 1) as body) c;
   perform calendar.append_events(p_events, p_headers);
   perform calendar.record_idempotency_key(p_key_caller, p_key, 'ConfirmBooking', p_key_sha256, p_reference);
   r.outcome := 'confirmed';
