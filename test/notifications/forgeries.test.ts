@@ -57,13 +57,13 @@ const prefix = uniqueBusPrefix();
   }, 600_000);
 
   afterAll(async () => {
-      console.log(
-        system
-          ?.logs()
-          .filter((l) => /warn|error|refused/i.test(l))
-          .slice(-30)
-          .join('\n'),
-      );
+    console.log(
+      system
+        ?.logs()
+        .filter((l) => /warn|error|refused/i.test(l))
+        .slice(-30)
+        .join('\n'),
+    );
     await nc?.close();
     await d?.close();
     c?.close();
