@@ -44,6 +44,8 @@ function booked(e: BookingConfirmed): void {
       environment: e.environment,
       checkIn: e.checkIn,
       checkOut: e.checkOut,
+      checkInTime: e.checkInTime,
+      checkOutTime: e.checkOutTime,
       partySize: e.partySize,
       amountPaid: e.amountPaid,
       guestName: 'Ada Lovelace',
