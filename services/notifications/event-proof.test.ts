@@ -1,6 +1,6 @@
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking, type GetErasureResponse } from '../../gen/psync/calendar/v1/calendar_pb';
+import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking } from '../../gen/psync/calendar/v1/calendar_pb';
 import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { proveBookingCancelled, proveBookingConfirmed, proveUserErased, type EventOwner } from './event-proof';
@@ -10,7 +10,7 @@ const ERASURE = '6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f';
 const confirmedAt = timestampFromDate(new Date('2030-01-02T03:04:05.678Z'));
 const cancelledAt = timestampFromDate(new Date('2030-01-03T03:04:05.678Z'));
 
-const booking = (over: Partial<Booking> = {}): Booking =>
+const booking = (over: Omit<MessageInitShape<typeof BookingSchema>, '$typeName'> = {}): Booking =>
   create(BookingSchema, {
     bookingReference: 'BK1',
     listingId: 'L1',
@@ -29,7 +29,7 @@ const booking = (over: Partial<Booking> = {}): Booking =>
   });
 
 /** The calendar as these tests need it: one booking and one erasure, held in memory. */
-const owner = (b: Booking | undefined, erasure: Partial<GetErasureResponse> = {}): EventOwner => ({
+const owner = (b: Booking | undefined, erasure: MessageInitShape<typeof GetErasureResponseSchema> = {}): EventOwner => ({
   booking: async () => b,
   erasure: async () => create(GetErasureResponseSchema, erasure),
 });
