@@ -1,14 +1,16 @@
 /**
  * OpenTelemetry for one process: a tracer provider (always, so W3C trace context
  * propagates and trace ids reach the logs; spans are recorded only when something
- * exports them), span export only where configured, and a
- * meter provider whose Prometheus reader is served on METRICS_PORT at `/metrics`.
+ * exports them), span export only where configured, and a meter provider whose
+ * Prometheus reader is served on METRICS_PORT at `/metrics`, with OTLP beside it where
+ * configured. Both carry the process's resource.
  *
- * Span export:
- * - OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
- *   is set (the exporter reads the standard OTEL_* variables itself); nothing otherwise.
- * - `PSYNC_TRACE_EXPORT_FILE=<path>`: every finished span as one JSON line appended to
- *   that file — a debugging aid (and what test/telemetry uses), not for production.
+ * Export, resource and sampling follow the OpenTelemetry SDK environment variables
+ * (otel-env.ts: `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+ * `OTEL_TRACES_EXPORTER`, `OTEL_METRICS_EXPORTER`, `OTEL_EXPORTER_OTLP_*` with the
+ * `grpc`, `http/protobuf` and `http/json` protocols, `OTEL_TRACES_SAMPLER`, …).
+ * `PSYNC_TRACE_EXPORT_FILE=<path>` adds every finished span as one JSON line appended to
+ * that file — a debugging aid (and what test/telemetry uses), not for production.
  *
  * Nothing here is auto-instrumentation: connect-node and postgres.js are not covered by
  * it, so spans come from the kit's own Connect interceptors
@@ -19,9 +21,11 @@ import { appendFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import { metrics as sdkMetrics, node as sdkNode, resources, tracing } from '@opentelemetry/sdk-node';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { AlwaysOffSampler, BatchSpanProcessor, SimpleSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { metricReaders, processResource, spanExporters } from './otel-env';
 import type { Logger } from './logger';
 import { bindMeterProvider } from './metrics';
 
@@ -138,13 +142,13 @@ export function inConsumerSpan<T>(
 }
 
 /** Writes finished spans as JSON lines (PSYNC_TRACE_EXPORT_FILE; debugging aid). */
-class FileSpanExporter implements tracing.SpanExporter {
+class FileSpanExporter implements SpanExporter {
   constructor(
     private readonly path: string,
     private readonly service: string,
   ) {}
 
-  export(spans: tracing.ReadableSpan[], done: (result: { code: number; error?: Error }) => void): void {
+  export(spans: ReadableSpan[], done: (result: { code: number; error?: Error }) => void): void {
     try {
       const lines = spans.map((s) =>
         JSON.stringify({
@@ -188,7 +192,7 @@ export interface TelemetryOptions {
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** More span processors (tests: an in-memory exporter). */
-  spanProcessors?: tracing.SpanProcessor[];
+  spanProcessors?: SpanProcessor[];
 }
 
 /**
@@ -198,25 +202,26 @@ export interface TelemetryOptions {
  */
 export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry> {
   const env = opts.env ?? process.env;
-  const serviceName = opts.name === 'psync' ? 'psync' : `psync-${opts.name}`;
-  const resource = resources.resourceFromAttributes({ 'service.name': serviceName });
+  const resource = processResource(opts.name === 'psync' ? 'psync' : `psync-${opts.name}`);
+  const serviceName = String(resource.attributes['service.name']);
 
-  const spanProcessors: tracing.SpanProcessor[] = [...(opts.spanProcessors ?? [])];
-  const otlp = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
-  if (otlp) spanProcessors.push(new tracing.BatchSpanProcessor(new OTLPTraceExporter()));
+  const exporters = spanExporters(env);
+  const spanProcessors: SpanProcessor[] = [...(opts.spanProcessors ?? []), ...exporters.map((e) => new BatchSpanProcessor(e))];
   const file = env.PSYNC_TRACE_EXPORT_FILE;
-  if (file) spanProcessors.push(new tracing.SimpleSpanProcessor(new FileSpanExporter(file, serviceName)));
+  if (file) spanProcessors.push(new SimpleSpanProcessor(new FileSpanExporter(file, serviceName)));
 
   // Nothing to export to: spans are not recorded (AlwaysOff), which spares every call
   // the span objects, attributes and clocks; their ids are still minted, so trace
   // context still propagates (flag 00) and trace ids still reach the logs.
   spansRecorded = spanProcessors.length > 0;
-  const sampler = spansRecorded ? undefined : new tracing.AlwaysOffSampler();
-  const tracerProvider = new sdkNode.NodeTracerProvider({ resource, spanProcessors, sampler });
+  // Recorded: the sampler OTEL_TRACES_SAMPLER names (the provider reads it; parent-based always-on by default).
+  const sampler = spansRecorded ? undefined : new AlwaysOffSampler();
+  const tracerProvider = new NodeTracerProvider({ resource, spanProcessors, sampler });
   tracerProvider.register(); // AsyncLocalStorage context manager + W3C trace-context/baggage propagators
 
   const prometheus = new PrometheusExporter({ preventServerStart: true });
-  const meterProvider = new sdkMetrics.MeterProvider({ resource, readers: [prometheus] });
+  const pushReaders = metricReaders(env);
+  const meterProvider = new MeterProvider({ resource, readers: [prometheus, ...pushReaders] });
   const unbind = bindMeterProvider(meterProvider);
 
   const server = http.createServer((req, res) => {
@@ -235,7 +240,10 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
       });
     });
     metricsPort = (server.address() as AddressInfo).port;
-    opts.log.info({ host: opts.host, port: metricsPort, otlp, trace_file: file || undefined }, 'metrics served at /metrics');
+    opts.log.info(
+      { host: opts.host, port: metricsPort, service_name: serviceName, span_exporters: exporters.length, metric_push_readers: pushReaders.length, trace_file: file || undefined },
+      'metrics served at /metrics',
+    );
   } catch (err) {
     if (opts.metricsPortRequired) {
       unbind();
