@@ -3,13 +3,14 @@
  * knows both the services (services/) and the gateway (gateway/), so neither imports
  * the other's start-up.
  *
- *   node … main.ts [all|gateway|identity|catalog|calendar|notifications|migrate|after-restore]
+ *   node … main.ts [all|gateway|identity|catalog|calendar|notifications|migrate|after-restore [--force]]
  *
  * `all` (the default) runs the gateway and the four internal services in one process
  * — with no environment set, on the embedded PostgreSQL (PGlite under DATA_DIR) and
  * the in-process bus. Kubernetes runs one role per Deployment from the same image,
  * and `migrate` (run all migrations, print one JSON line, exit) as a Helm hook Job;
- * `after-restore` once after a database restore (run-after-restore.ts).
+ * `after-restore` once after a database restore (run-after-restore.ts), with the operator
+ * credential as bin/psync finds it.
  */
 import { runMigrationsOnly, runProcess } from './services/kit/run-process';
 import { runAfterRestore } from './services/kit/run-after-restore';
@@ -19,6 +20,7 @@ import { catalogModule } from './services/catalog/module';
 import { calendarModule } from './services/calendar/module';
 import { notificationsModule } from './services/notifications/module';
 import { startGateway } from './gateway/server';
+import { resolveOperatorCredential } from './bin/cli/credentials';
 
 const modules: Record<string, ServiceModule> = {
   identity: identityModule,
@@ -36,7 +38,13 @@ if (role === 'all') {
 } else if (role === 'migrate') {
   void runMigrationsOnly(Object.values(modules));
 } else if (role === 'after-restore') {
-  void runAfterRestore(Object.values(modules));
+  const args = process.argv.slice(3);
+  const unknown = args.filter((a) => a !== '--force');
+  if (unknown.length > 0) {
+    process.stderr.write(`after-restore: unknown argument ${unknown[0]} (expected only --force)\n`);
+    process.exit(2);
+  }
+  void runAfterRestore(Object.values(modules), { presentedCredential: () => resolveOperatorCredential().token, force: args.includes('--force') });
 } else if (modules[role]) {
   void runProcess({ name: role, services: [modules[role]] });
 } else {

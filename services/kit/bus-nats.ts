@@ -17,8 +17,9 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Events, JetStreamClient, JetStreamManager, connect, credsAuthenticator, headers as natsHeaders } from 'nats';
 import type { BusEvent, EventBus, SubscribeOptions, Subscription } from './bus';
-import { ensureConsumer, serverSupportsMultipleFilters, type ConsumerPlace } from './nats-consumer';
-import { natsServers } from './nats-credentials';
+import { ensureConsumer, isConsumerGone, serverSupportsMultipleFilters, type ConsumerPlace } from './nats-consumer';
+import { anonymousRemoteServers, natsServers } from './nats-credentials';
+import { setBusAnonymous } from './metrics';
 import { DEFAULT_STREAM_LIMITS, ensureStream, streamConfigFor, type StreamLimits } from './nats-stream';
 import { NatsSubscription } from './nats-subscription';
 import type { Logger } from './logger';
@@ -91,6 +92,14 @@ export async function connectNatsBus(opts: {
     noAsyncTraces: true,
   });
   log.info({ backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');
+  const anonymous = anonymousRemoteServers(url, opts.credsFile);
+  setBusAnonymous(anonymous.length > 0);
+  if (anonymous.length > 0) {
+    log.warn(
+      { servers: anonymous },
+      'bus: connected to NATS without credentials on a non-loopback address: anyone who reaches the server can read and publish events; give NATS_URL a user or set NATS_CREDS (docs/operations.md "NATS authentication")',
+    );
+  }
 
   // Connection state changes, for operators; ends when the connection closes.
   void (async () => {
@@ -155,6 +164,21 @@ export async function connectNatsBus(opts: {
         if (err instanceof Error && /consumer not found/i.test(err.message)) return false;
         throw err;
       }
+    },
+
+    async consumerInUse(durable: string): Promise<boolean> {
+      // A subscriber renews its pull before the last expires, but read three times
+      // over a second rather than trust one sample.
+      for (let i = 0; i < 3; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 400));
+        try {
+          if ((await jsm.consumers.info(stream, durable)).num_waiting > 0) return true;
+        } catch (err) {
+          if (isConsumerGone(err)) return false;
+          throw err;
+        }
+      }
+      return false;
     },
 
     async ping(): Promise<void> {

@@ -66,6 +66,12 @@ export interface EventBus {
    */
   forgetConsumer(durable: string): Promise<boolean>;
   /**
+   * NATS only: whether a running subscriber pulls from durable consumer `durable` now
+   * (a pull request waiting on the server, which only a live subscriber keeps), wherever
+   * it runs; false when the consumer does not exist. after-restore-guard.ts asks it.
+   */
+  consumerInUse?(durable: string): Promise<boolean>;
+  /**
    * In-process bus only (its log lives in memory): true when every durable consumer
    * has handled every event published to it so far — nothing would be lost if the
    * process ended now. The runner records it at shutdown (run-process.ts).

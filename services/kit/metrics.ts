@@ -7,7 +7,7 @@
  * before that, and in processes without telemetry (tests, the migrate Job), every
  * recording function is a no-op. Observable gauges read their values at scrape time
  * from callbacks the owning components register (registerOutboxLag,
- * registerWebhookGauges, registerBusConsumerBacklog). The kit depends on no service: services call the record
+ * registerWebhookGauges, registerBusConsumer). The kit depends on no service: services call the record
  * and register functions below.
  */
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
@@ -32,6 +32,7 @@ interface Instruments {
   workerRoundItems: Histogram;
   workerBusy: Counter;
   requestLogDropped: Counter;
+  busConsumerRecreated: Counter;
 }
 
 let current: Instruments | undefined;
@@ -39,8 +40,13 @@ let current: Instruments | undefined;
 type OutboxLag = () => Promise<{ pending: number; oldestAgeSeconds: number }>;
 const outboxSources = new Map<string, OutboxLag>();
 
-type BusConsumerBacklog = () => Promise<number>;
-const busConsumerSources = new Map<string, BusConsumerBacklog>();
+/** A durable consumer as its subscriber last read it from NATS (nats-consumer-watch.ts). */
+export type BusConsumerState = { present: true; pending: number } | { present: false };
+type BusConsumerRead = () => Promise<BusConsumerState>;
+const busConsumerSources = new Map<string, BusConsumerRead>();
+
+/** Whether this process's NATS connection is anonymous to a server off loopback (bus-nats.ts); undefined without NATS. */
+let busAnonymous: boolean | undefined;
 
 /** The notifications service's backlog, read at scrape time (registerWebhookGauges). */
 export interface WebhookGaugeSources {
@@ -112,6 +118,9 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
       description:
         "Contract requests the gateway did not record in the request log, by reason (queue_full: the recorder's bounded queue was full; send_failed: identity refused or could not be reached)",
     }),
+    busConsumerRecreated: meter.createCounter('psync_bus_consumer_recreated_total', {
+      description: 'Durable NATS consumers this process found missing while subscribed and created again from their acknowledged position, by durable',
+    }),
     internalAuthRefusals: meter.createCounter('psync_internal_auth_refusals_total', {
       description:
         'Internal API calls refused: code unauthenticated (no or a bad credential) or permission_denied (a role calling an RPC not allowed to it), by role (empty when unauthenticated)',
@@ -152,20 +161,33 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
 
   const busPending = meter.createObservableGauge('psync_bus_consumer_pending', {
     description:
-      'Events on the NATS stream a durable consumer of this process has not acknowledged yet (not yet delivered plus delivered and unacknowledged), by durable; no series while no process runs the consumer (docs/operations.md, "Stream retention")',
+      'Events on the NATS stream a durable consumer of this process has not acknowledged yet (not yet delivered plus delivered and unacknowledged), by durable; NaN while the consumer does not exist or cannot be read (psync_bus_consumer_up 0); no series while no process runs the consumer (docs/operations.md, "Stream retention")',
   });
-  const busPendingCb = async (r: ObservableResult) => {
+  const busUp = meter.createObservableGauge('psync_bus_consumer_up', {
+    description: 'Whether a durable consumer of this process exists on NATS (1) or is missing or unreadable (0), by durable; read at every scrape',
+  });
+  const busAnon = meter.createObservableGauge('psync_bus_anonymous', {
+    description:
+      'Whether this process connects to a NATS server off loopback without credentials (1) or not (0); no series without NATS (docs/operations.md, "NATS authentication")',
+  });
+  const busCb = async (r: BatchObservableResult) => {
+    if (busAnonymous !== undefined) r.observe(busAnon, busAnonymous ? 1 : 0);
     await Promise.all(
       [...busConsumerSources].map(async ([durable, read]) => {
+        // A missing or unreadable consumer is NaN, never 0: a reading of 0 says "caught
+        // up", and an observable gauge left unobserved keeps its last value.
+        let state: BusConsumerState = { present: false };
         try {
-          r.observe(await read(), { durable });
+          state = await read();
         } catch {
-          // NATS unavailable: no sample rather than a failed scrape.
+          // NATS unavailable: the consumer cannot be confirmed.
         }
+        r.observe(busPending, state.present ? state.pending : NaN, { durable });
+        r.observe(busUp, state.present ? 1 : 0, { durable });
       }),
     );
   };
-  busPending.addCallback(busPendingCb);
+  meter.addBatchObservableCallback(busCb, [busPending, busUp, busAnon]);
 
   const queueDepth = meter.createObservableGauge('psync_webhook_delivery_queue_depth', {
     description: 'Webhook deliveries pending (waiting for their first attempt or a retry)',
@@ -211,7 +233,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
     meter.removeBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures, breakers]);
     lag.removeCallback(lagCb);
     pending.removeCallback(pendingCb);
-    busPending.removeCallback(busPendingCb);
+    meter.removeBatchObservableCallback(busCb, [busPending, busUp, busAnon]);
     if (current === inst) current = undefined;
   };
 }
@@ -271,12 +293,25 @@ export function registerOutboxLag(schema: string, read: OutboxLag): () => void {
   };
 }
 
-/** Reports durable consumer `durable`'s unacknowledged events at every scrape (bus-nats.ts); returns the unregister function. */
-export function registerBusConsumerBacklog(durable: string, read: BusConsumerBacklog): () => void {
+/**
+ * Reports durable consumer `durable` at every scrape (nats-subscription.ts):
+ * psync_bus_consumer_pending and psync_bus_consumer_up. Returns the unregister function.
+ */
+export function registerBusConsumer(durable: string, read: BusConsumerRead): () => void {
   busConsumerSources.set(durable, read);
   return () => {
     if (busConsumerSources.get(durable) === read) busConsumerSources.delete(durable);
   };
+}
+
+/** A durable consumer found missing and created again (nats-consumer-watch.ts). */
+export function recordBusConsumerRecreated(durable: string): void {
+  current?.busConsumerRecreated.add(1, { durable });
+}
+
+/** Sets psync_bus_anonymous for this process's NATS connection (bus-nats.ts). */
+export function setBusAnonymous(anonymous: boolean): void {
+  busAnonymous = anonymous;
 }
 
 /** One internal API call refused by the authentication interceptor (internal-auth.ts). */

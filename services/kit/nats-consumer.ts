@@ -8,7 +8,7 @@
  * - One subject: a server-side filter on any server; several: server-side filters on
  *   nats-server 2.10+, otherwise none (the subscription drops what does not match).
  */
-import { AckPolicy, DeliverPolicy, JetStreamManager, NatsConnection, nanos } from 'nats';
+import { AckPolicy, ConsumerConfig, DeliverPolicy, JetStreamManager, NatsConnection, nanos } from 'nats';
 import type { Logger } from './logger';
 import { apiErrorCode } from './nats-stream';
 
@@ -28,9 +28,13 @@ export function serverSupportsMultipleFilters(nc: NatsConnection): boolean {
   return major > 2 || (major === 2 && minor >= 10);
 }
 
-/** Whether `err` says the durable consumer is gone (deleted, or lost with its stream). */
-export function isConsumerNotFound(err: unknown): boolean {
-  return apiErrorCode(err) === JS_CONSUMER_NOT_FOUND || /consumer not found/i.test(String(err));
+/**
+ * Whether `err` says the durable consumer is gone: not found (10014, or nats.js's own
+ * "consumer not found" after missed heartbeats) or deleted under a pull in flight (the
+ * server's `409 Consumer Deleted`).
+ */
+export function isConsumerGone(err: unknown): boolean {
+  return apiErrorCode(err) === JS_CONSUMER_NOT_FOUND || /consumer not found|consumer deleted/i.test(String(err));
 }
 
 /** Where the bus's consumers live: the stream, its subject prefix and replica count. */
@@ -47,14 +51,13 @@ export interface ConsumerPlace {
   log: Logger;
 }
 
-/** Ensures the durable consumer `durable` over `subjects` exists with our configuration; safe when replicas race. */
-export async function ensureConsumer(place: ConsumerPlace, durable: string, subjects: string[]): Promise<void> {
-  const { jsm, stream, prefix, log } = place;
-  const full = subjects.map((s) => `${prefix}.${s}`);
+/** The configuration of durable consumer `durable` over `subjects`: what ensureConsumer creates and keeps. */
+export function consumerConfig(place: ConsumerPlace, durable: string, subjects: string[]) {
+  const full = subjects.map((s) => `${place.prefix}.${s}`);
   // One subject: filter_subject (any server). Several: filter_subjects on 2.10+,
   // otherwise no server filter and the loop drops what does not match.
   const filter: { filter_subject?: string; filter_subjects?: string[] } = full.length === 1 ? { filter_subject: full[0] } : place.multipleFilters ? { filter_subjects: full } : {};
-  const wanted = {
+  return {
     durable_name: durable,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
@@ -65,7 +68,34 @@ export async function ensureConsumer(place: ConsumerPlace, durable: string, subj
     // position with its one node.
     num_replicas: place.replicas,
     ...filter,
-  };
+  } satisfies Partial<ConsumerConfig>;
+}
+
+/**
+ * Creates durable consumer `durable` again after it was lost, starting at stream
+ * sequence `fromSeq` (everything before it was acknowledged); from the stream's first
+ * event when the position is unknown or belongs to an older stream. Answers false when another process (a replica)
+ * created it first: that one is used as it is.
+ */
+export async function recreateConsumer(place: ConsumerPlace, durable: string, subjects: string[], fromSeq: number | undefined): Promise<boolean> {
+  // A position past the stream's end belongs to a stream that was deleted and created
+  // again (its sequences start over): read the new one from its start.
+  const resumable = fromSeq !== undefined && fromSeq > 1 && fromSeq <= (await place.jsm.streams.info(place.stream)).state.last_seq + 1;
+  const start = resumable ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq } : { deliver_policy: DeliverPolicy.All };
+  try {
+    await place.jsm.consumers.add(place.stream, { ...consumerConfig(place, durable, subjects), ...start });
+    return true;
+  } catch (err) {
+    const code = apiErrorCode(err);
+    if (code === JS_CONSUMER_EXISTS || code === JS_CONSUMER_NAME_IN_USE) return false;
+    throw err;
+  }
+}
+
+/** Ensures the durable consumer `durable` over `subjects` exists with our configuration; safe when replicas race. */
+export async function ensureConsumer(place: ConsumerPlace, durable: string, subjects: string[]): Promise<void> {
+  const { jsm, stream, log } = place;
+  const wanted = consumerConfig(place, durable, subjects);
   for (let attempt = 0; attempt < 5; attempt++) {
     let info;
     try {

@@ -61,3 +61,22 @@ export function checkCredsFile(text: string, path: string, name = 'NATS_CREDS'):
     throw new NatsCredentialsError(`${name} (${path}) is not a NATS .creds file (a "BEGIN NATS USER JWT" block and a "BEGIN USER NKEY SEED" block)`);
   }
 }
+
+/** Whether `hostname` (as URL.hostname gives it) is on loopback: localhost, 127.0.0.0/8, ::1. */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(h) || h === '::1' || /^::ffff:127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * The servers of NATS_URL that a process would reach anonymously off loopback: none
+ * when it signs in (a user or token in the URL, or NATS_CREDS) or every server is on
+ * loopback (a development server on the same machine). Such a connection means anyone
+ * who reaches the server can read and publish the bus's events; the bus warns at start
+ * and sets psync_bus_anonymous (bus-nats.ts).
+ */
+export function anonymousRemoteServers(url: string, credsFile: string | undefined): string[] {
+  const { servers, user } = natsServers(url);
+  if (credsFile || user !== undefined) return [];
+  return servers.filter((s) => !isLoopbackHost(new URL(s).hostname));
+}

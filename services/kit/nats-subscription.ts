@@ -7,12 +7,16 @@
  *   growing delay (redeliveryDelayMs), a long-running one tells the server it is
  *   still working.
  * - A stopping subscription hands back what it has pulled but not handled.
+ * - A consumer lost while the subscription runs is noticed within seconds and created
+ *   again from its acknowledged position (nats-consumer-watch.ts).
  */
 import { ConsumerMessages, JetStreamClient, JsMsg } from 'nats';
 import type { ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
-import { registerBusConsumerBacklog } from './metrics';
-import { ensureConsumer, isConsumerNotFound, type ConsumerPlace } from './nats-consumer';
+import { registerBusConsumer } from './metrics';
+import { isConsumerGone, type ConsumerPlace } from './nats-consumer';
+import { CHECK_INTERVAL_MS, ConsumerWatch } from './nats-consumer-watch';
+import { PeriodicJob } from './periodic';
 import { inConsumerSpan } from './telemetry';
 import { backoffMs, Worker, type RoundResult } from './worker';
 
@@ -48,39 +52,49 @@ export interface SubscriptionContext {
 /**
  * One durable pull consumer. Its worker's round is one `consume` session, handling
  * messages one by one until the session ends (then the next starts at once) or fails
- * (then the next starts after a back-off, recreating the consumer if it is gone).
+ * (then the next starts after a back-off). A session that finds the consumer gone
+ * recreates it (ConsumerWatch) and the next starts at once.
  */
 export class NatsSubscription implements Subscription {
   private iter: ConsumerMessages | null = null;
   private readonly worker: Worker;
-  private unregisterBacklog: () => void = () => {};
+  private readonly watch: ConsumerWatch;
+  private readonly check: PeriodicJob;
+  /** Set when the periodic check, not the consume loop, found the consumer gone (for the log line). */
+  private noticedBy: string | undefined;
+  private unregisterGauges: () => void = () => {};
 
   constructor(
     private readonly sub: SubscribeOptions,
     private readonly ctx: SubscriptionContext,
   ) {
     const { log } = ctx.place;
+    this.watch = new ConsumerWatch(ctx.place, sub.durable, sub.subjects);
     this.worker = new Worker({
       name: `bus-${sub.durable}`,
       idleMs: 0,
       backoff: { baseMs: 500, maxMs: 10_000 },
       round: () => this.session(),
-      onError: (err, retryInMs) => {
-        log.warn({ err, durable: sub.durable, retry_in_ms: retryInMs }, 'bus: consumer loop failed; restarting');
-        if (isConsumerNotFound(err)) {
-          ensureConsumer(ctx.place, sub.durable, sub.subjects).catch((e) => log.warn({ err: e, durable: sub.durable }, 'bus: could not recreate consumer'));
-        }
-      },
+      onError: (err, retryInMs) => log.warn({ err, durable: sub.durable, retry_in_ms: retryInMs }, 'bus: consumer loop failed; restarting'),
     });
+    this.check = new PeriodicJob(
+      async () => {
+        if ((await this.watch.read()).present) return;
+        // Ends the session; the next one finds the consumer gone and recreates it.
+        this.noticedBy = 'check';
+        this.iter?.stop();
+      },
+      CHECK_INTERVAL_MS,
+      // NATS unreachable: the consume loop says so; the next check tries again.
+      (err) => log.debug({ err, durable: sub.durable }, 'bus: consumer check failed'),
+      `bus-${sub.durable}-check`,
+    );
   }
 
   start(): void {
     this.worker.start();
-    const { jsm, stream } = this.ctx.place;
-    this.unregisterBacklog = registerBusConsumerBacklog(this.sub.durable, async () => {
-      const info = await jsm.consumers.info(stream, this.sub.durable);
-      return info.num_pending + info.num_ack_pending;
-    });
+    this.check.start(0);
+    this.unregisterGauges = registerBusConsumer(this.sub.durable, () => this.watch.read());
   }
 
   private async session(): Promise<RoundResult> {
@@ -88,7 +102,9 @@ export class NatsSubscription implements Subscription {
     try {
       const consumer = await this.ctx.js.consumers.get(this.ctx.place.stream, this.sub.durable);
       if (this.worker.isStopping) return { items: 0, more: false };
-      this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: PULL_EXPIRES_MS });
+      // abort_on_missing_resource: a deleted consumer ends the loop (409, or a missed
+      // heartbeat whose check finds none) instead of nats.js retrying it in silence.
+      this.iter = await consumer.consume({ max_messages: PULL_BATCH, expires: PULL_EXPIRES_MS, abort_on_missing_resource: true });
       if (this.worker.isStopping) this.iter.stop();
       for await (const m of this.iter) {
         if (this.worker.isStopping) {
@@ -102,7 +118,10 @@ export class NatsSubscription implements Subscription {
       }
     } catch (err) {
       if (this.worker.isStopping || this.ctx.closed()) return { items: handled, more: false };
-      throw err;
+      if (!isConsumerGone(err)) throw err;
+      await this.watch.recreate(this.noticedBy ?? 'consume');
+      this.noticedBy = undefined;
+      return { items: handled, more: true };
     } finally {
       this.iter = null;
     }
@@ -148,11 +167,12 @@ export class NatsSubscription implements Subscription {
   }
 
   async stop(): Promise<void> {
-    this.unregisterBacklog();
+    this.unregisterGauges();
+    const checkStopped = this.check.stop();
     const stopping = this.worker.stop();
     // stop(), not close(): with nats.js, awaiting close() after leaving the loop hangs.
     this.iter?.stop();
-    await stopping;
+    await Promise.all([stopping, checkStopped]);
     this.ctx.stopped(this);
   }
 }

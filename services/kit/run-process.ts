@@ -39,7 +39,7 @@ import { acceptedCallers, internalTls } from './internal-credentials';
 import { requestGuardInterceptor } from './request-guard';
 import { validationInterceptor } from './validation';
 import { errorInterceptor } from './errors';
-import { bindingPort, checkDatabaseReachable, exitOnStartupError, reasonOf, StartupError, urlWithoutSecrets } from './startup-failure';
+import { bindingPort, checkDatabaseReachable, exitOnStartupError, OneShotRefusal, reasonOf, StartupError, urlWithoutSecrets } from './startup-failure';
 
 export interface RunOptions {
   /** Services hosted by this process. */
@@ -161,7 +161,8 @@ export async function runProcess(opts: RunOptions): Promise<void> {
 
 /**
  * A one-shot role (`migrate`, `after-restore`): its configuration, logs on stderr (stdout
- * carries only its one JSON line), a private DATA_DIR and the database, then `work`;
+ * carries only its one JSON line), a private DATA_DIR, `precheck` (before the database
+ * opens; a OneShotRefusal it throws is printed as one line), the database, then `work`;
  * prints what `work` answers as one JSON line and exits 0, or logs `failure` and exits 1
  * (a start-up failure says what to fix, as the long-running roles do).
  */
@@ -170,11 +171,13 @@ export async function runOneShot(
   services: ServiceModule[],
   failure: string,
   work: (c: { config: Config; log: Logger; db: Database }) => Promise<Record<string, unknown>>,
+  precheck?: (c: { config: Config; log: Logger }) => Promise<void>,
 ): Promise<void> {
   const config = configOrExit();
   const log = createLogger({ level: config.logLevel, name, format: config.logFormat }, pino.destination(2));
   try {
     secureDataDir(config, log);
+    await precheck?.({ config, log });
     const db = await openDatabaseOrExplain(
       config,
       log,
@@ -190,6 +193,10 @@ export async function runOneShot(
     process.exit(0);
   } catch (err) {
     if (err instanceof StartupError) exitOnStartupError(err);
+    if (err instanceof OneShotRefusal) {
+      process.stderr.write(`${name} refused: ${err.message}\n`);
+      process.exit(1);
+    }
     log.fatal({ err }, failure);
     process.exit(1);
   }

@@ -61,6 +61,8 @@ export interface ServiceModule {
    * what it did, for the command's JSON line.
    */
   afterRestore?(ctx: RestoreContext): Promise<Record<string, unknown>>;
+  /** The durable bus consumers its processes pull from: after-restore refuses while one is pulled (after-restore-guard.ts). */
+  busConsumers?: readonly string[];
   /** Registers the RPC implementations. */
   routes(router: ConnectRouter, ctx: ServiceContext): void;
   /** Starts background workers (consumers, pipelines); stop them via ctx.shutdown. */

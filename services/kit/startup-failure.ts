@@ -15,6 +15,11 @@ export class StartupError extends Error {
   override name = 'StartupError';
 }
 
+/** A one-shot role (`after-restore`) will not run: runOneShot prints `<role> refused: <message>` and exits 1. */
+export class OneShotRefusal extends Error {
+  override name = 'OneShotRefusal';
+}
+
 /** Prints a StartupError as one line on stderr and exits 1; rethrows anything else. */
 export function exitOnStartupError(err: unknown): never {
   if (err instanceof StartupError) {

@@ -128,6 +128,7 @@ export const notificationsModule: ServiceModule = {
   // what the restored database handled is skipped (processed_events), what it had not
   // becomes deliveries (docs/operations.md "Backup and restore").
   afterRestore: async ({ bus }) => ({ intake_consumer_rewound: await bus.forgetConsumer(INTAKE_CONSUMER) }),
+  busConsumers: [INTAKE_CONSUMER],
 
   routes(router, ctx) {
     const rt = runtimeFor(ctx);

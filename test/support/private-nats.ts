@@ -88,6 +88,8 @@ export function authorizationBlock(
   users: Partial<Record<NatsRole, string>>,
   nkeyUsers: Partial<Record<NatsRole, string>> = {},
   mayUpdateStream?: readonly NatsRole[],
+  /** Password of a user `admin` allowed everything (an operator's `nats` CLI); none when undefined. */
+  adminPassword?: string,
 ): string {
   const perms = natsPermissions(prefix, mayUpdateStream);
   const permissions = (role: NatsRole) =>
@@ -95,6 +97,7 @@ export function authorizationBlock(
   const lines = [
     ...(Object.keys(users) as NatsRole[]).map((role) => `    { user: ${JSON.stringify(role)}, password: ${JSON.stringify(users[role])}, ${permissions(role)} }`),
     ...(Object.keys(nkeyUsers) as NatsRole[]).map((role) => `    { nkey: ${JSON.stringify(nkeyUsers[role])}, ${permissions(role)} }`),
+    ...(adminPassword === undefined ? [] : [`    { user: "admin", password: ${JSON.stringify(adminPassword)} }`]),
   ];
   return `authorization {\n  users: [\n${lines.join('\n')}\n  ]\n}\n`;
 }
@@ -115,6 +118,8 @@ export interface PrivateNats {
   url: string;
   /** The URL with `role`'s user and password. */
   urlFor(role: NatsRole): string;
+  /** The URL of user `admin`, allowed everything (deleting a consumer, as an operator's `nats` CLI would). */
+  adminUrl: string;
   stop(): Promise<void>;
 }
 
@@ -133,7 +138,8 @@ export async function startPrivateNats(
     string
   >;
   const conf = join(dir, 'nats.conf');
-  writeFileSync(conf, authorizationBlock(prefix, users, nkeyUsers, opts.mayUpdateStream));
+  const adminPassword = randomBytes(12).toString('hex');
+  writeFileSync(conf, authorizationBlock(prefix, users, nkeyUsers, opts.mayUpdateStream, adminPassword));
   const port = await freePort();
   const child: ChildProcess = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'store'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -161,5 +167,5 @@ export async function startPrivateNats(
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { port, url, urlFor, stop };
+  return { port, url, urlFor, adminUrl: `nats://admin:${adminPassword}@127.0.0.1:${port}`, stop };
 }

@@ -129,14 +129,18 @@ describe('metrics on METRICS_PORT /metrics', () => {
     }
   });
 
-  test("the NATS consumer's unacknowledged events, on NATS only (the in-process bus has no stream)", async () => {
-    const pending = samples(await scrape(), 'psync_bus_consumer_pending');
+  test("the NATS consumer's unacknowledged events and presence, and whether the bus signs in, on NATS only (the in-process bus has no stream)", async () => {
+    const text = await scrape();
+    const pending = samples(text, 'psync_bus_consumer_pending');
     if (!process.env.NATS_URL) {
-      expect(pending).toEqual([]);
+      for (const name of ['psync_bus_consumer_pending', 'psync_bus_consumer_up', 'psync_bus_anonymous']) expect({ name, found: samples(text, name) }).toEqual({ name, found: [] });
       return;
     }
     expect(pending.map((p) => p.labels.durable)).toEqual([INTAKE_CONSUMER]);
     expect(pending[0]!.value).toBeGreaterThanOrEqual(0);
+    expect(samples(text, 'psync_bus_consumer_up').map((p) => [p.labels.durable, p.value])).toEqual([[INTAKE_CONSUMER, 1]]);
+    // The test's NATS is on loopback: anonymous there is a development server, not a finding.
+    expect(samples(text, 'psync_bus_anonymous').map((p) => p.value)).toEqual([0]);
   });
 
   test('anything but GET /metrics is 404', async () => {

@@ -29,6 +29,7 @@ import { connect } from 'nats';
 import postgres from 'postgres';
 import { send, jsonRequest, type Received as Answer } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
+import { TEST_TOKENS, testCallerEnv } from '../support/credentials';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { privatePostgresUnavailable } from '../support/private-postgres';
 import { hasNatsServer } from '../support/private-nats';
@@ -370,7 +371,9 @@ describeIfPossible('backup and restore under traffic', () => {
     // The operator's one command after a restore (docs/operations.md "Backup and restore"):
     // the intake reads the stream again from its oldest event, the event log skips the gap.
     const afterDir = mkdtempSync(join(tmpdir(), 'psync-after-restore-'));
-    const restoreSteps = await runMain(['after-restore'], { ...env, DATABASE_URL: restored.url, DATA_DIR: afterDir }, 120_000);
+    // As the operator (PSYNC_TOKEN, accepted by the system's OPERATOR_TOKEN), with the stopped system's internal port free.
+    const operator = { ...testCallerEnv(), PSYNC_TOKEN: TEST_TOKENS.operator, INTERNAL_PORT: String(await freePort()) };
+    const restoreSteps = await runMain(['after-restore'], { ...env, ...operator, DATABASE_URL: restored.url, DATA_DIR: afterDir }, 120_000);
     rmSync(afterDir, { recursive: true, force: true });
     expect({ code: restoreSteps.code, stderr: restoreSteps.code === 0 ? '' : restoreSteps.stderr }).toEqual({ code: 0, stderr: '' });
     const done = JSON.parse(linesOf(restoreSteps.stdout)[0]!) as { restored: boolean; services: Record<string, Record<string, unknown>> };

@@ -269,7 +269,8 @@ bad combination fails every render: each role's token in a Secret of its own (no
 Secret lets one pod present another's credential), each service's database URL in
 a Secret of its own, each component's certificate in a Secret of its own and a
 certificate source for each when internal TLS is on, each role's NATS credentials
-in Secrets of their own, and a destination for PostgreSQL and NATS egress.
+in Secrets of their own, NATS credentials for every role that uses NATS
+(psync.validateNatsAuth), and a destination for PostgreSQL and NATS egress.
 */}}
 {{- define "psync.validateTrust" -}}
 {{- $root := . -}}
@@ -319,6 +320,7 @@ in Secrets of their own, and a destination for PostgreSQL and NATS egress.
 {{- $_ := set $natsSeen . $role -}}
 {{- end -}}
 {{- end -}}
+{{- include "psync.validateNatsAuth" . -}}
 {{- if .Values.networkPolicy.enabled -}}
 {{- range (list "postgres" "nats") -}}
 {{- $dep := index $root.Values.networkPolicy . -}}
@@ -329,6 +331,29 @@ in Secrets of their own, and a destination for PostgreSQL and NATS egress.
 {{- end -}}
 {{- if and .Values.internalTls.requireClientCert (not .Values.internalTls.enabled) -}}
 {{- fail "internalTls.requireClientCert needs internalTls.enabled" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+No anonymous bus in production: each role that uses NATS signs in, with its own
+Secret (nats.credentials.<role>.existingSecret or urlExistingSecret) or the shared
+nats.existingSecret (a NATS_URL with user:password). Otherwise anyone who reaches the
+server could publish the events that become signed webhooks. Only
+nats.allowAnonymous: true renders without (a development cluster).
+*/}}
+{{- define "psync.validateNatsAuth" -}}
+{{- $root := . -}}
+{{- if not .Values.nats.allowAnonymous -}}
+{{- $missing := list -}}
+{{- range (include "psync.natsRoles" . | splitList " ") -}}
+{{- $c := index $root.Values.nats.credentials . -}}
+{{- if not (or $c.existingSecret $c.urlExistingSecret $root.Values.nats.existingSecret) -}}
+{{- $missing = append $missing . -}}
+{{- end -}}
+{{- end -}}
+{{- if $missing -}}
+{{- fail (printf "NATS credentials are required: %s would connect to %s anonymously. Set nats.credentials.<role>.existingSecret (a .creds file) or .urlExistingSecret (NATS_URL with user:password) for each, or nats.existingSecret (one NATS_URL with credentials for all); or set nats.allowAnonymous=true to run without (development only; README.md \"NATS credentials per role\")" (join ", " $missing) $root.Values.nats.url) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 

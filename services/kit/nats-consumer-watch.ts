@@ -1,0 +1,66 @@
+/**
+ * What a subscription (nats-subscription.ts) knows of its durable consumer on NATS:
+ * whether it exists, and the position to recreate it from if it is lost.
+ *
+ * A durable consumer can disappear while its subscriber runs: an operator's (or an
+ * anonymous client's) `consumer rm`, `main.ts after-restore --force` against a live
+ * system, a NATS store lost. nats.js keeps pulling from a missing consumer in silence,
+ * so the subscriber checks: the consume loop ends at the server's `409 Consumer
+ * Deleted` or at a missed heartbeat whose check finds no consumer, and a periodic read
+ * of the consumer's info (CHECK_INTERVAL_MS, also at every metrics scrape) catches the
+ * rest. Each successful read records the consumer's acknowledged floor (every event up
+ * to that stream sequence acknowledged, by any replica); the consumer is recreated
+ * with its own configuration from the next sequence, so nothing unacknowledged is
+ * skipped. Events acknowledged after the last read come again: at-least-once, which
+ * the handlers absorb (they dedupe on the event id).
+ */
+import type { ConsumerInfo } from 'nats';
+import { recordBusConsumerRecreated, type BusConsumerState } from './metrics';
+import { isConsumerGone, recreateConsumer, type ConsumerPlace } from './nats-consumer';
+
+/** How often the subscriber reads its consumer's info when nothing else does (a missing consumer is noticed within it). */
+export const CHECK_INTERVAL_MS = 5_000;
+
+export class ConsumerWatch {
+  /** Stream sequence up to which every event was acknowledged, at the last successful read; undefined before the first. */
+  private ackFloor: number | undefined;
+
+  constructor(
+    private readonly place: ConsumerPlace,
+    private readonly durable: string,
+    private readonly subjects: string[],
+  ) {}
+
+  /**
+   * Reads the consumer's info and records its position. `present: false` when NATS says
+   * it does not exist; other failures (NATS unreachable) throw.
+   */
+  async read(): Promise<BusConsumerState> {
+    let info: ConsumerInfo;
+    try {
+      info = await this.place.jsm.consumers.info(this.place.stream, this.durable);
+    } catch (err) {
+      if (isConsumerGone(err)) return { present: false };
+      throw err;
+    }
+    this.ackFloor = info.ack_floor.stream_seq;
+    return { present: true, pending: info.num_pending + info.num_ack_pending };
+  }
+
+  /**
+   * Creates the lost consumer again from the recorded position; logs and counts it
+   * (psync_bus_consumer_recreated_total). Nothing happens when another replica
+   * recreated it first.
+   */
+  async recreate(noticedBy: string): Promise<void> {
+    const fromSeq = this.ackFloor === undefined ? undefined : this.ackFloor + 1;
+    const created = await recreateConsumer(this.place, this.durable, this.subjects, fromSeq);
+    const fields = { stream: this.place.stream, durable: this.durable, noticed_by: noticedBy, from_stream_seq: fromSeq ?? 'first' };
+    if (!created) {
+      this.place.log.info(fields, 'bus: durable consumer was missing; another process recreated it');
+      return;
+    }
+    recordBusConsumerRecreated(this.durable);
+    this.place.log.warn(fields, 'bus: durable consumer was missing; recreated from its last acknowledged position');
+  }
+}
