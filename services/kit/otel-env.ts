@@ -59,7 +59,7 @@ function exporterNames<K extends string>(env: Env, variable: string, known: read
     .map((s) => s.trim())
     .filter(Boolean);
   for (const n of names) if (!(known as readonly string[]).includes(n)) throw new ConfigError(`${variable}=${raw}: "${n}" is not one of ${known.join(', ')}`);
-  return names.includes('none' as K) ? [] : (names as K[]);
+  return names.includes('none') ? [] : (names as K[]);
 }
 
 /** The span exporters this process runs (none: spans are not recorded at all). */
