@@ -4,6 +4,9 @@
  * route's own path identifiers that passed validation, status, problem `code`, the
  * `errors[]` field/code pairs, the request id (`instance`, `X-Request-Id`), duration,
  * the key id. Never a body, a query value, a header, a token, a key or an address.
+ * What a partner chose (a path identifier, an unknown property's name) is made
+ * storable, scrubbed of secrets and reduced to the contract's names first
+ * (request-log-sanitiser.ts).
  *
  * Only requests with a workspace are recorded: those a contract route authorised
  * (auth.ts sets the workspace). A 401 has none and is not recorded; neither are the
@@ -12,6 +15,7 @@
  */
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { GatewayContext } from './request-context';
+import { sanitiseRecord } from './request-log-sanitiser';
 import type { RequestRecordInit } from './request-recorder';
 
 /** `PUT /v1/blocks/:external_uid` → `/v1/blocks/{external_uid}` (the OpenAPI form). */
@@ -24,7 +28,7 @@ export function routeTemplate(label: string): string {
 export function requestRecord(ctx: GatewayContext, now = performance.now()): RequestRecordInit | undefined {
   const s = ctx.state;
   if (!s.workspaceId || !s.route || s.route.startsWith('* ')) return undefined;
-  return {
+  return sanitiseRecord({
     requestId: s.requestId,
     workspaceId: s.workspaceId,
     keyId: s.keyId ?? '',
@@ -36,5 +40,5 @@ export function requestRecord(ctx: GatewayContext, now = performance.now()): Req
     code: s.problem?.code ?? '',
     errors: (s.problem?.errors ?? []).map((e) => ({ field: e.field, code: e.code })),
     durationMs: Math.max(0, Math.round(now - s.startedAt)),
-  };
+  });
 }

@@ -55,7 +55,7 @@ test('record() never waits: with identity hanging, it returns at once and one ba
   await drained;
   await r.flush();
   expect(idsOf(gate.batches)).toEqual([...Array(50).keys()]);
-  expect(r.dropped).toEqual({ queue_full: 0, send_failed: 0 });
+  expect(r.dropped).toEqual({ queue_full: 0, send_failed: 0, refused: 0 });
 });
 
 test('the queue is bounded: beyond maxQueue records are dropped and counted, with one sampled warning', async () => {
@@ -88,9 +88,17 @@ test('a batch that fails is dropped and counted, never retried; later batches st
   await r.flush();
   r.record(rec(3));
   await r.flush();
-  expect(r.dropped).toEqual({ queue_full: 0, send_failed: 2 });
+  expect(r.dropped).toEqual({ queue_full: 0, send_failed: 2, refused: 0 });
   expect(idsOf(sent)).toEqual([3]);
   expect(lines.filter((l) => l.msg === 'request log: a batch could not be recorded; dropped')).toHaveLength(1);
+});
+
+test('records identity refuses are dropped and counted alone (reason refused); the rest of the batch is not counted', async () => {
+  const r = new RequestRecorder({ send: async (b) => ({ recorded: b.length - 1, refused: 1 }), log, batchSize: 3, flushMs: 5 });
+  for (let i = 0; i < 3; i++) r.record(rec(i));
+  await r.flush();
+  expect(r.dropped).toEqual({ queue_full: 0, send_failed: 0, refused: 1 });
+  expect(lines.filter((l) => l.msg === 'request log: identity refused records of a batch (the rest is stored); dropped')).toHaveLength(1);
 });
 
 test('close() sends what is queued, and gives up after its grace period when identity hangs', async () => {

@@ -10,6 +10,11 @@
  *   `flushMs` after the first one arrived. A batch that fails is dropped and counted
  *   (reason "send_failed") with one sampled warning; it is not retried, so a down
  *   identity cannot grow the queue beyond its bound.
+ * - Identity checks each record of a batch on its own: records it refuses (one that
+ *   breaks its rules or that the database would not take) are dropped and counted alone
+ *   (reason "refused", from the answer's `refused`), the rest of the batch is stored.
+ *   The records are made storable before they are queued (request-log-sanitiser.ts),
+ *   so a refusal means the gateway and identity disagree: a bug worth the warning.
  * - `close()` sends what is queued (bounded by the caller's grace period) on shutdown.
  * - Batches are sent in the context the recorder was made in (start-up), not in that of
  *   the request whose record filled the batch: RecordRequests joins no partner request's
@@ -20,13 +25,13 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { RecordedRequestSchema } from '../gen/psync/identity/v1/identity_pb';
 import { LogSampler } from '../services/kit/log-sampler';
 import type { Logger } from '../services/kit/logger';
-import { recordRequestLogDropped } from '../services/kit/metrics';
+import { recordRequestLogDropped, type RequestLogDropReason as DropReason } from '../services/kit/metrics';
 
 export type RequestRecordInit = MessageInitShape<typeof RecordedRequestSchema>;
 
 export interface RequestRecorderOptions {
-  /** Sends one batch (IdentityService.RecordRequests). */
-  send(batch: RequestRecordInit[]): Promise<unknown>;
+  /** Sends one batch (IdentityService.RecordRequests); its answer says how many records identity refused. */
+  send(batch: RequestRecordInit[]): Promise<{ refused?: number } | void>;
   log: Logger;
   /** Most records waiting; more are dropped. */
   maxQueue?: number;
@@ -50,7 +55,7 @@ export class RequestRecorder {
   /** The start-up context the timer and the sends run in. */
   private readonly scope = new AsyncResource('RequestRecorder');
   /** Records dropped since start (also a metric), by reason. */
-  readonly dropped = { queue_full: 0, send_failed: 0 };
+  readonly dropped: Record<DropReason, number> = { queue_full: 0, send_failed: 0, refused: 0 };
 
   constructor(private readonly opts: RequestRecorderOptions) {
     this.maxQueue = opts.maxQueue ?? RECORDER_DEFAULTS.maxQueue;
@@ -119,7 +124,14 @@ export class RequestRecorder {
 
   private async sendBatch(batch: RequestRecordInit[]): Promise<void> {
     try {
-      await this.opts.send(batch);
+      const answer = await this.opts.send(batch);
+      const refused = answer?.refused ?? 0;
+      if (refused > 0) {
+        this.drop('refused', refused);
+        this.warnings.sample('refused', (notLogged) =>
+          this.opts.log.warn({ refused, records: batch.length, refusals_not_logged: notLogged }, 'request log: identity refused records of a batch (the rest is stored); dropped'),
+        );
+      }
     } catch (err) {
       this.drop('send_failed', batch.length);
       this.warnings.sample('send_failed', (notLogged) =>
@@ -128,7 +140,7 @@ export class RequestRecorder {
     }
   }
 
-  private drop(reason: 'queue_full' | 'send_failed', n: number): void {
+  private drop(reason: DropReason, n: number): void {
     this.dropped[reason] += n;
     recordRequestLogDropped(reason, n);
     if (reason === 'queue_full') {

@@ -41,7 +41,9 @@ ajv.addFormat('date-time', storableDateTime);
 ajv.addFormat('uri', isAbsoluteUri);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
-for (const s of [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema]) ajv.addSchema(s);
+/** Every JSON Schema of the contract (contract-field-names.ts reads their field names). */
+export const CONTRACT_SCHEMAS: readonly object[] = [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema];
+for (const s of CONTRACT_SCHEMAS) ajv.addSchema(s);
 
 /**
  * A compiled schema reporting public violations. `T` is the shape a document has once

@@ -1,6 +1,8 @@
 /**
  * IdentityService's request-log RPCs (RecordRequests, ListRequests, GetRequest): the
  * messages ↔ rows of request-log.ts. Thin, like service.ts, which spreads them in.
+ * RecordRequests stores what it can of a batch and counts the rest in `refused`
+ * (request-log-intake.ts), with one sampled warning naming the broken rules.
  */
 import { Code, type ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -9,8 +11,11 @@ import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { IdentityService, RecordedRequest, RecordedRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
 import type { Sql } from '../kit/database';
 import { failure } from '../kit/errors';
+import { LogSampler } from '../kit/log-sampler';
+import type { Logger } from '../kit/logger';
 import { canonicalUuid } from '../kit/uuid';
-import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, insertRequests, type RequestRecord, type RequestRow, selectRequest, selectRequests } from './request-log';
+import { type RefusedRecord, takeIn } from './request-log-intake';
+import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type RequestRecord, type RequestRow, selectRequest, selectRequests } from './request-log';
 
 type RequestLogRpcs = Pick<ServiceImpl<typeof IdentityService>, 'recordRequests' | 'listRequests' | 'getRequest'>;
 
@@ -54,11 +59,25 @@ export function recordedRequestMessage(row: RequestRow): MessageInitShape<typeof
   };
 }
 
-export function requestLogRpcs(sql: Sql): RequestLogRpcs {
+/** A refused record's reasons for the log: `errors[0].field: max_length`, or the SQLSTATE; never a value. */
+function reasonText(r: RefusedRecord): string {
+  return 'sqlState' in r.reason ? `requests[${r.index}]: SQLSTATE ${r.reason.sqlState}` : r.reason.map((v) => `requests[${r.index}].${v.field}: ${v.code}`).join(', ');
+}
+
+export function requestLogRpcs(sql: Sql, log: Logger): RequestLogRpcs {
+  const refusals = new LogSampler();
   return {
     async recordRequests(req) {
-      const recorded = await insertRequests(sql, req.requests.map(record));
-      return { recorded };
+      const { recorded, refused } = await takeIn(sql, req.requests, record);
+      if (refused.length > 0) {
+        refusals.sample('refused', (notLogged) =>
+          log.warn(
+            { refused: refused.length, records: req.requests.length, reasons: refused.slice(0, 5).map(reasonText), refusals_not_logged: notLogged },
+            'request log: records refused; the rest of the batch is stored',
+          ),
+        );
+      }
+      return { recorded, refused: refused.length };
     },
 
     async listRequests(req) {

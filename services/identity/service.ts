@@ -260,7 +260,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
       return { authenticated: true, clientId: row.client_id, role: row.role };
     },
 
-    ...requestLogRpcs(sql),
+    ...requestLogRpcs(sql, log.child({ component: 'request-log' })),
   };
 
   // Failures nobody mapped on purpose are mapped by the kit's error interceptor (kit/errors.ts).

@@ -189,6 +189,11 @@ describe('redactSecrets', () => {
     expect(redactSecrets(`"${KEY}"`)).toBe('"psk_[redacted]"');
   });
 
+  test('a secret glued to an identifier by an underscore or a dash is scrubbed too', () => {
+    expect(redactSecrets(`resv_${KEY}`)).toBe('resv_psk_[redacted]');
+    expect(redactSecrets(`b-${SECRET}`)).toBe('b-whsec_[redacted]');
+  });
+
   test('leaves other text alone', () => {
     const text = 'workspace ws_123 listing lst_9 psk without underscore, apsk_x is part of a word';
     expect(redactSecrets(text)).toBe(text);

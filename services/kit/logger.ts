@@ -56,8 +56,13 @@ export function redactValue(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** Shapes of our own credentials, scrubbed from free text such as error messages. */
-const SECRET_SHAPES = /\b(psk|pst|whsec|psop|psmc)_[A-Za-z0-9_\-.]+/g;
+/**
+ * Shapes of our own credentials, scrubbed from free text such as error messages and
+ * from what the request log stores (gateway/request-log-sanitiser.ts). A prefix counts
+ * after anything but a letter or digit: `resv_psk_…` or `b-psk_…` (a key pasted into an
+ * identifier) is scrubbed too, where `\b` would have let an underscore hide it.
+ */
+const SECRET_SHAPES = /(?<![A-Za-z0-9])(psk|pst|whsec|psop|psmc)_[A-Za-z0-9_\-.]+/g;
 
 /** Replaces anything shaped like a Partner Sync key, token or signing secret. */
 export function redactSecrets(text: string): string {

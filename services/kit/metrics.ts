@@ -116,7 +116,7 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
     }),
     requestLogDropped: meter.createCounter('psync_request_log_dropped_total', {
       description:
-        "Contract requests the gateway did not record in the request log, by reason (queue_full: the recorder's bounded queue was full; send_failed: identity refused or could not be reached)",
+        "Contract requests the gateway did not record in the request log, by reason (queue_full: the recorder's bounded queue was full; send_failed: a whole batch failed, identity could not be reached; refused: identity refused that record alone, the rest of its batch was stored)",
     }),
     busConsumerRecreated: meter.createCounter('psync_bus_consumer_recreated_total', {
       description: 'Durable NATS consumers this process found missing while subscribed and created again from their acknowledged position, by durable',
@@ -251,8 +251,11 @@ export function recordRateLimitRefusal(): void {
   current?.rateLimitRefusals.add(1);
 }
 
+/** Why the gateway's request recorder dropped records (psync_request_log_dropped_total's `reason`). */
+export type RequestLogDropReason = 'queue_full' | 'send_failed' | 'refused';
+
 /** `n` contract requests the gateway's request recorder dropped (gateway/request-recorder.ts). */
-export function recordRequestLogDropped(reason: 'queue_full' | 'send_failed', n: number): void {
+export function recordRequestLogDropped(reason: RequestLogDropReason, n: number): void {
   current?.requestLogDropped.add(n, { reason });
 }
 

@@ -9,6 +9,7 @@ import { Code, ConnectError, createClient, createRouterTransport } from '@connec
 import { CatalogService, UpsertPropertyRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { CalendarService, PutBlockRequestSchema, WatchEventsRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
+import { RecordedRequestSchema, RecordRequestsRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
 import { AcknowledgeDeletionRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 import { planOf, requestGuardInterceptor, requestViolations } from './request-guard';
 import { isStorableInstantMs, isUnstorableText, MAX_INSTANT_MS, MIN_INSTANT_MS } from './storable-values';
@@ -185,6 +186,16 @@ describe('the walk', () => {
     const empty = planOf(ErrorDetailSchema);
     expect(empty.checks).toEqual([]);
     expect(empty.timestamp).toBe(false);
+  });
+
+  test('items the .proto leaves to the handler (repeated.items.ignore = IGNORE_ALWAYS) are not walked: RecordRequests checks each record itself', () => {
+    const batch = create(RecordRequestsRequestSchema, { requests: [{ route: NUL, errors: [{ field: NUL }] }] });
+    expect(requestViolations(RecordRequestsRequestSchema, batch)).toEqual([]);
+    // The record alone is walked as any message is.
+    expect(requestViolations(RecordedRequestSchema, batch.requests[0]!)).toEqual([
+      { field: 'route', code: 'invalid' },
+      { field: 'errors[0].field', code: 'invalid' },
+    ]);
   });
 });
 

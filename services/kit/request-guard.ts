@@ -14,6 +14,12 @@
  * ValidationDetail listing each offending field by its proto path (`property.name`,
  * `photos[1].url`; a map field by its own name, never a key), never the value.
  *
+ * A repeated field whose items the .proto leaves to the handler
+ * (`(buf.validate.field).repeated.items.ignore = IGNORE_ALWAYS`, as RecordRequests'
+ * records) is not walked either: the handler checks each item with
+ * `requestViolations` and refuses only the bad ones, so one bad item does not refuse
+ * its batch. One declaration tells both interceptors.
+ *
  * It runs on every internal call, the in-process ones included, so it is built to
  * cost next to nothing when nothing is wrong: each request type's descriptor is
  * compiled once into a plan holding only the fields that can lead to a string or a
@@ -21,7 +27,8 @@
  * are built only then, in a second pass).
  */
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
-import { ScalarType, type DescField, type DescMessage, type DescOneof } from '@bufbuild/protobuf';
+import { getOption, hasOption, ScalarType, type DescField, type DescMessage, type DescOneof } from '@bufbuild/protobuf';
+import { field as fieldRules, Ignore } from '../../gen/buf/validate/validate_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { isUnstorableText, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS } from './storable-values';
 import { checkedStream } from './checked-stream';
@@ -86,6 +93,13 @@ export function planOf(desc: DescMessage): Plan {
   return plan;
 }
 
+/** True when the .proto leaves the items of this repeated field to the handler (the validation interceptor skips them too). */
+function itemsLeftToHandler(field: DescField): boolean {
+  if (!hasOption(field, fieldRules)) return false;
+  const rules = getOption(field, fieldRules);
+  return rules.type.case === 'repeated' && rules.type.value.items?.ignore === Ignore.ALWAYS;
+}
+
 function checkOf(field: DescField): Check | undefined {
   switch (field.fieldKind) {
     case 'scalar':
@@ -96,6 +110,7 @@ function checkOf(field: DescField): Check | undefined {
       return isEmpty(plan) ? undefined : { kind: 'message', field, plan };
     }
     case 'list':
+      if (itemsLeftToHandler(field)) return undefined;
       if (field.listKind === 'scalar') return field.scalar === ScalarType.STRING ? { kind: 'text-list', field } : undefined;
       if (field.listKind === 'message') {
         const plan = planOf(field.message);

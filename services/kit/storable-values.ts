@@ -13,9 +13,10 @@
  *   to 9999.
  */
 
-/** `String.prototype.isWellFormed` (ES2024, Node.js ≥ 20; the compiler's library is ES2023). */
+/** `String.prototype.isWellFormed`/`toWellFormed` (ES2024, Node.js ≥ 20; the compiler's library is ES2023). */
 interface WellFormed {
   isWellFormed(): boolean;
+  toWellFormed(): string;
 }
 
 /**
@@ -25,6 +26,17 @@ interface WellFormed {
  */
 export function isUnstorableText(text: string): boolean {
   return text.includes('\0') || !(text as unknown as WellFormed).isWellFormed();
+}
+
+/**
+ * `text` made storable: each U+0000 and each unpaired surrogate becomes U+FFFD (the
+ * replacement character, as a UTF-8 encoder writes for a lone surrogate). For what is
+ * kept of text nobody may refuse (the request log records what a partner sent, it
+ * cannot answer 400); `text` itself when it can be stored already.
+ */
+export function storableText(text: string): string {
+  if (!isUnstorableText(text)) return text;
+  return (text.replaceAll('\0', '\uFFFD') as unknown as WellFormed).toWellFormed();
 }
 
 /** 0001-01-01T00:00:00Z in milliseconds since the epoch. */

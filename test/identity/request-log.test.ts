@@ -2,19 +2,21 @@
  * The request log's SQL (services/identity/request-log.ts), its RPCs' paging
  * (request-log-rpcs.ts) and its pruner (request-log-pruner.ts): records are stored once
  * per request id, listed newest first per workspace with exact cursor paging and
- * filters, found by id in any workspace, and bounded by count per workspace and by age.
+ * filters, found by id in any workspace, and bounded by count per workspace and by age;
+ * a batch's bad records are refused alone (request-log-intake.ts).
  *
  * Real PostgreSQL when DATABASE_URL is set, else embedded PGlite.
  */
 import { randomUUID } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   GetRequestRequestSchema,
   GetRequestResponseSchema,
   ListRequestsRequestSchema,
   ListRequestsResponseSchema,
   RecordRequestsRequestSchema,
+  RecordedRequestSchema,
   type RecordedRequest,
 } from '../../gen/psync/identity/v1/identity_pb';
 import { identityModule } from '../../services/identity/module';
@@ -22,6 +24,7 @@ import { runMigrations } from '../../services/kit/migrate';
 import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
 import { decodeCursor, encodeCursor, insertRequests, type RequestRecord } from '../../services/identity/request-log';
 import { requestLogRpcs } from '../../services/identity/request-log-rpcs';
+import { takeIn } from '../../services/identity/request-log-intake';
 import { pruneRequestLogOnce, RequestLogPruner } from '../../services/identity/request-log-pruner';
 import { createLogger } from '../../services/kit/logger';
 import { startTestDatabase, type TestDatabase } from '../support/database';
@@ -53,7 +56,7 @@ function record(workspaceId: string, ageSeconds: number, extra: Partial<RequestR
   };
 }
 
-const rpcs = () => requestLogRpcs(db.sql);
+const rpcs = () => requestLogRpcs(db.sql, createLogger({ level: 'silent', name: 'request-log-test' }));
 const ctx = {} as never;
 
 async function list(workspaceId: string, opts: { status?: number; code?: string; limit?: number; after?: string } = {}) {
@@ -196,4 +199,51 @@ test('RequestLogPruner runs in housekeeping: start() prunes, stop() waits for th
   for (let i = 0; i < 100 && (await countOf(ws)) > 2; i++) await new Promise((r) => setTimeout(r, 20));
   await pruner.stop();
   expect(await countOf(ws)).toBe(2);
+});
+
+describe('RecordRequests refuses a bad record alone (request-log-intake.ts)', () => {
+  type Init = MessageInitShape<typeof RecordedRequestSchema>;
+  const message = (workspaceId: string, over: Partial<Record<keyof Init, unknown>> = {}) =>
+    create(RecordedRequestSchema, {
+      requestId: randomUUID(),
+      workspaceId,
+      keyId: 'abcdefghijklmnop',
+      receivedAt: { seconds: 1_764_374_400n, nanos: 0 },
+      method: 'GET',
+      route: '/v1/blocks',
+      status: 200,
+      ...over,
+    } as Init);
+
+  test('records breaking the .proto rules or holding unstorable text are refused and counted; the rest of the batch is stored', async () => {
+    const ws = randomUUID();
+    const other = randomUUID();
+    const batch = [
+      message(ws),
+      message(other, { status: 400, code: 'validation_failed', errors: [{ field: '\u0000', code: 'unknown_field' }] }),
+      message(ws),
+      message(other, { status: 400, code: 'validation_failed', errors: [{ field: 'a'.repeat(513), code: 'invalid' }] }),
+      message(other, { pathParams: { external_uid: 'x\u0000' } }),
+      message(ws),
+    ];
+    const answer = await rpcs().recordRequests(create(RecordRequestsRequestSchema, { requests: batch }), ctx);
+    expect(answer).toEqual({ recorded: 3, refused: 3 });
+    expect(await countOf(ws)).toBe(3);
+    expect(await countOf(other)).toBe(0);
+  });
+
+  test('a record the database refuses after the checks is refused alone: the batch falls back to one statement per record', async () => {
+    const ws = randomUUID();
+    const batch = [message(ws), message(ws, { route: '/v1/refused-by-the-database' }), message(ws)];
+    // The database's own check on `method` (1 to 16 characters) refuses the row made of the second record.
+    const toRow = (r: RecordedRequest) => ({ ...record(ws, 0), requestId: r.requestId, method: r.route === '/v1/refused-by-the-database' ? '' : r.method });
+    const intake = await takeIn(db.sql, batch, toRow);
+    expect(intake).toEqual({ recorded: 2, refused: [{ index: 1, reason: { sqlState: '23514' } }] });
+    expect(await countOf(ws)).toBe(2);
+  });
+
+  test('a lost connection is not a record’s fault: the call fails', async () => {
+    const failing = (() => Promise.reject(Object.assign(new Error('gone'), { code: 'ECONNRESET' }))) as unknown as typeof db.sql;
+    await expect(takeIn(failing, [message(randomUUID())], (r) => ({ ...record(randomUUID(), 0), requestId: r.requestId }))).rejects.toThrow('gone');
+  });
 });

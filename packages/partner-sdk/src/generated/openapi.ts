@@ -1020,7 +1020,7 @@ export interface components {
              * @example /v1/blocks/{external_uid}
              */
             route: string;
-            /** @description The route's own path identifiers, decoded; one that failed validation is left out. */
+            /** @description The route's own path identifiers, decoded; one that failed validation is left out. Anything shaped like a credential (`psk_…`, `pst_…`, `whsec_…`) is kept as `psk_[redacted]` and the like. */
             path_params: {
                 [key: string]: string;
             };
@@ -1028,7 +1028,7 @@ export interface components {
             status: number;
             /** @description The problem document's `code`; `null` for a `2xx`. */
             code: string | null;
-            /** @description The `errors[]` of a `validation_failed` answer; empty otherwise. */
+            /** @description The `errors[]` of a `validation_failed` answer; empty otherwise. A `field` keeps only this document's field names: from the first name it does not have on, it is `*` (`note` is `*`, `address.floor` is `address.*`). */
             errors: components["schemas"]["Violation"][];
             /** @description How long the gateway took to answer, in milliseconds. */
             duration_ms: number;

@@ -1,0 +1,21 @@
+/**
+ * Waiting on a condition with a bound, for tests: never a fixed sleep. The same
+ * helper as test/notifications/support/harness.ts and test/calendar/support.ts have
+ * their own copies of, here for any test to share.
+ */
+
+/** Polls `fn` every `everyMs` until it returns something truthy, or fails after `timeoutMs` with the last error. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 20_000, what = 'condition', everyMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
