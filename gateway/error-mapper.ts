@@ -2,6 +2,9 @@
  * The gateway's first middleware: every request gets an id, every failure below
  * becomes a problem document, every response under /v1 gets its rate-limit headers,
  * and every request gets one access log line (docs/decisions.md "Errors have one path").
+ * Every answer that does not state its own caching gets `Cache-Control: no-store`
+ * (docs/decisions.md "No answer is cached"): the only ones that do are the OpenAPI
+ * document and the console's files; a problem document always gets `no-store`.
  * It also opens the request's SERVER span (a new trace: a partner's `traceparent` is
  * not trusted) — every internal call below joins it — and records
  * psync_http_requests_total{route,code}, psync_http_request_duration_seconds{route}
@@ -77,6 +80,14 @@ export function sendProblem(ctx: GatewayContext, problem: ProblemError, docsUrl:
 
 const OPERATIONAL_PATHS = new Set(['/healthz', '/readyz']);
 
+/**
+ * The caching of an answer whose route did not choose its own (RFC 9111 §5.2.2.5):
+ * API answers carry access tokens, signing secrets and guests' names, which must stay
+ * out of a browser's disk cache and any shared cache (RFC 6749 §5.1 asks it of the
+ * token response).
+ */
+export const DEFAULT_CACHE_CONTROL = 'no-store';
+
 export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> {
   const handle = answer(opts);
   return async function errorMapperMiddleware(ctx: GatewayContext, next: Next) {
@@ -113,6 +124,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
         sendProblem(ctx, toProblem(err, opts.log, ctx.state), opts.docsUrl);
       }
     } finally {
+      if (!ctx.headerSent && !ctx.response.get('Cache-Control')) ctx.set('Cache-Control', DEFAULT_CACHE_CONTROL);
       if (!ctx.state.operational && !ctx.headerSent) {
         const view = ctx.state.rateLimit ?? defaultView(ctx.state.quota === 'token' ? opts.tokenQuota : opts.contractQuota);
         ctx.set(rateLimitHeaders(view));

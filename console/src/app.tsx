@@ -88,7 +88,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       try {
         return await call(session.client);
       } finally {
-        setRate(session.client.rateLimit);
+        if (!session.ended) setRate(session.client.rateLimit);
       }
     },
     [session],
@@ -180,6 +180,8 @@ export function App() {
     <Shell
       session={session}
       onSignOut={() => {
+        // Every request and timer of the session stops here, and its client is let go (session.ts).
+        session.end();
         setSession(undefined);
         setNotice('Signed out. The key and the token are gone from this page.');
         window.location.hash = '';

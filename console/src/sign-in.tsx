@@ -5,8 +5,13 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useAction } from './load';
-import { signIn, type Session } from './session';
+import { Session } from './session';
 import { ErrorNote } from './ui';
+
+/** The API's base URL: the gateway that served this page (same origin, no CORS). */
+function apiBase(): string {
+  return `${window.location.origin}/v1`;
+}
 
 export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string }) {
   const [key, setKey] = useState('');
@@ -23,7 +28,7 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => voi
       return;
     }
     action.run(async () => {
-      const session = await signIn(apiKey);
+      const session = await Session.open({ baseUrl: apiBase(), apiKey });
       setKey('');
       onSignedIn(session);
     });

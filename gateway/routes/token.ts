@@ -4,7 +4,8 @@
  *
  * - The API key is read only from `Authorization: Bearer`; the body is never read or
  *   parsed, whatever its content type.
- * - 200 `{access_token, token_type, expires_in, workspace_id, sandbox}`, `Cache-Control: no-store`.
+ * - 200 `{access_token, token_type, expires_in, workspace_id, sandbox}`, `Cache-Control: no-store`
+ *   (RFC 6749 §5.1), as every API answer has it (the error mapper's default).
  * - Every refusal of the key — no header, a malformed one, an unknown, revoked or
  *   wrong key — is one identical `401 {"message": "invalid API key"}`.
  * - Over the endpoint's own ceiling: `429 {message}` with `Retry-After`.
@@ -110,7 +111,6 @@ export function tokenRoutes(deps: RouteDeps): Route[] {
         if (res.keyId) ctx.state.keyId = res.keyId;
         const state = ceilingState(res);
         if (state) ctx.state.rateLimit = viewFromStatus(state, deps.tokenQuota);
-        ctx.set('Cache-Control', 'no-store');
         sendJson(ctx, 200, presentToken(res));
       },
     },

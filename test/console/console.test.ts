@@ -10,7 +10,8 @@
  * Around it: the key is sent only to POST /v1/token and never stored, every request
  * stays on the gateway's origin, the page runs under its Content-Security-Policy
  * without a single violation, the token is renewed before it expires while the page
- * sits idle (TOKEN_TTL_SECONDS=40 here), and a production key gets the 501 banner.
+ * sits idle (TOKEN_TTL_SECONDS=40 here), sign-out stops every poll and renewal (no
+ * request leaves the page after it), and a production key gets the 501 banner.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,8 +20,9 @@ import { validProperty } from '../gateway/fixtures';
 import { send, jsonRequest, type Received } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
 import { startPhotoServer, makeImage, type PhotoServer } from '../catalog/support/photo-server';
-import { echoAndAccept } from '../notifications/support/receiver';
+import { echoAndAccept, echoThen } from '../notifications/support/receiver';
 import { webhookSuite } from '../notifications/support/suite';
+import { renewInMs } from '../../console/src/renewal';
 import { launchChromium } from '../support/browser';
 import { ROOT } from '../support/process';
 
@@ -324,6 +326,59 @@ describe('the sandbox console', () => {
     expect(problems).toEqual([]);
     await context.close();
   }, 240_000);
+
+  test('sign-out stops every poll: with a receiver-check run and a delivery watch going, nothing reaches the gateway afterwards, not even a token renewal', async () => {
+    const p = await partners.partner();
+    // A publishable property (its photos served), so it has a listing to send a test event about.
+    const dir = `/${p.workspaceId}`;
+    await photos.image(`${dir}/a.jpg`, 800, 600);
+    await photos.image(`${dir}/b.jpg`, 800, 600, 'jpeg', 2);
+    const photoList = [`${dir}/a.jpg`, `${dir}/b.jpg`].map((path, position) => ({ url: `${photos.base}${path}`, position }));
+    expect((await call(p, 'PUT', '/v1/properties/villa-7', { ...validProperty(), photos: photoList })).status).toBe(200);
+    let listingId: string | null = null;
+    for (let i = 0; i < 60 && !listingId; i++) {
+      listingId = (await call(p, 'GET', '/v1/properties/villa-7')).json.listing_id as string | null;
+      if (!listingId) await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(listingId).toEqual(expect.any(String));
+    // A slow receiver that refuses deliveries: the test event stays pending (the log is
+    // watched) and each of the run's checks takes 3 s (the run is read every 1.5 s).
+    const receiverPath = `/console-sign-out/${p.workspaceId}`;
+    suite.receiver.on(receiverPath, echoThen(503, { delayMs: 3000 }));
+    expect((await call(p, 'PUT', '/v1/webhooks/endpoint', { url: `${suite.receiver.baseUrl}${receiverPath}`, events: ['booking.confirmed'] })).status).toBe(200);
+
+    const { context, page, problems } = await openConsole();
+    const requests: { method: string; path: string }[] = [];
+    page.on('request', (r: Request) => requests.push({ method: r.method(), path: new URL(r.url()).pathname }));
+    await signIn(page, p.apiKey);
+    const signedInAt = Date.now();
+    await go(page, 'Webhooks');
+    await page.getByLabel('Listing').selectOption(listingId);
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.locator('ul.deliveries li[data-test="true"][data-state="pending"]').waitFor({ timeout: 30_000 });
+    await page.getByRole('button', { name: 'Run receiver checks' }).click();
+    await page.locator('[data-testid="check-run"][data-status="running"]').waitFor();
+    // Both polls are going: the run read again, the delivery log read again.
+    await page.waitForRequest((r) => r.method() === 'GET' && /\/v1\/sandbox\/endpoint-checks\/./.test(r.url()), { timeout: 10_000 });
+    const deliveryReads = () => requests.filter((r) => r.method === 'GET' && r.path === '/v1/webhooks/deliveries').length;
+    const readsBefore = deliveryReads();
+    await page.waitForRequest((r) => r.method() === 'GET' && new URL(r.url()).pathname === '/v1/webhooks/deliveries', { timeout: 10_000 });
+    expect(deliveryReads()).toBeGreaterThan(readsBefore);
+    expect(await page.getByTestId('check-run').getAttribute('data-status')).toBe('running');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    const signedOut = requests.length;
+    const signedOutAt = Date.now();
+    // Long enough for several reads of each poll (every 1.5 s and 2 s), and past the point
+    // where the page would have renewed its token (renewal.ts) had it kept the session.
+    const until = Math.max(signedOutAt + 8000, signedInAt + renewInMs(TOKEN_TTL_SECONDS * 1000) + 3000);
+    await page.waitForTimeout(until - Date.now());
+    expect(requests.slice(signedOut)).toEqual([]);
+    expect(await page.getByRole('navigation', { name: 'Console' }).count()).toBe(0);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 120_000);
 
   test('a production key, from the keyboard alone: the 501 banner, every page shows the answer, nothing to send; a reload asks for the key again', async () => {
     const prod = await partners.partner('production');

@@ -102,6 +102,9 @@ async function sendExample(key: string, name: string, opts: Options = {}): Promi
   );
   expect([key, name, res.status, res.status === Number(resp.status) ? '' : res.text]).toEqual([key, name, Number(resp.status), '']);
   expect([key, name, res.headers['content-type']]).toEqual([key, name, expect.stringContaining(resp.mediaType)]);
+  // The caching the document states for this answer (no-store, but for the document itself).
+  const cacheControl = doc.components.headers[String(resp.response.headers?.['Cache-Control']?.$ref).split('/').pop()!]?.schema.const;
+  expect([key, name, res.headers['cache-control']]).toEqual([key, name, cacheControl ?? 'documented']);
   const fn = schemaAt([...resp.mediaAt, 'schema']);
   expect([key, name, fn(res.json) ? [] : fn.errors]).toEqual([key, name, []]);
   const want = resp.example.value;

@@ -351,10 +351,13 @@ describe('covers the contract', () => {
         for (const [status, r] of Object.entries<any>(item[m].responses)) {
           const res = resolve(r);
           const where = `${m} ${path} ${status}`;
-          // Every response carries the rate-limit headers; a 429 adds Retry-After, a 401 WWW-Authenticate.
+          // Every response carries the rate-limit headers and Cache-Control; a 429 adds Retry-After, a 401 WWW-Authenticate.
           for (const h of ['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit']) {
             expect([where, h, res.headers?.[h]]).toEqual([where, h, { $ref: `#/components/headers/${h}` }]);
           }
+          // … and its caching: no-store, but for this document (test/gateway/cache-control.test.ts).
+          const caching = path === '/openapi.json' && status === '200' ? 'Cache-Control-Document' : 'Cache-Control';
+          expect([where, res.headers['Cache-Control']]).toEqual([where, { $ref: `#/components/headers/${caching}` }]);
           if (status === '429') expect([where, res.headers['Retry-After']]).toEqual([where, { $ref: '#/components/headers/Retry-After' }]);
           if (status === '401') expect([where, res.headers['WWW-Authenticate']]).toEqual([where, { $ref: '#/components/headers/WWW-Authenticate' }]);
           if (Number(status) < 400) continue;

@@ -1,7 +1,7 @@
 /**
  * A receiver-check run (`POST /v1/sandbox/endpoint-checks`): the six checks of the
  * endpoint's signature handling, read again every `CHECK_EVERY_MS` until the run ends
- * (at most `CHECK_READS` reads). One run per workspace per minute.
+ * (at most `CHECK_READS` reads), until sign-out at the latest. One run per workspace per minute.
  */
 import { useState } from 'preact/hooks';
 import type { EndpointCheckRun } from '../../../packages/partner-sdk/src/types';
@@ -22,7 +22,8 @@ export function ReceiverChecks() {
       let r = await api((c) => c.startEndpointCheck());
       setRun(r);
       for (let i = 0; r.status === 'running' && i < CHECK_READS; i++) {
-        await new Promise((resolve) => window.setTimeout(resolve, CHECK_EVERY_MS));
+        // The session's wait: sign-out ends it, and the run's polling with it.
+        await session.sleep(CHECK_EVERY_MS);
         const id = r.id;
         r = await api((c) => c.getEndpointCheck(id));
         setRun(r);

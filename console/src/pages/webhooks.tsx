@@ -2,7 +2,8 @@
  * Webhooks: the registered endpoint, a sandbox test event, the delivery log with every
  * attempt and a resend, and a receiver-check run. After a test event or a resend the
  * log is read again every few seconds until that delivery leaves `pending` (at most
- * `WATCH_READS` reads: each one counts toward the hourly quota like any other call).
+ * `WATCH_READS` reads: each one counts toward the hourly quota like any other call),
+ * and not after sign-out (session.ts).
  */
 import { useEffect, useState } from 'preact/hooks';
 import { isProblem } from '../../../packages/partner-sdk/src/errors';
@@ -52,7 +53,7 @@ function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
 }
 
 export function WebhooksPage({ route }: { route: Route }) {
-  const { api } = useConsole();
+  const { api, session } = useConsole();
   const endpoint = useLoad(
     () =>
       api((c) => c.getWebhookEndpoint()).catch((e: unknown) => {
@@ -70,12 +71,12 @@ export function WebhooksPage({ route }: { route: Route }) {
   const watchedState = log.data?.items.find((d) => d.event_id === watched)?.state;
   useEffect(() => {
     if (!watched || log.loading || reads >= WATCH_READS || (watchedState && watchedState !== 'pending')) return;
-    const t = window.setTimeout(() => {
+    // A wait of the session: sign-out cancels it even before this page unmounts.
+    return session.later(WATCH_EVERY_MS, () => {
       setReads((n) => n + 1);
       log.reload();
-    }, WATCH_EVERY_MS);
-    return () => window.clearTimeout(t);
-  }, [watched, watchedState, reads, log.loading]);
+    });
+  }, [watched, watchedState, reads, log.loading, session]);
 
   // A delivery just made is on the first page of the unfiltered log.
   function watch(d: Delivery) {
