@@ -16,6 +16,10 @@
  * - a real UserErased again: refused (`replayed`); one deletion request stays.
  * The partner receives exactly one delivery per fact, each field as the calendar holds
  * it; the events feed holds the same three events; every refusal is counted by reason.
+ *
+ * Then the same client deletes the durable consumer notifications reads with (as an
+ * anonymous `jsm.consumers.delete` could): it is recreated from its acknowledged
+ * position and counted, and a booking confirmed afterwards is still delivered, once.
  */
 import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
@@ -23,7 +27,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { connect, type NatsConnection } from 'nats';
 import { BookingCancelledSchema, BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import { CALENDAR_SUBJECTS } from '../../services/notifications/intake';
+import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { hasNatsServer } from '../support/private-nats';
 import { startPlainNats, type PlainNats } from '../support/plain-nats';
 import { freePort, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
@@ -42,6 +46,7 @@ let d: EventDriver;
 let nc: NatsConnection;
 let metricsPort: number;
 const prefix = uniqueBusPrefix();
+const STREAM = prefix.toUpperCase().replace(/-/g, '_');
 
 (hasNatsServer() ? describe : describe.skip)('forged and replayed events on an unauthenticated NATS', () => {
   beforeAll(async () => {
@@ -73,6 +78,15 @@ const prefix = uniqueBusPrefix();
     certs?.remove();
   });
 
+  /** The sum of the samples of `name` for notifications' durable consumer, from the system's /metrics. */
+  async function consumerMetric(name: string): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) && l.includes(`durable="${INTAKE_CONSUMER}"`))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  }
+
   /** psync_bus_events_refused_total for `event_type/reason`. */
   async function refused(key: string): Promise<number> {
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -88,7 +102,7 @@ const prefix = uniqueBusPrefix();
   /** The calendar's last message on `subject` in the stream, decoded. */
   async function lastReal<D extends DescMessage>(schema: D, subject: string): Promise<MessageShape<D>> {
     const jsm = await nc.jetstreamManager();
-    const m = await jsm.streams.getMessage(prefix.toUpperCase().replace(/-/g, '_'), { last_by_subj: `${prefix}.${subject}` });
+    const m = await jsm.streams.getMessage(STREAM, { last_by_subj: `${prefix}.${subject}` });
     return fromBinary(schema, m.data);
   }
 
@@ -164,4 +178,19 @@ const prefix = uniqueBusPrefix();
     const requests = await psync(system, ['deletion-requests', 'list', '--workspace', ws]);
     expect(requests.items).toHaveLength(1);
   }, 300_000);
+
+  test('a deleted durable consumer heals itself: a booking confirmed afterwards is delivered once, the recreation counted', async () => {
+    const ws = await d.newWorkspace();
+    const path = `/consumer-lost/${ws}`;
+    await c.notifications.putEndpoint({ workspaceId: ws, url: `${receiver.baseUrl}${path}`, events: ALL });
+    const before = await consumerMetric('psync_bus_consumer_recreated_total');
+    // nats-server 2.9 may answer "unlinkat …: directory not empty" after removing it: what counts is that it is gone.
+    await (await nc.jetstreamManager()).consumers.delete(STREAM, INTAKE_CONSUMER).catch((err: Error) => expect(err.message).toMatch(/unlinkat/));
+    const booking = await d.confirmBooking(ws, { guestId: `guest-${randomUUID()}`, guestName: 'Grace Hopper' });
+    const [delivered] = await receiver.waitFor(() => deliveries(path, 'booking.confirmed').length > 0 && deliveries(path, 'booking.confirmed'), 60_000, 'the delivery');
+    expect(delivered!.json.data.booking_reference).toBe(booking.bookingReference);
+    expect(await consumerMetric('psync_bus_consumer_recreated_total')).toBeGreaterThan(before);
+    expect(await consumerMetric('psync_bus_consumer_up')).toBe(1);
+    expect(deliveries(path)).toHaveLength(1);
+  }, 120_000);
 });
