@@ -168,6 +168,7 @@ const BAD_VALUES: [string, string[], RegExp][] = [
   ['a writable root file system', ['containerSecurityContext.readOnlyRootFilesystem=false'], /readOnlyRootFilesystem/],
   ['running as root', ['podSecurityContext.runAsNonRoot=false'], /runAsNonRoot/],
   ['an unknown log level', ['config.logLevel=verbose'], /logLevel/],
+  ['an OTLP protocol the specification does not name', ['telemetry.otlpProtocol=thrift'], /otlpProtocol/],
   ['a negative replica count', ['gateway.replicaCount=-1'], /replicaCount/],
   ['an unknown pull policy', ['image.pullPolicy=Sometimes'], /pullPolicy/],
   ['a misspelt top-level key', ['gatway.replicaCount=3'], /gatway/],
@@ -278,6 +279,7 @@ const MODES: Record<string, RenderOptions> = {
   natsCalendarOnly: { set: ['nats.credentials.calendar.existingSecret=psync-calendar-nats'] },
   natsStream: { set: ['nats.stream.replicas=1', 'nats.stream.maxAge=72h', 'nats.stream.maxBytes=10GiB'] },
   natsStreamBytes: { set: ['nats.stream.maxBytes=10737418240'] },
+  otlpCollector: { set: ['telemetry.otlpEndpoint=http://otel-collector.observability:4317', 'telemetry.otlpProtocol=grpc', 'telemetry.otlpMetrics=true'] },
 };
 
 /** The stream's settings the chart renders into the NATS roles (nats.stream). */
@@ -1250,6 +1252,19 @@ describe('internal trust boundary modes', () => {
     if (!objs) throw new Error(`not rendered: ${label}`);
     return objs;
   };
+
+  test('a collector: the ConfigMap carries its endpoint, protocol and OTLP metrics; each pod names its service and resource (docs/operations.md "Telemetry")', () => {
+    const objs = mode('otlpCollector');
+    const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-config'))!.data;
+    expect(cm).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_METRICS_EXPORTER: 'otlp' });
+    for (const d of objs.filter((o) => o.kind === 'Deployment')) {
+      const env = new Map<string, Any>(d.spec.template.spec.containers[0].env.map((e: Any) => [e.name, e]));
+      expect(env.get('OTEL_SERVICE_NAME')?.value).toMatch(/^psync-/);
+      expect(env.get('OTEL_RESOURCE_ATTRIBUTES')?.value).toMatch(/k8s\.pod\.name=\$\(POD_NAME\),k8s\.namespace\.name=\$\(POD_NAMESPACE\),.*service\.version=/);
+    }
+    const defaults = modes.get('mesh')!.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-config'))!.data;
+    expect(defaults.OTEL_METRICS_EXPORTER).toBeUndefined();
+  });
 
   test('every mode renders objects that validate', () => {
     for (const [label, objs] of modes) {
