@@ -91,7 +91,7 @@ describe('sanitiseRecord', () => {
     expect(sanitiseRecord(record())).toEqual(record());
   });
 
-  test('every poison of issue #34 becomes a record identity accepts', () => {
+  test('every poison of the December review (docs/security/threat-model.md) becomes a record identity accepts', () => {
     const deep = Array.from({ length: 6 }, (_, i) => long(String.fromCharCode(97 + i))).join('.');
     const poisoned = record({
       pathParams: { external_uid: KEY, ['\u0000name']: 'x\u0000y', ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`p${i}`, 'v'])) },

@@ -1,7 +1,7 @@
 /**
  * What RecordRequests does with a batch of the gateway's records (docs/operations.md
  * "Request log"): a batch carries many workspaces' requests, so a record that cannot
- * be stored is refused alone and the others are stored (issue #34: one partner's
+ * be stored is refused alone and the others are stored (one partner's
  * request with U+0000 in a field name dropped the whole batch, other tenants' records
  * with it).
  *

@@ -21,7 +21,8 @@ import { ensureConsumer, isConsumerGone, serverSupportsMultipleFilters, type Con
 import { anonymousRemoteServers, natsServers } from './nats-credentials';
 import { setBusAnonymous } from './metrics';
 import { DEFAULT_STREAM_LIMITS, ensureStream, streamConfigFor, type StreamLimits } from './nats-stream';
-import { NatsSubscription } from './nats-subscription';
+import { NatsSubscription, type SubscriptionContext } from './nats-subscription';
+import { ConsumerWatch } from './nats-consumer-watch';
 import type { Logger } from './logger';
 
 const PREFIX_PATTERN = /^[a-z][a-z0-9_-]*$/;
@@ -131,7 +132,18 @@ export async function connectNatsBus(opts: {
 
   const subscriptions = new Set<NatsSubscription>();
   let closed = false;
-  const context = { place, js, closed: () => closed, stopped: (s: NatsSubscription) => subscriptions.delete(s) };
+  const watches = new Map<string, ConsumerWatch>();
+  const context: SubscriptionContext = {
+    place,
+    js,
+    closed: () => closed,
+    stopped: (s: NatsSubscription) => subscriptions.delete(s),
+    watchOf: (durable, subjects) => {
+      let w = watches.get(durable);
+      if (!w) watches.set(durable, (w = new ConsumerWatch(place, durable, subjects)));
+      return w;
+    },
+  };
 
   return {
     kind: 'nats',

@@ -21,9 +21,21 @@ import { isConsumerGone, recreateConsumer, type ConsumerPlace } from './nats-con
 /** How often the subscriber reads its consumer's info when nothing else does (a missing consumer is noticed within it). */
 export const CHECK_INTERVAL_MS = 5_000;
 
+/**
+ * How long after a recreation the next one waits. Right after a deletion nats-server
+ * (2.9 seen here) can report the recreated consumer gone again for a few tens of
+ * milliseconds while it finishes removing the old one's store; without a pause each
+ * report would recreate (and count) it once more.
+ */
+const SETTLE_MS = 500;
+
 export class ConsumerWatch {
   /** Stream sequence up to which every event was acknowledged, at the last successful read; undefined before the first. */
   private ackFloor: number | undefined;
+  /** When this process last recreated the consumer (ms since the epoch). */
+  private recreatedAt = 0;
+  /** The recreation in progress: the pullers that notice the loss at once all wait for this one. */
+  private recreating: Promise<void> | undefined;
 
   constructor(
     private readonly place: ConsumerPlace,
@@ -49,10 +61,24 @@ export class ConsumerWatch {
 
   /**
    * Creates the lost consumer again from the recorded position; logs and counts it
-   * (psync_bus_consumer_recreated_total). Nothing happens when another replica
-   * recreated it first.
+   * (psync_bus_consumer_recreated_total). Nothing happens when it exists (a stale
+   * pull's answer) or another replica recreated it first.
    */
-  async recreate(noticedBy: string): Promise<void> {
+  recreate(noticedBy: string): Promise<void> {
+    this.recreating ??= this.recreateOnce(noticedBy).finally(() => (this.recreating = undefined));
+    return this.recreating;
+  }
+
+  private async recreateOnce(noticedBy: string): Promise<void> {
+    const since = Date.now() - this.recreatedAt;
+    if (since < SETTLE_MS) await new Promise((r) => setTimeout(r, SETTLE_MS - since));
+    // Pulls issued before a deletion can still answer "consumer deleted" after the
+    // consumer was recreated (by this process or a replica): one that exists is resumed,
+    // not created again (nor counted).
+    if ((await this.read()).present) {
+      this.place.log.debug({ stream: this.place.stream, durable: this.durable, noticed_by: noticedBy }, 'bus: durable consumer reported missing exists; resuming');
+      return;
+    }
     const fromSeq = this.ackFloor === undefined ? undefined : this.ackFloor + 1;
     const created = await recreateConsumer(this.place, this.durable, this.subjects, fromSeq);
     const fields = { stream: this.place.stream, durable: this.durable, noticed_by: noticedBy, from_stream_seq: fromSeq ?? 'first' };
@@ -60,6 +86,7 @@ export class ConsumerWatch {
       this.place.log.info(fields, 'bus: durable consumer was missing; another process recreated it');
       return;
     }
+    this.recreatedAt = Date.now();
     recordBusConsumerRecreated(this.durable);
     this.place.log.warn(fields, 'bus: durable consumer was missing; recreated from its last acknowledged position');
   }

@@ -15,7 +15,7 @@ import type { ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
 import { registerBusConsumer } from './metrics';
 import { isConsumerGone, type ConsumerPlace } from './nats-consumer';
-import { CHECK_INTERVAL_MS, ConsumerWatch } from './nats-consumer-watch';
+import { CHECK_INTERVAL_MS, type ConsumerWatch } from './nats-consumer-watch';
 import { PeriodicJob } from './periodic';
 import { inConsumerSpan } from './telemetry';
 import { backoffMs, Worker, type RoundResult } from './worker';
@@ -47,6 +47,12 @@ export interface SubscriptionContext {
   closed(): boolean;
   /** Called when the subscription has stopped. */
   stopped(sub: NatsSubscription): void;
+  /**
+   * The one watch of durable consumer `durable` in this process, shared by every
+   * subscription pulling from it (notifications runs several): one recreation, one
+   * count and one log line per loss, whichever puller noticed it.
+   */
+  watchOf(durable: string, subjects: string[]): ConsumerWatch;
 }
 
 /**
@@ -69,7 +75,7 @@ export class NatsSubscription implements Subscription {
     private readonly ctx: SubscriptionContext,
   ) {
     const { log } = ctx.place;
-    this.watch = new ConsumerWatch(ctx.place, sub.durable, sub.subjects);
+    this.watch = ctx.watchOf(sub.durable, sub.subjects);
     this.worker = new Worker({
       name: `bus-${sub.durable}`,
       idleMs: 0,

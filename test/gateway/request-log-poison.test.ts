@@ -1,5 +1,5 @@
 /**
- * The request log isolates tenants (issue #34, docs/operations.md "Request log"): one
+ * The request log isolates tenants (docs/operations.md "Request log"): one
  * workspace's hostile requests — U+0000 or a lone surrogate in a property or query
  * parameter name, nested 128-character keys whose path passes 512 characters, its API
  * key as a path segment, a very long path — sent in the same second as another
@@ -81,7 +81,7 @@ function nestedKeys(depth: number, leaf: string): string {
   return json;
 }
 
-/** Every poison of issue #34, from `p`; resolves with the answers. */
+/** Every poison of the December review (docs/security/threat-model.md), from `p`; resolves with the answers. */
 function poisons(p: Partner, round: number): Promise<Received>[] {
   return [
     api(p, 'PUT', `/v1/blocks/poison-${round}`, '{"\\u0000":1}'),

@@ -5,7 +5,7 @@
  * some of them again. This file fails when the .proto or the database says another
  * number than TypeScript (so the gateway would send what identity refuses), and when
  * RecordRequests' items stop being left to its handler (one bad record would refuse
- * the whole batch again, issue #34).
+ * the whole batch again).
  *
  * Real PostgreSQL when DATABASE_URL is set, else embedded PGlite.
  */

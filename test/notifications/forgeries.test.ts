@@ -1,5 +1,5 @@
 /**
- * A partner is told only what the calendar holds, once per fact (issue 34; docs/notifications.md
+ * A partner is told only what the calendar holds, once per fact (docs/notifications.md
  * "Events are proven by their owner" and "Once per fact"; docs/security/threat-model.md).
  *
  * The system runs on a private nats-server without credentials (the chart's anonymous
@@ -62,13 +62,6 @@ const STREAM = prefix.toUpperCase().replace(/-/g, '_');
   }, 600_000);
 
   afterAll(async () => {
-    console.log(
-      system
-        ?.logs()
-        .filter((l) => /warn|error|refused/i.test(l))
-        .slice(-30)
-        .join('\n'),
-    );
     await nc?.close();
     await d?.close();
     c?.close();
