@@ -27,6 +27,7 @@
  * confirmation of those bookings handled after it.
  */
 import { fromBinary } from '@bufbuild/protobuf';
+import { timestampMs } from '@bufbuild/protobuf/wkt';
 import type { ReceivedEvent } from '../kit/bus';
 import type { PendingQuery, Row } from 'postgres';
 import type { Sql, Tx } from '../kit/database';
@@ -67,6 +68,8 @@ interface Decoded {
    * confirmation or cancellation, the erasure id of an erasure (`event_facts.subject`).
    */
   subject: string;
+  /** booking.cancelled only: when the calendar confirmed the booking (ms since the epoch). */
+  confirmedAtMs?: number;
   /** user.erased only. */
   erased?: { bookingReferences: string[]; providerIds: string[] };
   /** The handler's (consumer span's) traceparent, stored with the delivery. */
@@ -110,7 +113,8 @@ async function proven(owner: EventOwner, r: Received): Promise<Proof<Decoded>> {
     case 'booking.cancelled': {
       const p = await proveBookingCancelled(owner, r.message);
       if (!p.ok) return p;
-      return { ok: true, value: { source: cancelledDelivery(eventId, p.value), subject: p.value.bookingReference } };
+      const confirmedAtMs = p.value.confirmedAt ? timestampMs(p.value.confirmedAt) : undefined;
+      return { ok: true, value: { source: cancelledDelivery(eventId, p.value), subject: p.value.bookingReference, confirmedAtMs } };
     }
     case 'user.erased': {
       const p = await proveUserErased(owner, r.message);
@@ -127,6 +131,17 @@ async function proven(owner: EventOwner, r: Received): Promise<Proof<Decoded>> {
  * to the bus before it is refused; with the bus's back-off that is several minutes.
  */
 const UNPROVABLE_ATTEMPTS = 12;
+
+/**
+ * A cancellation whose booking's confirmation is not recorded yet waits for it — handed
+ * back to the bus (its back-off: about 45 s over these attempts) — while the booking
+ * was confirmed less than ORDER_WINDOW_MS ago: the intake's pullers run concurrently
+ * and a redelivered event comes late, so a confirmation can arrive after its
+ * cancellation, and it would then be refused (`after_cancellation`). An older booking's
+ * confirmation was handled long ago (or refused), so its cancellation never waits.
+ */
+const ORDER_ATTEMPTS = 10;
+const ORDER_WINDOW_MS = 10 * 60_000;
 
 /** What became of a proven event in its batch: delivered where an endpoint takes it (or recorded only), or refused. */
 type Outcome = 'recorded' | 'already_processed' | Extract<RefusalReason, 'replayed' | 'after_cancellation'>;
@@ -207,10 +222,23 @@ export class DeliveryIntake {
         throw new Error('webhooks: the calendar answered the booking without its check-in/out times; retried');
       return this.refuse(kind, p.reason, ids);
     }
+    if (await this.awaitsConfirmation(p.value, event.deliveryCount)) {
+      throw new Error("webhooks: the booking's confirmation is not recorded yet; its cancellation waits for it");
+    }
     // Batches are written outside this event's span: keep its trace for the delivery row.
     p.value.traceparent = currentTraceHeaders().traceparent;
     const outcome = await this.batches.submit(p.value);
     if (outcome === 'replayed' || outcome === 'after_cancellation') this.refuse(kind, outcome, ids);
+  }
+
+  /** Whether the cancellation `d` should wait for its booking's confirmation (ORDER_ATTEMPTS). */
+  private async awaitsConfirmation(d: Decoded, deliveryCount: number): Promise<boolean> {
+    if (d.source.kind !== 'booking.cancelled' || d.confirmedAtMs === undefined) return false;
+    if (deliveryCount >= ORDER_ATTEMPTS || Date.now() - d.confirmedAtMs > ORDER_WINDOW_MS) return false;
+    const [told] = await this.deps.sql`
+      select 1 from notifications.event_facts
+      where workspace_id = ${d.source.workspaceId} and event_type = 'booking.confirmed' and subject = ${d.subject}`;
+    return told === undefined;
   }
 
   /** Drops a refused event: counted (psync_bus_events_refused_total) and logged by ids only. */

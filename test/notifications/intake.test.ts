@@ -2,7 +2,9 @@
  * The consumer-side dedupe on the kit's processed_events table, through its consumer,
  * the notifications intake (services/notifications/intake.ts): a redelivered event
  * creates nothing twice, concurrent deliveries of one event create one delivery, and
- * a failed write leaves no mark, so the redelivery creates the delivery.
+ * a failed write leaves no mark, so the redelivery creates the delivery; a cancellation
+ * handled before its booking's confirmation waits for it (the pullers run concurrently),
+ * and a confirmation after the cancellation was told is refused.
  *
  * Schemas from the real migrations; real PostgreSQL when DATABASE_URL is set, else
  * embedded PGlite. The calendar's read-back (event-proof.ts) is played by an owner that
@@ -12,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { BookingConfirmedSchema, type BookingConfirmed } from '../../gen/psync/calendar/v1/events_pb';
+import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, type BookingConfirmed } from '../../gen/psync/calendar/v1/events_pb';
 import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking } from '../../gen/psync/calendar/v1/calendar_pb';
 import type { EventOwner } from '../../services/notifications/event-proof';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
@@ -63,11 +65,11 @@ beforeAll(async () => {
 afterAll(async () => db?.stop());
 
 /** A sandbox workspace whose active endpoint takes booking.confirmed. */
-async function endpoint(): Promise<string> {
+async function endpoint(events = ['booking.confirmed']): Promise<string> {
   const ws = randomUUID();
   await db.sql`
     insert into notifications.endpoints (workspace_id, url, events, status, secret_ciphertext)
-    values (${ws}, ${`https://partner.example/${ws}`}, ${db.sql.array(['booking.confirmed'])}::text[], 'active', '\\x00')`;
+    values (${ws}, ${`https://partner.example/${ws}`}, ${db.sql.array(events)}::text[], 'active', '\\x00')`;
   return ws;
 }
 
@@ -127,4 +129,44 @@ test('a failed write rolls back the mark with it: the redelivery creates the del
   await intake.handle({ ...event, deliveryCount: 2 });
   expect(await deliveries(ws)).toEqual([event.id]);
   expect(await marks(event.id)).toEqual([INTAKE_CONSUMER]);
+});
+
+/** The cancellation of the booking `confirmation` made (now, by the guest), as the calendar would publish it. */
+function cancellation(confirmation: ReceivedEvent, deliveryCount = 1): ReceivedEvent {
+  // confirmed() names each booking after its event.
+  const ref = bookings.get(`BK-${confirmation.id.slice(0, 8)}`)!;
+  const at = timestampFromDate(new Date());
+  ref.status = BookingStatus.CANCELLED;
+  ref.cancelledAt = at;
+  ref.initiatedBy = CancellationInitiator.GUEST;
+  const eventId = randomUUID();
+  const msg = create(BookingCancelledSchema, {
+    eventId,
+    occurredAt: at,
+    cancelledAt: at,
+    workspaceId: ref.workspaceId,
+    environment: Environment.SANDBOX,
+    bookingReference: ref.bookingReference,
+    listingId: ref.listingId,
+    initiatedBy: CancellationInitiator.GUEST,
+  });
+  return { id: eventId, subject: CALENDAR_SUBJECTS.bookingCancelled, data: toBinary(BookingCancelledSchema, msg), headers: {}, deliveryCount };
+}
+
+test('a cancellation handled before its confirmation waits for it; a confirmation after a told cancellation is refused', async () => {
+  const ws = await endpoint(['booking.confirmed', 'booking.cancelled']);
+  const confirmation = confirmed(ws);
+  const cancel = cancellation(confirmation);
+  // The cancellation first (another puller has the confirmation): handed back to the bus.
+  await expect(intake.handle(cancel)).rejects.toThrow(/confirmation is not recorded yet/);
+  await intake.handle(confirmation);
+  await intake.handle({ ...cancel, deliveryCount: 2 });
+  expect(await deliveries(ws)).toEqual([confirmation.id, cancel.id]);
+
+  // A confirmation that never came in time: the cancellation goes after its last wait, the late confirmation is refused.
+  const late = confirmed(ws);
+  const lateCancel = cancellation(late, 10);
+  await intake.handle(lateCancel);
+  await intake.handle(late);
+  expect(await deliveries(ws)).toEqual([confirmation.id, cancel.id, lateCancel.id]);
 });
