@@ -1,7 +1,8 @@
 /**
- * Waiting on a condition with a bound, for tests: never a fixed sleep. The same
- * helper as test/notifications/support/harness.ts and test/calendar/support.ts have
- * their own copies of, here for any test to share.
+ * Waiting on a condition with a bound, for tests: never a fixed sleep. One helper for
+ * every test (test/notifications/support/harness.ts re-exports it); the calendar
+ * tests' own `eventually` (test/calendar/support.ts) differs on purpose: it lets an
+ * error of `fn` fail the test at once.
  */
 
 /** Polls `fn` every `everyMs` until it returns something truthy, or fails after `timeoutMs` with the last error. */

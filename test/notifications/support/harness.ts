@@ -99,21 +99,8 @@ export function errorShape(err: ConnectError): { code: string; reason: string; v
   };
 }
 
-/** Waits until `fn` returns something truthy (polling), or fails after `timeoutMs`. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** The shared bounded wait (test/support/eventually.ts), as the notifications tests have always imported it from here. */
+export { eventually } from '../../support/eventually';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
