@@ -42,6 +42,7 @@ import {
   type UserErased,
 } from '../../gen/psync/calendar/v1/events_pb';
 import { cancelledDelivery, confirmedDelivery, erasedDelivery, scrubGuestName, type DeliverySource } from './envelope';
+import { scrubGuestNames } from './guest-name-scrub';
 import { isUuid } from './errors';
 import { proveBookingCancelled, proveBookingConfirmed, proveUserErased, type EventOwner, type Proof, type RefusalReason } from './event-proof';
 import { recordBusEventRefused } from '../kit/metrics';
@@ -417,42 +418,4 @@ function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[
            i.workspace_id, i.kind
     from incoming i
     where i.event_id not in (select event_id from facts)`;
-}
-
-/**
- * The erased guest's name leaves every booking.confirmed body of those bookings that is
- * still kept: pending deliveries, abandoned ones (kept for a replay) and the events
- * feed's. The bookings
- * are remembered so a confirmation handled later (events are handled concurrently) is
- * stored without the name.
- *
- * The rows are locked (FOR UPDATE) before they are scrubbed. A delivery that a worker
- * abandons concurrently is waited for and then still matches (abandoned, body kept), so
- * it is scrubbed too; one delivered concurrently has no body left to scrub. A delivery
- * abandoned after this commit keeps the body scrubbed here (abandonment does not
- * touch the body).
- */
-async function scrubGuestNames(tx: Tx, workspaceId: string, bookingReferences: string[]): Promise<void> {
-  if (bookingReferences.length === 0) return;
-  await tx`
-    insert into notifications.erased_bookings (workspace_id, booking_reference)
-    select ${workspaceId}, unnest(${tx.array(bookingReferences)}::text[])
-    on conflict do nothing`;
-  const rows = await tx<{ id: string; body: string }[]>`
-    select id, body from notifications.deliveries
-    where workspace_id = ${workspaceId} and event_type = 'booking.confirmed'
-      and state in ('pending', 'abandoned') and body is not null
-      and booking_reference = any(${tx.array(bookingReferences)}::text[])
-    for update`;
-  for (const r of rows) {
-    await tx`update notifications.deliveries set body = ${scrubGuestName(r.body)} where id = ${r.id}`;
-  }
-  const feed = await tx<{ position: string; envelope: string }[]>`
-    select position, envelope from notifications.event_feed
-    where workspace_id = ${workspaceId} and event_type = 'booking.confirmed'
-      and booking_reference = any(${tx.array(bookingReferences)}::text[])
-    for update`;
-  for (const r of feed) {
-    await tx`update notifications.event_feed set envelope = ${scrubGuestName(r.envelope)} where workspace_id = ${workspaceId} and position = ${r.position}`;
-  }
 }
