@@ -15,7 +15,8 @@
  * the handlers absorb (they dedupe on the event id).
  */
 import type { ConsumerInfo } from 'nats';
-import { recordBusConsumerRecreated, type BusConsumerState } from './metrics';
+import { recordBusConsumerRecreated, registerBusConsumer, type BusConsumerState } from './metrics';
+import { PeriodicJob } from './periodic';
 import { isConsumerGone, recreateConsumer, type ConsumerPlace } from './nats-consumer';
 
 /** How often the subscriber reads its consumer's info when nothing else does (a missing consumer is noticed within it). */
@@ -36,12 +37,49 @@ export class ConsumerWatch {
   private recreatedAt = 0;
   /** The recreation in progress: the pullers that notice the loss at once all wait for this one. */
   private recreating: Promise<void> | undefined;
+  /** The pullers attached (attach), each told when the periodic check finds the consumer gone. */
+  private readonly pullers = new Set<() => void>();
+  /** The one periodic check and gauge source of the consumer in this process, while pullers are attached. */
+  private running: { check: PeriodicJob; unregisterGauges: () => void } | undefined;
 
   constructor(
     private readonly place: ConsumerPlace,
     private readonly durable: string,
     private readonly subjects: string[],
   ) {}
+
+  /**
+   * Attaches a puller: `onLost` is called when the periodic check (every
+   * CHECK_INTERVAL_MS, one for all the pullers of this consumer) finds the consumer
+   * gone. The first puller starts the check and the consumer's gauges
+   * (psync_bus_consumer_pending, _up); the last one to detach stops them. Returns the
+   * detach function, which resolves once the check has stopped when it was the last.
+   */
+  attach(onLost: () => void): () => Promise<void> {
+    this.pullers.add(onLost);
+    if (!this.running) {
+      const check = new PeriodicJob(
+        async () => {
+          if ((await this.read()).present) return;
+          for (const lost of this.pullers) lost();
+        },
+        CHECK_INTERVAL_MS,
+        // NATS unreachable: the consume loops say so; the next check tries again.
+        (err) => this.place.log.debug({ err, durable: this.durable }, 'bus: consumer check failed'),
+        `bus-${this.durable}-check`,
+      );
+      check.start(0);
+      this.running = { check, unregisterGauges: registerBusConsumer(this.durable, () => this.read()) };
+    }
+    return async () => {
+      this.pullers.delete(onLost);
+      const running = this.running;
+      if (this.pullers.size > 0 || !running) return;
+      this.running = undefined;
+      running.unregisterGauges();
+      await running.check.stop();
+    };
+  }
 
   /**
    * Reads the consumer's info and records its position. `present: false` when NATS says

@@ -13,10 +13,8 @@
 import { ConsumerMessages, JetStreamClient, JsMsg } from 'nats';
 import type { ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
-import { registerBusConsumer } from './metrics';
 import { isConsumerGone, type ConsumerPlace } from './nats-consumer';
-import { CHECK_INTERVAL_MS, type ConsumerWatch } from './nats-consumer-watch';
-import { PeriodicJob } from './periodic';
+import type { ConsumerWatch } from './nats-consumer-watch';
 import { inConsumerSpan } from './telemetry';
 import { backoffMs, Worker, type RoundResult } from './worker';
 
@@ -65,10 +63,10 @@ export class NatsSubscription implements Subscription {
   private iter: ConsumerMessages | null = null;
   private readonly worker: Worker;
   private readonly watch: ConsumerWatch;
-  private readonly check: PeriodicJob;
   /** Set when the periodic check, not the consume loop, found the consumer gone (for the log line). */
   private noticedBy: string | undefined;
-  private unregisterGauges: () => void = () => {};
+  /** Leaves the watch's periodic check (ConsumerWatch.attach). */
+  private detach: () => Promise<void> = async () => {};
 
   constructor(
     private readonly sub: SubscribeOptions,
@@ -83,24 +81,15 @@ export class NatsSubscription implements Subscription {
       round: () => this.session(),
       onError: (err, retryInMs) => log.warn({ err, durable: sub.durable, retry_in_ms: retryInMs }, 'bus: consumer loop failed; restarting'),
     });
-    this.check = new PeriodicJob(
-      async () => {
-        if ((await this.watch.read()).present) return;
-        // Ends the session; the next one finds the consumer gone and recreates it.
-        this.noticedBy = 'check';
-        this.iter?.stop();
-      },
-      CHECK_INTERVAL_MS,
-      // NATS unreachable: the consume loop says so; the next check tries again.
-      (err) => log.debug({ err, durable: sub.durable }, 'bus: consumer check failed'),
-      `bus-${sub.durable}-check`,
-    );
   }
 
   start(): void {
     this.worker.start();
-    this.check.start(0);
-    this.unregisterGauges = registerBusConsumer(this.sub.durable, () => this.watch.read());
+    this.detach = this.watch.attach(() => {
+      // Ends the session; the next one finds the consumer gone and recreates it.
+      this.noticedBy = 'check';
+      this.iter?.stop();
+    });
   }
 
   private async session(): Promise<RoundResult> {
@@ -173,8 +162,7 @@ export class NatsSubscription implements Subscription {
   }
 
   async stop(): Promise<void> {
-    this.unregisterGauges();
-    const checkStopped = this.check.stop();
+    const checkStopped = this.detach();
     const stopping = this.worker.stop();
     // stop(), not close(): with nats.js, awaiting close() after leaving the loop hangs.
     this.iter?.stop();

@@ -17,10 +17,21 @@ export interface PlainNats {
   stop(): Promise<void>;
 }
 
-export async function startPlainNats(): Promise<PlainNats> {
-  const dir = mkdtempSync(join(tmpdir(), 'psync-plain-nats-'));
+/** A nats-server started here: its port, its URL (no credentials) and how to stop it (its directory removed too). */
+export interface SpawnedNats {
+  port: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `nats-server -a 127.0.0.1 -p <free> -js -sd <dir>/store` plus `extraArgs` (a
+ * config file, say) and resolves once a client signed in as `signIn` connects; the
+ * directory `dir` belongs to it and is removed by stop().
+ */
+export async function spawnNatsServer(dir: string, extraArgs: string[] = [], signIn: { user?: string; pass?: string } = {}): Promise<SpawnedNats> {
   const port = await freePort();
-  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'store')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'store'), ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => void (stderr += b.toString()));
   const stop = async () => {
@@ -35,8 +46,8 @@ export async function startPlainNats(): Promise<PlainNats> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      await (await connect({ servers: url, reconnect: false })).close();
-      return { url, stop };
+      await (await connect({ servers: url, reconnect: false, ...signIn })).close();
+      return { port, url, stop };
     } catch (err) {
       if (Date.now() > deadline || child.exitCode !== null) {
         await stop();
@@ -45,4 +56,10 @@ export async function startPlainNats(): Promise<PlainNats> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/** A private nats-server without authorization. */
+export async function startPlainNats(): Promise<PlainNats> {
+  const { url, stop } = await spawnNatsServer(mkdtempSync(join(tmpdir(), 'psync-plain-nats-')));
+  return { url, stop };
 }

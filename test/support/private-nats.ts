@@ -4,15 +4,14 @@
  * authentication") documents, so a test can show what the server refuses. Started on a
  * free loopback port with its own store directory; never the machine's shared server.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'nats';
 import { inboxPrefixOf } from '../../services/kit/bus-nats';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
-import { freePort } from './system';
+import { spawnNatsServer } from './plain-nats';
 
 /** NATS users of the test server: the roles of docs/operations.md. */
 export type NatsRole = 'calendar' | 'notifications' | 'identity' | 'catalog' | 'psync';
@@ -140,32 +139,7 @@ export async function startPrivateNats(
   const conf = join(dir, 'nats.conf');
   const adminPassword = randomBytes(12).toString('hex');
   writeFileSync(conf, authorizationBlock(prefix, users, nkeyUsers, opts.mayUpdateStream, adminPassword));
-  const port = await freePort();
-  const child: ChildProcess = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'store'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (b: Buffer) => void (stderr += b.toString()));
-  const url = `nats://127.0.0.1:${port}`;
+  const { port, url, stop } = await spawnNatsServer(dir, ['-c', conf], { user: 'psync', pass: users.psync });
   const urlFor = (role: NatsRole) => `nats://${role}:${users[role]}@127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  for (let i = 0; ; i++) {
-    try {
-      const nc = await connect({ servers: `127.0.0.1:${port}`, user: 'psync', pass: users.psync, reconnect: false });
-      await nc.close();
-      break;
-    } catch (err) {
-      if (i >= 100 || child.exitCode !== null) {
-        await stop();
-        throw new Error(`nats-server did not start: ${String(err)}\n${stderr}`, { cause: err });
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
   return { port, url, urlFor, adminUrl: `nats://admin:${adminPassword}@127.0.0.1:${port}`, stop };
 }
