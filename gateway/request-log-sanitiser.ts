@@ -2,8 +2,8 @@
  * Makes a request-log record storable before it is queued (docs/operations.md "Request
  * log"): the log records what a partner sent and cannot answer 400, so whatever the
  * partner chose — a path identifier, an unknown property's name — is turned into what
- * identity accepts instead of being sent as it is. One unstorable record used to make
- * identity refuse its whole batch, other workspaces' records with it.
+ * identity accepts instead of being sent as it is: a batch carries many workspaces'
+ * records, and one identity cannot store is lost.
  *
  * - Path parameter values: secret-shaped text scrubbed by the logger's rule
  *   (redactSecrets: `psk_…`, `pst_…`, `whsec_…` become `psk_[redacted]` …), then made

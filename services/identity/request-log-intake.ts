@@ -1,9 +1,8 @@
 /**
  * What RecordRequests does with a batch of the gateway's records (docs/operations.md
  * "Request log"): a batch carries many workspaces' requests, so a record that cannot
- * be stored is refused alone and the others are stored (one partner's
- * request with U+0000 in a field name dropped the whole batch, other tenants' records
- * with it).
+ * be stored is refused alone and the others are stored: one partner's request can
+ * never cost another tenant its records.
  *
  * - Each record is checked on its own, with the rules the interceptors would have
  *   applied to it (identity.proto leaves the items of RecordRequestsRequest.requests
@@ -12,7 +11,7 @@
  * - The others go in one statement. Should the database still refuse it for a value
  *   (SQLSTATE class 22, data exception, or 23, a constraint), each record is tried in
  *   a statement of its own, and only those the database refuses are refused. A lost
- *   connection is not a record's fault: it fails the call, as before.
+ *   connection is not a record's fault: it fails the call (the gateway counts the batch).
  */
 import type { RecordedRequest } from '../../gen/psync/identity/v1/identity_pb';
 import { RecordedRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
