@@ -7,9 +7,10 @@
  * document and the console's files; a problem document always gets `no-store`.
  * It also opens the request's SERVER span (a new trace: a partner's `traceparent` is
  * not trusted) — every internal call below joins it — and records
- * psync_http_requests_total{route,code}, psync_http_request_duration_seconds{route}
- * and, on a 429, psync_rate_limit_refusals_total. /healthz and /readyz are neither
- * traced nor counted.
+ * `http.server.request.duration` (services/kit/metrics.ts recordHttpRequest, with the
+ * old psync_http_* names while they are kept) and, on a 429,
+ * psync_rate_limit_refusals_total. Span and metric follow the HTTP semantic
+ * conventions. /healthz and /readyz are neither traced nor counted.
  *
  * - A ProblemError (thrown on purpose) keeps its message and extras.
  * - A ConnectError from an internal service is mapped by its ErrorDetail reason and
@@ -88,18 +89,38 @@ const OPERATIONAL_PATHS = new Set(['/healthz', '/readyz']);
  */
 export const DEFAULT_CACHE_CONTROL = 'no-store';
 
+/** The HTTP methods the semantic conventions know; any other is `_OTHER` (bounded cardinality). */
+const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY']);
+
+function httpMethod(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : '_OTHER';
+}
+
+/** The path template of a route label (`GET /v1/blocks` → `/v1/blocks`; contract-router.ts). */
+function routeTemplate(route: string | undefined): string | undefined {
+  return route === undefined ? undefined : route.slice(route.indexOf(' ') + 1);
+}
+
 export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> {
   const handle = answer(opts);
   return async function errorMapperMiddleware(ctx: GatewayContext, next: Next) {
     if (OPERATIONAL_PATHS.has(ctx.path)) return handle(ctx, next);
-    await inSpan(ctx.method, { kind: SpanKind.SERVER, parent: ROOT_CONTEXT, attributes: { 'http.request.method': ctx.method } }, async (span) => {
+    const method = httpMethod(ctx.method);
+    const attributes = { 'http.request.method': method, 'url.scheme': ctx.protocol, 'url.path': ctx.path };
+    await inSpan(method === '_OTHER' ? 'HTTP' : method, { kind: SpanKind.SERVER, parent: ROOT_CONTEXT, attributes }, async (span) => {
       await handle(ctx, next);
-      const route = ctx.state.route;
-      span.updateName(route ?? `${ctx.method} unmatched`);
-      if (route) span.setAttribute('http.route', route);
+      // The conventions' span name: `{method} {route template}`, the method alone when no route matched.
+      const template = routeTemplate(ctx.state.route);
+      if (template !== undefined) {
+        span.updateName(ctx.state.route!);
+        span.setAttribute('http.route', template);
+      }
       span.setAttribute('http.response.status_code', ctx.status);
       span.setAttribute('psync.request_id', ctx.state.requestId);
-      if (ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      if (ctx.status >= 500) {
+        span.setAttribute('error.type', String(ctx.status));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
     });
   };
 }
@@ -131,7 +152,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
       }
       logAccess(opts.log, ctx);
       if (!ctx.state.operational) {
-        recordHttpRequest(ctx.state.route ?? 'unmatched', ctx.status, (performance.now() - ctx.state.startedAt) / 1000);
+        recordHttpRequest(httpMethod(ctx.method), ctx.state.route, ctx.status, ctx.protocol, (performance.now() - ctx.state.startedAt) / 1000);
         if (ctx.status === 429) recordRateLimitRefusal();
         opts.onAnswered?.(ctx);
       }

@@ -120,7 +120,7 @@ export function createMemoryBus(opts: { log: Logger }): EventBus {
         };
         inFlight++;
         try {
-          await inConsumerSpan(received, this.d.name, () => this.handler(received));
+          await inConsumerSpan(received, this.d.name, 'memory', () => this.handler(received));
         } catch (err) {
           const delay = retryDelayMs(next.count);
           log.warn({ err, durable: this.d.name, subject: e.subject, event_id: e.id, delivery: next.count, retry_in_ms: delay }, 'bus: handler failed; event will be redelivered');

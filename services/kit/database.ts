@@ -17,6 +17,7 @@ import type { Logger } from './logger';
 import { startEmbeddedPostgres, EmbeddedPostgres } from './embedded-postgres';
 import { makePrivateDir } from './private-dir';
 import { parsePostgresUrl } from './postgres-url';
+import { instrumentSql } from './sql-telemetry';
 import type { ServiceName } from './service-name';
 
 /** The postgres.js instance type every query module uses (tagged templates only). */
@@ -40,22 +41,24 @@ export function connectionLost(err: unknown): boolean {
 /** Connections closed so far, per instance made by createSql (connectionsClosed). */
 const closedConnections = new WeakMap<Sql, { count: number }>();
 
-/** Creates a postgres.js instance with the project's defaults. */
+/** Creates a postgres.js instance with the project's defaults, its statements measured (sql-telemetry.ts). */
 export function createSql(url: string, opts: { max?: number; applicationName?: string; asyncCommit?: boolean; path?: string } = {}): Sql {
   const closed = { count: 0 };
-  const sql: Sql = postgres(url, {
-    ...(opts.path ? { path: opts.path } : {}),
-    max: opts.max ?? 10,
-    onnotice: () => {},
-    onclose: () => void closed.count++,
-    idle_timeout: 60,
-    connect_timeout: 10,
-    connection: {
-      application_name: opts.applicationName ?? 'psync',
-      ...(opts.asyncCommit ? { synchronous_commit: 'off' } : {}),
-    },
-    // bigint columns come back as strings (postgres.js default): convert where a number is meant.
-  });
+  const sql: Sql = instrumentSql(
+    postgres(url, {
+      ...(opts.path ? { path: opts.path } : {}),
+      max: opts.max ?? 10,
+      onnotice: () => {},
+      onclose: () => void closed.count++,
+      idle_timeout: 60,
+      connect_timeout: 10,
+      connection: {
+        application_name: opts.applicationName ?? 'psync',
+        ...(opts.asyncCommit ? { synchronous_commit: 'off' } : {}),
+      },
+      // bigint columns come back as strings (postgres.js default): convert where a number is meant.
+    }),
+  );
   closedConnections.set(sql, closed);
   return sql;
 }

@@ -12,32 +12,25 @@
 import { createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import type { DescService } from '@bufbuild/protobuf';
-import { SpanKind } from '@opentelemetry/api';
-import { currentTraceHeaders, inSpan } from './telemetry';
+import { currentTraceHeaders } from './telemetry';
+import { inRpcSpan } from './rpc-telemetry';
 import { createInProcessTransport, type InProcessServices } from './in-process-transport';
 import { currentRequestId, REQUEST_ID_HEADER } from './request-id';
 import type { Role } from './access-policy';
 import { bearerInterceptor } from './internal-auth';
 
 /**
- * A CLIENT span per call; its trace context travels in the request headers (`traceparent`),
+ * A CLIENT span and an `rpc.client.call.duration` sample per call (rpc-telemetry.ts); its trace context travels in the request headers (`traceparent`),
  * and the public request being served, if any, as `x-request-id` (request-id.ts).
  */
 export const clientTracingInterceptor: Interceptor = (next) => (req) => {
   if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
-  return inSpan(
-    `${req.service.typeName}/${req.method.name}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: { 'rpc.system': 'connect_rpc', 'rpc.service': req.service.typeName, 'rpc.method': req.method.name },
-    },
-    async () => {
-      for (const [k, v] of Object.entries(currentTraceHeaders())) req.header.set(k, v);
-      const requestId = currentRequestId();
-      if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) req.header.set(REQUEST_ID_HEADER, requestId);
-      return next(req);
-    },
-  );
+  return inRpcSpan('client', req, undefined, async () => {
+    for (const [k, v] of Object.entries(currentTraceHeaders())) req.header.set(k, v);
+    const requestId = currentRequestId();
+    if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) req.header.set(REQUEST_ID_HEADER, requestId);
+    return next(req);
+  });
 };
 
 /** TLS material for https:// base URLs (PEM). */

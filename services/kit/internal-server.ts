@@ -11,13 +11,13 @@ import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Logger } from './logger';
 import { HealthState, registerHealth } from './health';
-import { SpanKind } from '@opentelemetry/api';
-import { contextFromHeaders, inSpan } from './telemetry';
+import { contextFromHeaders } from './telemetry';
+import { inRpcSpan } from './rpc-telemetry';
 import { registerReflection } from './reflection';
 import { withSpecGrpcMessage } from './grpc-message';
 
 /**
- * A SERVER span per RPC, continuing the caller's `traceparent` (the kit's client
+ * A SERVER span and an `rpc.server.call.duration` sample per RPC (rpc-telemetry.ts), continuing the caller's `traceparent` (the kit's client
  * interceptor sends it); the handler runs inside it, so its outbox appends and
  * outgoing calls join the trace. Health checks are not traced (probes every few seconds).
  */
@@ -25,15 +25,7 @@ export const serverTracingInterceptor: Interceptor = (next) => (req) => {
   if (req.service.typeName === 'grpc.health.v1.Health') return next(req);
   const headers: Record<string, string> = {};
   req.header.forEach((v, k) => (headers[k] = v));
-  return inSpan(
-    `${req.service.typeName}/${req.method.name}`,
-    {
-      kind: SpanKind.SERVER,
-      parent: contextFromHeaders(headers),
-      attributes: { 'rpc.system': 'connect_rpc', 'rpc.service': req.service.typeName, 'rpc.method': req.method.name },
-    },
-    () => next(req),
-  );
+  return inRpcSpan('server', req, contextFromHeaders(headers), () => next(req));
 };
 
 export interface InternalServer {

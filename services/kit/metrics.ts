@@ -1,7 +1,8 @@
 /**
- * Every metric instrument of Partner Sync, in one place. The names are a contract:
- * the chart's PrometheusRule and Grafana dashboard (helm/psync/) query them as they
- * are written here.
+ * Partner Sync's own metric instruments, in one place; those the OpenTelemetry semantic
+ * conventions define (HTTP server, RPC, database, messaging) are in semconv.ts and bound
+ * with these. The names are a contract: the chart's PrometheusRule and Grafana
+ * dashboard (helm/psync/) query them as they are written here.
  *
  * Instruments live on the meter provider telemetry.ts starts (bindMeterProvider);
  * before that, and in processes without telemetry (tests, the migrate Job), every
@@ -11,6 +12,7 @@
  * and register functions below.
  */
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
+import { bindSemconvInstruments, legacyHttpSeries, recordHttpServerRequest } from './semconv';
 
 /** Latency buckets of the HTTP histogram, in seconds. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -62,15 +64,15 @@ let webhookSources: WebhookGaugeSources | undefined;
 /** Outcome of one webhook delivery attempt (psync_webhook_deliveries_total). */
 export type WebhookDeliveryOutcome = 'delivered' | 'failed' | 'abandoned';
 
-/** Creates the instruments on `provider`; returns the function that detaches them. */
-export function bindMeterProvider(provider: MeterProvider): () => void {
+/** Creates the instruments on `provider` (`env`: OTEL_SEMCONV_STABILITY_OPT_IN, semconv.ts); returns the function that detaches them. */
+export function bindMeterProvider(provider: MeterProvider, env: Record<string, string | undefined> = process.env): () => void {
   const meter: Meter = provider.getMeter('psync');
   const inst: Instruments = {
     httpRequests: meter.createCounter('psync_http_requests_total', {
-      description: 'Public gateway requests by route template and HTTP status code',
+      description: 'Deprecated, use http.server.request.duration (its count): public gateway requests by route template and HTTP status code',
     }),
     httpDuration: meter.createHistogram('psync_http_request_duration_seconds', {
-      description: 'Public gateway request latency by route template',
+      description: 'Deprecated, use http.server.request.duration: public gateway request latency by route template',
       unit: 's',
       advice: { explicitBucketBoundaries: HTTP_BUCKETS },
     }),
@@ -228,8 +230,10 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   };
   meter.addBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures, breakers]);
 
+  const unbindSemconv = bindSemconvInstruments(meter, env);
   current = inst;
   return () => {
+    unbindSemconv();
     meter.removeBatchObservableCallback(webhookCb, [queueDepth, oldestAge, erasures, breakers]);
     lag.removeCallback(lagCb);
     pending.removeCallback(pendingCb);
@@ -238,12 +242,20 @@ export function bindMeterProvider(provider: MeterProvider): () => void {
   };
 }
 
-/** One answered gateway request: `route` is the template (or "unmatched"), `code` the status. */
-export function recordHttpRequest(route: string, code: number, seconds: number): void {
+/**
+ * One answered gateway request: `route` is the route's label, `GET /v1/blocks`
+ * (gateway/contract-router.ts; undefined when none matched), its path the `http.route`;
+ * `code` the status. Recorded as `http.server.request.duration` (semconv.ts) and, while
+ * the old names are kept, as psync_http_requests_total{route,code} and
+ * psync_http_request_duration_seconds{route} (`route` "unmatched" when none matched).
+ */
+export function recordHttpRequest(method: string, route: string | undefined, code: number, scheme: string, seconds: number): void {
   if (!current) return;
-  const attrs: Attributes = { route, code: String(code) };
+  recordHttpServerRequest(method, route?.slice(route.indexOf(' ') + 1), code, scheme, seconds);
+  if (!legacyHttpSeries()) return;
+  const attrs: Attributes = { route: route ?? 'unmatched', code: String(code) };
   current.httpRequests.add(1, attrs);
-  current.httpDuration.record(seconds, { route });
+  current.httpDuration.record(seconds, { route: attrs.route });
 }
 
 /** A request refused with 429. */

@@ -143,7 +143,7 @@ export class NatsSubscription implements Subscription {
     const event: ReceivedEvent = { id, subject, data: m.data, headers: hdrs, deliveryCount: m.info.deliveryCount };
     const working = setInterval(() => m.working(), WORKING_INTERVAL_MS);
     try {
-      await inConsumerSpan(event, this.sub.durable, () => this.sub.handler(event));
+      await inConsumerSpan(event, this.sub.durable, 'nats', () => this.sub.handler(event));
     } catch (err) {
       clearInterval(working);
       const delay = redeliveryDelayMs(event.deliveryCount);

@@ -12,6 +12,7 @@ import type { EventBus } from './bus';
 import { connectionLost, connectionsClosed, type Sql } from './database';
 import type { Logger } from './logger';
 import { registerOutboxLag } from './metrics';
+import { errorType, recordMessageSent } from './semconv';
 import { OrderKeys, defaultOrderKey } from './outbox-order';
 import { assertSchemaName } from './outbox-writer';
 import { Worker } from './worker';
@@ -309,6 +310,7 @@ export class OutboxRelay {
           const { subject, data, headers } = message;
           message = null;
           let sent: Promise<void>;
+          const started = performance.now();
           try {
             sent = this.bus.publish({ id: row.id, subject, data, headers });
           } catch (err) {
@@ -316,10 +318,12 @@ export class OutboxRelay {
           }
           sent.then(
             () => {
+              recordMessageSent(this.bus.kind, subject, (performance.now() - started) / 1000);
               done.push(row.id);
               settle(key);
             },
             (err) => {
+              recordMessageSent(this.bus.kind, subject, (performance.now() - started) / 1000, errorType(err));
               if (!failed) failure = err;
               failed = true;
               settle(key);

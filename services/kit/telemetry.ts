@@ -28,6 +28,16 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { metricReaders, processResource, spanExporters } from './otel-env';
 import type { Logger } from './logger';
 import { bindMeterProvider } from './metrics';
+import {
+  ATTR_MESSAGING_CONSUMER_GROUP_NAME,
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
+  errorType,
+  type MessagingSystem,
+  recordMessageProcessed,
+} from './semconv';
 
 const TRACER_NAME = 'psync';
 
@@ -54,6 +64,11 @@ export function recordError(span: Span, err: unknown): void {
  * only mints new ids: see inSpan.
  */
 let spansRecorded = true;
+
+/** Whether this process records spans (sql-telemetry.ts starts database spans only then). */
+export function spansAreRecorded(): boolean {
+  return spansRecorded;
+}
 
 /**
  * Runs `fn` in a new active span (ended when `fn` settles; a rejection marks it failed).
@@ -117,27 +132,44 @@ export function contextFromHeaders(headers: Record<string, string> | undefined):
 
 /**
  * Runs a bus consumer's handler for one event in a CONSUMER span continuing the trace
- * of the `traceparent` header the outbox captured when the event was appended.
+ * of the `traceparent` header the outbox captured when the event was appended, named
+ * and attributed as the messaging conventions say (`process <subject>`), and records
+ * `messaging.process.duration` (semconv.ts).
  */
 export function inConsumerSpan<T>(
   event: { id: string; subject: string; headers?: Record<string, string>; deliveryCount: number },
   durable: string,
+  system: MessagingSystem,
   fn: () => Promise<T>,
 ): Promise<T> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
   return inSpan(
-    `consume ${event.subject}`,
+    `process ${event.subject}`,
     {
       kind: SpanKind.CONSUMER,
       parent: contextFromHeaders(event.headers),
       attributes: {
-        'messaging.operation.type': 'process',
-        'messaging.destination.name': event.subject,
-        'messaging.consumer.group.name': durable,
+        [ATTR_MESSAGING_SYSTEM]: system,
+        [ATTR_MESSAGING_OPERATION_NAME]: 'process',
+        [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
+        [ATTR_MESSAGING_DESTINATION_NAME]: event.subject,
+        [ATTR_MESSAGING_CONSUMER_GROUP_NAME]: durable,
         'messaging.message.id': event.id,
         'psync.delivery_count': event.deliveryCount,
       },
     },
-    () => fn(),
+    () =>
+      fn().then(
+        (v) => {
+          recordMessageProcessed(system, event.subject, durable, seconds());
+          return v;
+        },
+        (err: unknown) => {
+          recordMessageProcessed(system, event.subject, durable, seconds(), errorType(err));
+          throw err;
+        },
+      ),
   );
 }
 
@@ -222,7 +254,7 @@ export async function startTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   const prometheus = new PrometheusExporter({ preventServerStart: true });
   const pushReaders = metricReaders(env);
   const meterProvider = new MeterProvider({ resource, readers: [prometheus, ...pushReaders] });
-  const unbind = bindMeterProvider(meterProvider);
+  const unbind = bindMeterProvider(meterProvider, env);
 
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];

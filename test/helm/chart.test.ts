@@ -48,10 +48,20 @@ const GRPC_SERVICE: Record<(typeof SERVICES)[number], string> = {
   notifications: 'psync.notifications.v1.NotificationsService',
 };
 
-/** The metric names the processes export; alerts and the dashboard may use only these (plus `up` and kubelet series). */
+/**
+ * The metric names the processes export (Prometheus names: services/kit/metrics.ts and,
+ * for the OpenTelemetry semantic conventions, services/kit/semconv.ts); alerts and the
+ * dashboard may use only these (plus `up` and kubelet series), and the dashboard shows each.
+ */
 const PSYNC_METRICS = [
-  'psync_http_requests_total',
-  'psync_http_request_duration_seconds',
+  'http_server_request_duration',
+  'rpc_server_call_duration',
+  'rpc_client_call_duration',
+  'db_client_operation_duration',
+  'messaging_process_duration',
+  'messaging_client_operation_duration',
+  'messaging_client_sent_messages_total',
+  'messaging_client_consumed_messages_total',
   'psync_rate_limit_refusals_total',
   'psync_tokens_issued_total',
   'psync_webhook_deliveries_total',
@@ -423,13 +433,17 @@ function internalCallers(objs: K8sObject[], objName: string): Map<string, string
   return out;
 }
 
-/** Every metric name a PromQL expression mentions (identifiers followed by `{` or `(`/`[`/space, starting with psync_, up, container_). */
+/** The gateway's old HTTP series, still exported for one release (semconv.ts); alerts and the dashboard no longer read them. */
+const DEPRECATED_METRICS = ['psync_http_requests_total', 'psync_http_request_duration_seconds'];
+
+/** Every metric name a PromQL expression mentions (identifiers followed by `{`, starting with psync_, a convention namespace, up, container_). */
 function metricNames(expr: string): string[] {
-  return [...expr.matchAll(/\b(psync_[a-z0-9_]+|up|container_[a-z_]+)\s*\{/g)].map((m) => m[1]!);
+  return [...expr.matchAll(/\b((?:psync|http_server|rpc_server|rpc_client|db_client|messaging)_[a-z0-9_]+|up|container_[a-z_]+)\s*\{/g)].map((m) => m[1]!);
 }
 
 function knownMetric(name: string): boolean {
   if (name === 'up' || name.startsWith('container_')) return true;
+  if (DEPRECATED_METRICS.some((m) => name.startsWith(m))) return false;
   return PSYNC_METRICS.some((m) => name === m || name === `${m}_bucket` || name === `${m}_sum` || name === `${m}_count`);
 }
 
@@ -1008,7 +1022,9 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       }
       expect([byName.get('PsyncBusConsumerDown').labels.severity, byName.get('PsyncBusConsumerDownLong').labels.severity]).toEqual(['warning', 'critical']);
       expect(byName.get('PsyncBusConsumerDownLong').for).toBe('84h');
-      expect(byName.get('PsyncGatewayHighErrorRate').expr).toMatch(/psync_http_requests_total\{[^}]*service="partner-psync-gateway"[^}]*code=~"5\.\."/);
+      expect(byName.get('PsyncGatewayHighErrorRate').expr).toMatch(
+        /http_server_request_duration_count\{[^}]*service="partner-psync-gateway"[^}]*http_response_status_code=~"5\.\."/,
+      );
       for (const r of rules) {
         expect(typeof r.expr).toBe('string');
         if (r.for !== undefined) expect(r.for).toMatch(/^\d+(s|m|h|d)$/);

@@ -116,7 +116,7 @@ test('one trace from a gateway span through Connect, the outbox and the bus to a
   const gateway = find('PUT /v1/test', SpanKind.SERVER);
   const client = find('psync.admin.v1.AdminService/Migrate', SpanKind.CLIENT);
   const rpc = find('psync.admin.v1.AdminService/Migrate', SpanKind.SERVER);
-  const consumer = find('consume calendar.test.happened', SpanKind.CONSUMER);
+  const consumer = find('process calendar.test.happened', SpanKind.CONSUMER);
   const egress = find('GET egress', SpanKind.CLIENT);
 
   const traceId = gateway.spanContext().traceId;

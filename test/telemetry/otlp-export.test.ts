@@ -104,7 +104,7 @@ test('a bad OTEL_EXPORTER_OTLP_PROTOCOL stops start-up with one line naming it',
   );
 });
 
-(canSplit ? test : test.skip)('split mode: one partner request is one trace across the gateway, identity and calendar processes', async () => {
+(canSplit ? test : test.skip)('split mode: one partner request is one trace across the gateway, identity and calendar processes and the calendar database', async () => {
   const receiver = await startOtlpReceiver('http/protobuf');
   const split = await startSplitSystem(otelEnv(receiver, 'http/protobuf'));
   try {
@@ -129,6 +129,16 @@ test('a bad OTEL_EXPORTER_OTLP_PROTOCOL stops start-up with one line naming it',
     expect(byId.get(putBlock.parentSpanId)?.service).toBe('psync-gateway');
     const authorize = trace.find((s) => s.service === 'psync-identity' && s.name.includes('IdentityService/Authorize'));
     expect(byId.get(authorize!.parentSpanId)?.service).toBe('psync-gateway');
+    // The calendar's statements are CLIENT spans under its PutBlock span (services/kit/sql-telemetry.ts: `<OPERATION> <database>`).
+    const statements = await eventually(
+      async () => {
+        const t = spans().filter((s) => s.traceId === putBlock.traceId && s.parentSpanId === putBlock.spanId && /^(SELECT|INSERT|UPDATE|DELETE|WITH|CALL) \S+$/.test(s.name));
+        return t.length > 0 && t;
+      },
+      30_000,
+      'the database spans of PutBlock',
+    );
+    expect(statements.every((s) => s.service === 'psync-calendar')).toBe(true);
     expect(Object.fromEntries(receiver.received.filter((r) => r.signal === 'traces').map((r) => [r.resource['service.name'], r.resource['k8s.pod.name']]))).toMatchObject({
       'psync-gateway': 'pod-x',
       'psync-calendar': 'pod-x',

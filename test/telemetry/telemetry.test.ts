@@ -114,6 +114,37 @@ describe('metrics on METRICS_PORT /metrics', () => {
     expect(text).not.toContain('telemetry-b1');
   });
 
+  test('the semantic conventions: HTTP server, RPC server and client, database and messaging durations', async () => {
+    const text = await scrape();
+    const http = samples(text, 'http_server_request_duration_count');
+    expect(http).toEqual(
+      expect.arrayContaining([
+        {
+          labels: expect.objectContaining({ http_request_method: 'PUT', http_route: '/v1/blocks/:external_uid', http_response_status_code: String(putStatus), url_scheme: 'http' }),
+          value: 1,
+        },
+        { labels: expect.objectContaining({ http_request_method: 'GET', http_route: '/v1/blocks', http_response_status_code: '429' }), value: expect.any(Number) },
+      ]),
+    );
+    for (const side of ['server', 'client']) {
+      const rpc = samples(text, `rpc_${side}_call_duration_count`);
+      expect(rpc).toEqual(
+        expect.arrayContaining([
+          {
+            labels: expect.objectContaining({ rpc_system_name: 'connectrpc', rpc_method: 'psync.calendar.v1.CalendarService/PutBlock', rpc_response_status_code: 'ok' }),
+            value: expect.any(Number),
+          },
+        ]),
+      );
+    }
+    const db = samples(text, 'db_client_operation_duration_count');
+    expect(db.some((s) => s.labels.db_system_name === 'postgresql' && s.labels.db_operation_name && s.value > 0)).toBe(true);
+    const published = samples(text, 'messaging_client_sent_messages_total');
+    expect(published.some((s) => s.labels.messaging_system && s.labels.messaging_destination_name && s.value > 0)).toBe(true);
+    // Never the raw path or a statement's values in a label.
+    expect(text).not.toContain('telemetry-b1');
+  });
+
   test('rate-limit refusals, tokens issued, outbox lag and pending per schema, abandoned deliveries', async () => {
     const text = await scrape();
     expect(samples(text, 'psync_rate_limit_refusals_total')[0]?.value).toBeGreaterThanOrEqual(1);
@@ -169,7 +200,7 @@ describe('traces (PSYNC_TRACE_EXPORT_FILE)', () => {
     const all = await spans((a) => a.some(isGateway));
     const gateway = all.find(isGateway);
     expect(gateway).toMatchObject({ name: 'PUT /v1/blocks/:external_uid', parentSpanId: null });
-    expect(gateway!.attributes).toMatchObject({ 'http.route': 'PUT /v1/blocks/:external_uid', 'http.response.status_code': putStatus });
+    expect(gateway!.attributes).toMatchObject({ 'http.route': '/v1/blocks/:external_uid', 'http.response.status_code': putStatus });
     const trace = all.filter((s) => s.traceId === gateway!.traceId);
 
     for (const rpc of ['psync.identity.v1.IdentityService/Authorize', 'psync.calendar.v1.CalendarService/PutBlock']) {
