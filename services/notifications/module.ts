@@ -91,7 +91,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
 }
 
 /**
- * Scrape-time gauges (docs/operations.md, "Observability"): the delivery backlog in one
+ * Scrape-time gauges (docs/operations.md, "Telemetry"): the delivery backlog in one
  * query, and the erasures the PsyncErasuresUnacknowledged alert is about — deletion
  * requests that escalated (unacknowledged DELETION_ESCALATION_SECONDS after creation)
  * and are still not acknowledged, as `psync deletion-requests list --state escalated`.
