@@ -6,7 +6,7 @@
  * (docs/calendar.md, docs/marketplace.md).
  */
 import { skipEventSeqsOfTheGap } from './after-restore';
-import { join } from 'node:path';
+import { treePath } from '../kit/sql-tree';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
@@ -46,7 +46,7 @@ function stateFor(ctx: ServiceContext): { deps: CalendarDeps; hub: WatchHub } {
 export const calendarModule: ServiceModule = {
   name: 'calendar',
   protoServices: [CalendarService.typeName],
-  migrations: { prefix: 'calendar', dir: join(__dirname, 'migrations') },
+  migrations: { prefix: 'calendar', dir: treePath('services/calendar/migrations') },
   // Its events are plain rows: the relay encodes them (event-codec.ts).
   outboxEncoder: encodeOutboxRow,
   afterRestore: ({ sql }) => skipEventSeqsOfTheGap(sql),

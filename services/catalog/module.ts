@@ -2,7 +2,7 @@
  * The catalog service as hosted by a process (see services/kit/service-module.ts):
  * its RPCs, its migrations, and the photo pipeline as its background worker.
  */
-import { join } from 'node:path';
+import { treePath } from '../kit/sql-tree';
 import type { ServiceModule } from '../kit/service-module';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { PhotoPipeline } from './photo-pipeline';
@@ -33,7 +33,7 @@ function pipelineFor(ctx: Parameters<NonNullable<ServiceModule['start']>>[0]): P
 export const catalogModule: ServiceModule = {
   name: 'catalog',
   protoServices: [CatalogService.typeName],
-  migrations: { prefix: 'catalog', dir: join(__dirname, 'migrations') },
+  migrations: { prefix: 'catalog', dir: treePath('services/catalog/migrations') },
   routes(router, ctx) {
     const photos = pipelineFor(ctx);
     router.service(

@@ -10,7 +10,7 @@
  * UNAVAILABLE / TOKEN_ISSUER_NOT_CONFIGURED and Authorize UNAVAILABLE /
  * SERVICE_UNAVAILABLE (docs/decisions.md "Identity").
  */
-import { join } from 'node:path';
+import { treePath } from '../kit/sql-tree';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
@@ -41,7 +41,7 @@ function issuerFor(ctx: ServiceContext): { tokens: AccessTokens; key: ResolvedSe
 export const identityModule: ServiceModule = {
   name: 'identity',
   protoServices: [IdentityService.typeName],
-  migrations: { prefix: 'identity', dir: join(__dirname, 'migrations') },
+  migrations: { prefix: 'identity', dir: treePath('services/identity/migrations') },
 
   routes(router, ctx) {
     router.service(IdentityService, identityService({ sql: ctx.sql, counterSql: ctx.asyncCommitSql, config: ctx.config, log: ctx.log, tokens: issuerFor(ctx)?.tokens }));

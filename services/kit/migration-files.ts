@@ -6,8 +6,8 @@
  * beside them.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readSqlDir, treePath } from './sql-tree';
 
 /** A folder of migration files and the label its ids carry. */
 export interface MigrationSource {
@@ -17,7 +17,7 @@ export interface MigrationSource {
 }
 
 /** The kit's own migrations (outbox, processed_events), applied first by every service. */
-export const KIT_MIGRATIONS: MigrationSource = { prefix: 'kit', dir: join(__dirname, 'migrations') };
+export const KIT_MIGRATIONS: MigrationSource = { prefix: 'kit', dir: treePath('services/kit/migrations') };
 
 /**
  * Checksums a landed migration had before it was edited in place, accepted for that
@@ -63,18 +63,15 @@ export function loadMigrations(sources: MigrationSource[]): MigrationFile[] {
     if (!PREFIX_NAME.test(source.prefix)) throw new Error(`invalid migration prefix ${JSON.stringify(source.prefix)}: expected ${PREFIX_NAME}`);
     if (prefixes.has(source.prefix)) throw new Error(`migration prefix ${JSON.stringify(source.prefix)} is used by two sources`);
     prefixes.add(source.prefix);
-    const names = readdirSync(source.dir)
-      .filter((n) => n.endsWith('.sql'))
-      .sort();
+    const entries = readSqlDir(source.dir).filter((e) => e.name.endsWith('.sql'));
     const numbers = new Map<string, string>();
-    for (const name of names) {
+    for (const { name, bytes } of entries) {
       const m = FILE_NAME.exec(name);
       if (!m) throw new Error(`migration file ${join(source.dir, name)} is not named NNNN_name.sql (lower-case name)`);
       const other = numbers.get(m[1]!);
       if (other) throw new Error(`migration files ${other} and ${name} in ${source.dir} share the number ${m[1]}`);
       numbers.set(m[1]!, name);
       const file = join(source.dir, name);
-      const bytes = readFileSync(file);
       files.push({
         id: `${source.prefix}/${name.slice(0, -'.sql'.length)}`,
         file,

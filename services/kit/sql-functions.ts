@@ -25,11 +25,11 @@
  * so one calling a function of another file needs that file earlier in name order.
  * Removing a function is a schema change: a migration drops it, and its file goes.
  */
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Tx } from './database';
 import type { Logger } from './logger';
 import { migrationChecksum, type MigrationSource } from './migration-files';
+import { readSqlDir, sqlDirExists } from './sql-tree';
 
 /** `name.sql`: a lower-case name. */
 const FILE_NAME = /^[a-z][a-z0-9_]*\.sql$/;
@@ -56,11 +56,10 @@ export function loadFunctionFiles(sources: MigrationSource[]): FunctionFile[] {
   const files: FunctionFile[] = [];
   for (const source of sources) {
     const dir = functionsDirOf(source);
-    if (!existsSync(dir)) continue;
-    for (const name of readdirSync(dir).sort()) {
+    if (!sqlDirExists(dir)) continue;
+    for (const { name, bytes } of readSqlDir(dir)) {
       const file = join(dir, name);
       if (!FILE_NAME.test(name)) throw new Error(`${file} is not named name.sql (lower-case name); ${dir} holds only repeatable SQL files`);
-      const bytes = readFileSync(file);
       const content = bytes.toString('utf8');
       const m = VERSION_LINE.exec(content);
       if (!m) throw new Error(`${file} does not start with a \`-- version: N\` line (services/kit/sql-functions.ts)`);

@@ -6,7 +6,7 @@
  */
 import { EventFeedPruner } from './event-feed';
 import { EndpointCheckPruner, EndpointChecks } from './endpoint-checks';
-import { join } from 'node:path';
+import { treePath } from '../kit/sql-tree';
 import type { ServiceContext, ServiceModule } from '../kit/service-module';
 import type { Subscription } from '../kit/bus';
 import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
@@ -123,7 +123,7 @@ function registerGauges(sql: Sql): () => void {
 export const notificationsModule: ServiceModule = {
   name: 'notifications',
   protoServices: [NotificationsService.typeName],
-  migrations: { prefix: 'notifications', dir: join(__dirname, 'migrations') },
+  migrations: { prefix: 'notifications', dir: treePath('services/notifications/migrations') },
   // After a database restore the intake reads the stream again from its oldest event:
   // what the restored database handled is skipped (processed_events), what it had not
   // becomes deliveries (docs/operations.md "Backup and restore").
