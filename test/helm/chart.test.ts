@@ -345,7 +345,10 @@ function ofKind(objs: K8sObject[], kind: string): K8sObject[] {
 
 /** The ingress rule that lets the `helm test` Pod (component "test") in. */
 function isHelmTestRule(rule: Any): boolean {
-  return (rule.from ?? []).length === 1 && JSON.stringify(rule.from[0].podSelector?.matchExpressions) === JSON.stringify([{ key: 'app.kubernetes.io/component', operator: 'In', values: ['test'] }]);
+  return (
+    (rule.from ?? []).length === 1 &&
+    JSON.stringify(rule.from[0].podSelector?.matchExpressions) === JSON.stringify([{ key: 'app.kubernetes.io/component', operator: 'In', values: ['test'] }])
+  );
 }
 
 function one(objs: K8sObject[], kind: string, name: string): K8sObject {
