@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigMap, Pod } from 'kubernetes-models/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
-import { CHART_DIR, helmAsync, K8sObject, lintArgs, renderChart, templateArgs, type HelmResult } from '../support/helm';
+import { CHART_DIR, helmAsync, K8sObject, lintArgs, renderChart, templateArgs, type HelmResult, type RenderOptions } from '../support/helm';
 import { ROOT } from '../support/process';
 import { runCommand, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
@@ -21,7 +21,7 @@ type Any = any;
 const SERVICES = ['identity', 'catalog', 'calendar', 'notifications'] as const;
 const DEV = ['nats.allowAnonymous=true'];
 
-const VARIANTS = [
+const VARIANTS: { label: string; render: RenderOptions & { namespace: string }; fullname: string; production: boolean }[] = [
   { label: 'default values', render: { release: 'psync', namespace: 'psync', set: DEV }, fullname: 'psync', production: false },
   {
     label: 'production values',
@@ -29,7 +29,7 @@ const VARIANTS = [
     fullname: 'partner-psync',
     production: true,
   },
-] as const;
+];
 
 const rendered = new Map<string, K8sObject[]>();
 let disabled: K8sObject[];
