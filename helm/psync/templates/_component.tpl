@@ -417,6 +417,15 @@ spec:
       from:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+    {{- if and $np.gatewayIngressFrom $root.Values.tests.enabled }}
+    # The `helm test` Pod (templates/tests/): /readyz and a token exchange.
+    - ports:
+        - protocol: TCP
+          port: {{ $root.Values.ports.http }}
+      from:
+        - podSelector:
+            {{- include "psync.componentsSelector" (dict "root" $root "components" (list "test")) | nindent 12 }}
+    {{- end }}
     {{- else }}
     {{- $callers := include "psync.callersOf" . | splitList " " | compact }}
     {{- if or $callers $c.networkPolicy.extraIngressFrom }}
@@ -432,6 +441,16 @@ spec:
         {{- with $c.networkPolicy.extraIngressFrom }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+    {{- end }}
+    {{- if $root.Values.tests.enabled }}
+    # The `helm test` Pod (templates/tests/): grpc.health.v1, and on identity the
+    # operator calls that issue and revoke its test key.
+    - ports:
+        - protocol: TCP
+          port: {{ $root.Values.ports.internal }}
+      from:
+        - podSelector:
+            {{- include "psync.componentsSelector" (dict "root" $root "components" (list "test")) | nindent 12 }}
     {{- end }}
     {{- end }}
     {{- with $np.metricsFrom }}
