@@ -38,9 +38,11 @@ describe('deploy/Dockerfile', () => {
     expect(dockerfile).toMatch(/for kind in migrations functions/);
     expect(dockerfile).toMatch(/dist\/services\/\$name\/\$kind/);
     expect(dockerfile).toMatch(/\*\.sql/);
-    // Where the code reads them: `<module dir>/migrations`, and `functions` beside it.
+    // Where the code reads them: `services/<name>/migrations` below the tree's root (sql-tree.ts: dist/ for tsc's output), and `functions` beside it.
     const files = readFileSync(join(REPO_ROOT, 'services', 'kit', 'migration-files.ts'), 'utf8');
-    expect(files).toMatch(/join\(__dirname, 'migrations'\)/);
+    expect(files).toMatch(/treePath\('services\/kit\/migrations'\)/);
+    const tree = readFileSync(join(REPO_ROOT, 'services', 'kit', 'sql-tree.ts'), 'utf8');
+    expect(tree).toMatch(/const ROOT = join\(__dirname, '\.\.', '\.\.'\)/);
     const functions = readFileSync(join(REPO_ROOT, 'services', 'kit', 'sql-functions.ts'), 'utf8');
     expect(functions).toMatch(/join\(dirname\(source\.dir\), 'functions'\)/);
   });
