@@ -10,7 +10,7 @@
  * - A consumer lost while the subscription runs is noticed within seconds and created
  *   again from its acknowledged position (nats-consumer-watch.ts).
  */
-import { ConsumerMessages, JetStreamClient, JsMsg } from 'nats';
+import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
 import { isConsumerGone, type ConsumerPlace } from './nats-consumer';
