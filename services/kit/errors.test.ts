@@ -163,6 +163,15 @@ const pgConnectionError = (code: string) => Object.assign(new Error(`write ${cod
 /** A server error as postgres.js raises it (class PostgresError, `code` = SQLSTATE). */
 const pgServerError = (code: string, message: string) => new postgres.PostgresError({ message, code, severity: 'FATAL' } as never);
 
+/**
+ * A JetStream request nobody answered, as @nats-io/jetstream reports it: a
+ * JetStreamNotEnabled (a class the package does not export) whose cause is the request's.
+ */
+const jetStreamNoResponders = () => {
+  const request = new natsErrors.RequestError("no responders: '$JS.API.INFO'", { cause: new natsErrors.NoRespondersError('$JS.API.INFO') });
+  return Object.assign(new Error('jetstream is not enabled', { cause: request }), { name: 'JetStreamNotEnabled' });
+};
+
 const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['postgres.js ECONNREFUSED (real)', () => real.pgRefused],
   ['postgres.js CONNECT_TIMEOUT (real)', () => real.pgConnectTimeout],
@@ -183,16 +192,7 @@ const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['nats.js DrainingConnectionError', () => new natsErrors.DrainingConnectionError()],
   // A request pending when the connection closed, as the request wraps it (nats-core request.ts).
   ['nats.js RequestError "connection closed"', () => new natsErrors.RequestError('connection closed', { cause: new natsErrors.RequestError('connection closed') })],
-  [
-    'nats.js no responders (JetStream without a leader), as @nats-io/jetstream wraps it (JetStreamNotEnabled, not exported)',
-    () =>
-      Object.assign(
-        new Error('jetstream is not enabled', { cause: new natsErrors.RequestError("no responders: '$JS.API.INFO'", { cause: new natsErrors.NoRespondersError('$JS.API.INFO') }) }),
-        {
-          name: 'JetStreamNotEnabled',
-        },
-      ),
-  ],
+  ['nats.js no responders (JetStream without a leader), as @nats-io/jetstream reports it', () => jetStreamNoResponders()],
   [
     'an AggregateError of refused connections (Node happy eyeballs)',
     () => Object.assign(new AggregateError([pgConnectionError('ECONNREFUSED')], 'connect failed'), { code: 'ECONNREFUSED' }),
