@@ -91,7 +91,7 @@ export async function connectNatsBus(opts: {
     pingInterval: 20_000,
     // nats.js otherwise builds an Error per request (every JetStream publish) only to
     // keep its stack for a later failure: 3–4 % of a busy relay's CPU (docs/performance.md,
-    // Calendar). Failures still carry their message and code.
+    // Calendar). Failures still carry their message, class and cause.
     noAsyncTraces: true,
   });
   log.info({ backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');

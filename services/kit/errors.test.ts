@@ -192,6 +192,7 @@ const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['nats.js DrainingConnectionError', () => new natsErrors.DrainingConnectionError()],
   // A request pending when the connection closed, as the request wraps it (nats-core request.ts).
   ['nats.js RequestError "connection closed"', () => new natsErrors.RequestError('connection closed', { cause: new natsErrors.RequestError('connection closed') })],
+  ['nats.js RequestError "connection disconnected"', () => new natsErrors.RequestError('connection disconnected')],
   ['nats.js no responders (JetStream without a leader), as @nats-io/jetstream reports it', () => jetStreamNoResponders()],
   [
     'an AggregateError of refused connections (Node happy eyeballs)',
@@ -212,7 +213,6 @@ const INTERNAL_CASES: [string, () => unknown][] = [
     () => new natsErrors.PermissionViolationError('Permissions Violation for Publish to "$JS.API.STREAM.UPDATE.PSYNC"', 'publish', '$JS.API.STREAM.UPDATE.PSYNC'),
   ],
   ['a JetStream API error (not an outage)', () => new JetStreamApiError({ code: 500, err_code: 10049, description: 'stream configuration update can not change storage type' })],
-  ['nats.js RequestError "cancelled" (not an outage)', () => new natsErrors.RequestError('cancelled')],
 ];
 
 describe.each([

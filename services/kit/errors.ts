@@ -123,15 +123,17 @@ const NATS_UNAVAILABLE_CLASSES = [
 ] as const;
 
 /**
- * The requests a connection still had pending when it closed or dropped fail with a
- * RequestError of no cause and no class of its own (nats-core `muxsubscription.ts`,
- * `nats.ts`): only its message tells.
+ * Whether `err` is nats.js failing a request that was pending when the connection closed
+ * or dropped: a RequestError of no cause (nats-core `muxsubscription.ts`, `protocol.ts`;
+ * every other RequestError wraps what failed as its `cause`, and the bus cancels no
+ * request, the one other way to get one without).
  */
-const NATS_REQUEST_CUT_OFF = /^connection (closed|disconnected)$/;
+function natsRequestCutOff(err: object): boolean {
+  return err instanceof natsErrors.RequestError && err.cause === undefined;
+}
 
 function natsUnreachable(err: object): boolean {
-  if (NATS_UNAVAILABLE_CLASSES.some((c) => err instanceof c)) return true;
-  return err instanceof natsErrors.RequestError && err.cause === undefined && NATS_REQUEST_CUT_OFF.test(err.message);
+  return NATS_UNAVAILABLE_CLASSES.some((c) => err instanceof c) || natsRequestCutOff(err);
 }
 
 function unreachable(err: object): boolean {

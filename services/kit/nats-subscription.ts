@@ -164,7 +164,7 @@ export class NatsSubscription implements Subscription {
   async stop(): Promise<void> {
     const checkStopped = this.detach();
     const stopping = this.worker.stop();
-    // stop(), not close(): with nats.js, awaiting close() after leaving the loop hangs.
+    // Ends the consume loop; the worker's stop, awaited below, waits for the session to return.
     this.iter?.stop();
     await Promise.all([stopping, checkStopped]);
     this.ctx.stopped(this);
