@@ -15,12 +15,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { Events, JetStreamClient, JetStreamManager, connect, credsAuthenticator, headers as natsHeaders } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { credsAuthenticator, headers as natsHeaders } from '@nats-io/nats-core';
+import { JetStreamApiCodes, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { BusEvent, EventBus, SubscribeOptions, Subscription } from './bus';
 import { ensureConsumer, isConsumerGone, serverSupportsMultipleFilters, type ConsumerPlace } from './nats-consumer';
 import { anonymousRemoteServers, natsServers } from './nats-credentials';
 import { setBusAnonymous } from './metrics';
-import { DEFAULT_STREAM_LIMITS, ensureStream, streamConfigFor, type StreamLimits } from './nats-stream';
+import { DEFAULT_STREAM_LIMITS, apiErrorCode, ensureStream, streamConfigFor, type StreamLimits } from './nats-stream';
 import { NatsSubscription, type SubscriptionContext } from './nats-subscription';
 import { ConsumerWatch } from './nats-consumer-watch';
 import type { Logger } from './logger';
@@ -89,7 +91,7 @@ export async function connectNatsBus(opts: {
     pingInterval: 20_000,
     // nats.js otherwise builds an Error per request (every JetStream publish) only to
     // keep its stack for a later failure: 3–4 % of a busy relay's CPU (docs/performance.md,
-    // Calendar). Failures still carry their message and code.
+    // Calendar). Failures still carry their message, class and cause.
     noAsyncTraces: true,
   });
   log.info({ backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');
@@ -105,9 +107,9 @@ export async function connectNatsBus(opts: {
   // Connection state changes, for operators; ends when the connection closes.
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === Events.Disconnect) log.warn({ server: where }, 'bus: disconnected from NATS, reconnecting');
-      else if (s.type === Events.Reconnect) log.info({ server: where }, 'bus: reconnected to NATS');
-      else if (s.type === Events.Error) log.warn({ server: where, status: String(s.data) }, 'bus: NATS connection error');
+      if (s.type === 'disconnect') log.warn({ server: where }, 'bus: disconnected from NATS, reconnecting');
+      else if (s.type === 'reconnect') log.info({ server: where }, 'bus: reconnected to NATS');
+      else if (s.type === 'error') log.warn({ server: where, status: String(s.error) }, 'bus: NATS connection error');
     }
   })().catch(() => {});
 
@@ -115,8 +117,8 @@ export async function connectNatsBus(opts: {
   let js: JetStreamClient;
   let place: ConsumerPlace;
   try {
-    jsm = await nc.jetstreamManager();
-    js = nc.jetstream();
+    jsm = await jetstreamManager(nc);
+    js = jetstream(nc);
     // nats-server refuses to create such a stream outside a cluster, but (2.9) accepts
     // the update of an existing one: refuse both the same way.
     if (limits.replicas > 1 && !nc.info?.cluster) {
@@ -173,7 +175,7 @@ export async function connectNatsBus(opts: {
       try {
         return await jsm.consumers.delete(stream, durable);
       } catch (err) {
-        if (err instanceof Error && /consumer not found/i.test(err.message)) return false;
+        if (apiErrorCode(err) === JetStreamApiCodes.ConsumerNotFound) return false;
         throw err;
       }
     },

@@ -16,7 +16,9 @@ import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { context } from '@opentelemetry/api';
 import { tracing } from '@opentelemetry/sdk-node';
 import postgres from 'postgres';
-import { connect as natsConnect, ErrorCode, NatsError } from 'nats';
+import { connect as natsConnect } from '@nats-io/transport-node';
+import { errors as natsErrors } from '@nats-io/nats-core';
+import { JetStreamApiError } from '@nats-io/jetstream';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
@@ -161,6 +163,15 @@ const pgConnectionError = (code: string) => Object.assign(new Error(`write ${cod
 /** A server error as postgres.js raises it (class PostgresError, `code` = SQLSTATE). */
 const pgServerError = (code: string, message: string) => new postgres.PostgresError({ message, code, severity: 'FATAL' } as never);
 
+/**
+ * A JetStream request nobody answered, as @nats-io/jetstream reports it: a
+ * JetStreamNotEnabled (a class the package does not export) whose cause is the request's.
+ */
+const jetStreamNoResponders = () => {
+  const request = new natsErrors.RequestError("no responders: '$JS.API.INFO'", { cause: new natsErrors.NoRespondersError('$JS.API.INFO') });
+  return Object.assign(new Error('jetstream is not enabled', { cause: request }), { name: 'JetStreamNotEnabled' });
+};
+
 const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['postgres.js ECONNREFUSED (real)', () => real.pgRefused],
   ['postgres.js CONNECT_TIMEOUT (real)', () => real.pgConnectTimeout],
@@ -175,10 +186,14 @@ const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['SQLSTATE 57P03 cannot_connect_now', () => pgServerError('57P03', 'the database system is starting up')],
   ['SQLSTATE 53300 too_many_connections', () => pgServerError('53300', 'sorry, too many clients already')],
   ['SQLSTATE 25006 read_only_sql_transaction (a standby or a demoted primary)', () => pgServerError('25006', 'cannot execute INSERT in a read-only transaction')],
-  ['nats.js CONNECTION_REFUSED (real)', () => real.natsRefused],
-  ['nats.js TIMEOUT', () => NatsError.errorForCode(ErrorCode.Timeout)],
-  ['nats.js DISCONNECT', () => NatsError.errorForCode(ErrorCode.Disconnect)],
-  ['nats.js CONNECTION_CLOSED', () => NatsError.errorForCode(ErrorCode.ConnectionClosed)],
+  ['nats.js ConnectionError "connection refused" (real)', () => real.natsRefused],
+  ['nats.js TimeoutError', () => new natsErrors.TimeoutError()],
+  ['nats.js ClosedConnectionError', () => new natsErrors.ClosedConnectionError()],
+  ['nats.js DrainingConnectionError', () => new natsErrors.DrainingConnectionError()],
+  // A request pending when the connection closed, as the request wraps it (nats-core request.ts).
+  ['nats.js RequestError "connection closed"', () => new natsErrors.RequestError('connection closed', { cause: new natsErrors.RequestError('connection closed') })],
+  ['nats.js RequestError "connection disconnected"', () => new natsErrors.RequestError('connection disconnected')],
+  ['nats.js no responders (JetStream without a leader), as @nats-io/jetstream reports it', () => jetStreamNoResponders()],
   [
     'an AggregateError of refused connections (Node happy eyeballs)',
     () => Object.assign(new AggregateError([pgConnectionError('ECONNREFUSED')], 'connect failed'), { code: 'ECONNREFUSED' }),
@@ -193,7 +208,11 @@ const INTERNAL_CASES: [string, () => unknown][] = [
   ['an undefined table (SQLSTATE 42P01)', () => pgServerError('42P01', 'secret detail: relation "catalog.nope" does not exist')],
   ['a closed in-process bus', () => new Error('secret detail: bus: closed')],
   ['a thrown string', () => 'secret detail as a string'],
-  ['nats.js BAD_JSON (not an outage)', () => NatsError.errorForCode(ErrorCode.BadJson)],
+  [
+    'nats.js PermissionViolationError (not an outage)',
+    () => new natsErrors.PermissionViolationError('Permissions Violation for Publish to "$JS.API.STREAM.UPDATE.PSYNC"', 'publish', '$JS.API.STREAM.UPDATE.PSYNC'),
+  ],
+  ['a JetStream API error (not an outage)', () => new JetStreamApiError({ code: 500, err_code: 10049, description: 'stream configuration update can not change storage type' })],
 ];
 
 describe.each([
@@ -352,7 +371,10 @@ describe('isUnavailableFailure', () => {
   test('never for ConnectErrors, other SQLSTATEs, or look-alike codes of other libraries', () => {
     expect(isUnavailableFailure(new ConnectError('x', Code.Unavailable))).toBe(false);
     expect(isUnavailableFailure(pgServerError('40001', 'could not serialize'))).toBe(false);
-    expect(isUnavailableFailure(Object.assign(new Error('x'), { code: '503' }))).toBe(false); // only a NatsError's "503" means no responders
+    expect(isUnavailableFailure(Object.assign(new Error('x'), { code: '503' }))).toBe(false);
+    // The platform's own TimeoutError (AbortSignal.timeout) is not a bus time-out.
+    expect(isUnavailableFailure(new DOMException('The operation timed out.', 'TimeoutError'))).toBe(false);
+    expect(isUnavailableFailure(Object.assign(new Error('connection closed'), { name: 'ConnectionError' }))).toBe(false);
     expect(isUnavailableFailure(undefined)).toBe(false);
     expect(isUnavailableFailure('ECONNREFUSED')).toBe(false);
   });

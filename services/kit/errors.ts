@@ -15,6 +15,7 @@
  * it means, or lets a failure through.
  */
 import { Code, ConnectError, type Interceptor, type StreamResponse, type UnaryResponse } from '@connectrpc/connect';
+import { errors as natsErrors } from '@nats-io/nats-core';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { LogSampler } from './log-sampler';
 import type { Logger } from './logger';
@@ -106,30 +107,53 @@ const CONNECTION_CODES = new Set([
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
 
 /**
- * nats.js `NatsError` codes (nats-base-client/core.ts `ErrorCode`) meaning the server
- * cannot be reached or did not answer: closed, draining, refused, connection time-out,
- * disconnect, request time-out, no responders / JetStream not enabled ("503").
+ * nats.js failures meaning the server cannot be reached or did not answer
+ * (@nats-io/nats-core `errors.ts`): no connection (refused, lost, a socket or TLS
+ * failure), a closed or draining connection, a time-out, no responders (JetStream not
+ * answering, as in a cluster without a leader; @nats-io/jetstream reports that as
+ * JetStreamNotEnabled with this as its cause). Matched by class: their names
+ * (`TimeoutError`, `ConnectionError`) are common to other libraries and to the platform.
  */
-const NATS_UNAVAILABLE_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'DISCONNECT', 'TIMEOUT', '503']);
+const NATS_UNAVAILABLE_CLASSES = [
+  natsErrors.ConnectionError,
+  natsErrors.ClosedConnectionError,
+  natsErrors.DrainingConnectionError,
+  natsErrors.TimeoutError,
+  natsErrors.NoRespondersError,
+] as const;
+
+/**
+ * Whether `err` is nats.js failing a request that was pending when the connection closed
+ * or dropped: a RequestError of no cause (nats-core `muxsubscription.ts`, `protocol.ts`;
+ * every other RequestError wraps what failed as its `cause`, and the bus cancels no
+ * request, the one other way to get one without).
+ */
+function natsRequestCutOff(err: object): boolean {
+  return err instanceof natsErrors.RequestError && err.cause === undefined;
+}
+
+function natsUnreachable(err: object): boolean {
+  return NATS_UNAVAILABLE_CLASSES.some((c) => err instanceof c) || natsRequestCutOff(err);
+}
 
 function unreachable(err: object): boolean {
-  const { code, name } = err as { code?: unknown; name?: unknown };
+  if (natsUnreachable(err)) return true;
+  const { code } = err as { code?: unknown };
   if (typeof code !== 'string') return false;
-  if (name === 'NatsError') return NATS_UNAVAILABLE_CODES.has(code);
   if (CONNECTION_CODES.has(code)) return true;
   const state = sqlState(err);
   return state !== undefined && (state.startsWith('08') || UNAVAILABLE_SQLSTATES.has(state));
 }
 
 /**
- * True when `err` (or what it wraps: `cause`, an AggregateError's `errors`, a
- * NatsError's `chainedError`) says the database or the bus cannot be reached now.
+ * True when `err` (or what it wraps: `cause`, an AggregateError's `errors`) says the
+ * database or the bus cannot be reached now.
  */
 export function isUnavailableFailure(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 4 || err instanceof ConnectError) return false;
   if (unreachable(err)) return true;
-  const e = err as { cause?: unknown; errors?: unknown; chainedError?: unknown };
-  if (isUnavailableFailure(e.cause, depth + 1) || isUnavailableFailure(e.chainedError, depth + 1)) return true;
+  const e = err as { cause?: unknown; errors?: unknown };
+  if (isUnavailableFailure(e.cause, depth + 1)) return true;
   return Array.isArray(e.errors) && e.errors.some((x) => isUnavailableFailure(x, depth + 1));
 }
 

@@ -14,7 +14,7 @@
  * skipped. Events acknowledged after the last read come again: at-least-once, which
  * the handlers absorb (they dedupe on the event id).
  */
-import type { ConsumerInfo } from 'nats';
+import type { ConsumerInfo } from '@nats-io/jetstream';
 import { recordBusConsumerRecreated, registerBusConsumer, type BusConsumerState } from './metrics';
 import { PeriodicJob } from './periodic';
 import { isConsumerGone, recreateConsumer, type ConsumerPlace } from './nats-consumer';

@@ -8,12 +8,12 @@
  * - One subject: a server-side filter on any server; several: server-side filters on
  *   nats-server 2.10+, otherwise none (the subscription drops what does not match).
  */
-import { AckPolicy, ConsumerConfig, DeliverPolicy, JetStreamManager, NatsConnection, nanos } from 'nats';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamError, type ConsumerConfig, type JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from './logger';
 import { apiErrorCode } from './nats-stream';
 
-/** JetStream API error codes we react to (nats-server `server/errors.json`). */
-const JS_CONSUMER_NOT_FOUND = 10014;
+/** JetStream API error codes we react to (nats-server `server/errors.json`) that nats.js does not name. */
 const JS_CONSUMER_NAME_IN_USE = 10013;
 const JS_CONSUMER_EXISTS = 10148;
 
@@ -29,12 +29,13 @@ export function serverSupportsMultipleFilters(nc: NatsConnection): boolean {
 }
 
 /**
- * Whether `err` says the durable consumer is gone: not found (10014, or nats.js's own
- * "consumer not found" after missed heartbeats) or deleted under a pull in flight (the
- * server's `409 Consumer Deleted`).
+ * Whether `err` says the durable consumer is gone: not found (the API's 10014, also what
+ * a consume loop's check after missed heartbeats reports) or deleted under a pull in
+ * flight (the server's `409 Consumer Deleted` status, which nats.js gives as a
+ * JetStreamError carrying only the status's description).
  */
 export function isConsumerGone(err: unknown): boolean {
-  return apiErrorCode(err) === JS_CONSUMER_NOT_FOUND || /consumer not found|consumer deleted/i.test(String(err));
+  return apiErrorCode(err) === JetStreamApiCodes.ConsumerNotFound || (err instanceof JetStreamError && /^consumer deleted$/i.test(err.message));
 }
 
 /** Where the bus's consumers live: the stream, its subject prefix and replica count. */
@@ -101,7 +102,7 @@ export async function ensureConsumer(place: ConsumerPlace, durable: string, subj
     try {
       info = await jsm.consumers.info(stream, durable);
     } catch (err) {
-      if (apiErrorCode(err) !== JS_CONSUMER_NOT_FOUND) throw err;
+      if (apiErrorCode(err) !== JetStreamApiCodes.ConsumerNotFound) throw err;
       try {
         await jsm.consumers.add(stream, wanted);
         log.info({ stream, durable, subjects }, 'bus: durable consumer created');

@@ -9,23 +9,22 @@
  * - Replicas and limits (NATS_STREAM_*) of an existing stream are brought to the
  *   configuration in place, unless the connection's NATS user may not update it.
  */
-import { DiscardPolicy, JetStreamManager, NatsError, RetentionPolicy, StorageType, StreamConfig, nanos } from 'nats';
+import { errors, nanos } from '@nats-io/nats-core';
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { DEFAULT_STREAM_MAX_AGE_MS } from './config';
 import { formatDuration } from './config-parsers';
 import type { Logger } from './logger';
 
-/** JetStream API error codes we react to (nats-server `server/errors.json`). */
-const JS_STREAM_NOT_FOUND = 10059;
+/** JetStream API error codes we react to (nats-server `server/errors.json`) that nats.js does not name. */
 const JS_STREAM_NAME_IN_USE = 10058;
 /** `replicas > 1 not supported in non-clustered mode`. */
 const JS_REPLICAS_NOT_SUPPORTED = 10074;
 
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 
-/** The JetStream API error code of `err`, if it is one. */
+/** The JetStream API error code (`err_code`) of `err`, if it is a JetStream API error. */
 export function apiErrorCode(err: unknown): number | undefined {
-  if (err instanceof NatsError) return err.api_error?.err_code;
-  return undefined;
+  return err instanceof JetStreamApiError ? err.code : undefined;
 }
 
 /**
@@ -67,9 +66,9 @@ function describeLimit(field: 'num_replicas' | 'max_age' | 'max_bytes', v: numbe
   return formatDuration(v / 1e6);
 }
 
-/** Whether `err` is the server refusing this connection's user a subject (no permission). */
+/** Whether `err` is the server refusing this connection's user a subject (no permission); a request's refusal comes as a RequestError with it as the cause. */
 function isPermissionError(err: unknown): boolean {
-  return err instanceof NatsError && err.isPermissionError();
+  return err instanceof errors.PermissionViolationError || (err instanceof errors.RequestError && err.cause instanceof errors.PermissionViolationError);
 }
 
 /**
@@ -85,7 +84,7 @@ export async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamCon
     try {
       info = await jsm.streams.info(cfg.name);
     } catch (err) {
-      if (apiErrorCode(err) !== JS_STREAM_NOT_FOUND) throw err;
+      if (apiErrorCode(err) !== JetStreamApiCodes.StreamNotFound) throw err;
       try {
         const created = await jsm.streams.add(cfg);
         log.info(

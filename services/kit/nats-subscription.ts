@@ -10,7 +10,7 @@
  * - A consumer lost while the subscription runs is noticed within seconds and created
  *   again from its acknowledged position (nats-consumer-watch.ts).
  */
-import { ConsumerMessages, JetStreamClient, JsMsg } from 'nats';
+import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { ReceivedEvent, SubscribeOptions, Subscription } from './bus';
 import { subjectMatches } from './bus-memory';
 import { isConsumerGone, type ConsumerPlace } from './nats-consumer';
@@ -164,7 +164,7 @@ export class NatsSubscription implements Subscription {
   async stop(): Promise<void> {
     const checkStopped = this.detach();
     const stopping = this.worker.stop();
-    // stop(), not close(): with nats.js, awaiting close() after leaving the loop hangs.
+    // Ends the consume loop; the worker's stop, awaited below, waits for the session to return.
     this.iter?.stop();
     await Promise.all([stopping, checkStopped]);
     this.ctx.stopped(this);

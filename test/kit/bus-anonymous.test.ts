@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics } from '@opentelemetry/sdk-node';

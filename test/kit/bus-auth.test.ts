@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, Events, nkeys } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { nkeys } from '@nats-io/nats-core';
 import type { EventBus, ReceivedEvent } from '../../services/kit/bus';
 import { connectNatsBus, inboxPrefixOf } from '../../services/kit/bus-nats';
 import { loadConfig } from '../../services/kit/config';
@@ -105,7 +106,7 @@ test("another role's credentials cannot publish the calendar's events, pull them
   const nc = await connect({ servers: nats.url, user: 'catalog', pass: new URL(nats.urlFor('catalog')).password, inboxPrefix: inboxPrefixOf('catalog') });
   const errors: string[] = [];
   void (async () => {
-    for await (const s of nc.status()) if (s.type === Events.Error) errors.push(String(s.data));
+    for await (const s of nc.status()) if (s.type === 'error') errors.push(String(s.error));
   })();
   nc.subscribe(`${inboxPrefixOf('notifications')}.>`);
   await nc.flush().catch(() => {});

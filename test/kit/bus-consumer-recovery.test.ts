@@ -16,7 +16,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { connect, type NatsConnection } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics } from '@opentelemetry/sdk-node';
@@ -103,7 +105,7 @@ maybe('a durable consumer lost while subscribed (private nats-server)', () => {
     expect(await sample('psync_bus_consumer_up')).toBe(1);
 
     await eventually(async () => (await sample('psync_bus_consumer_pending')) === 0, 15_000, 'every ack recorded');
-    const jsm = await admin.jetstreamManager();
+    const jsm = await jetstreamManager(admin);
     const deletedAt = Date.now();
     // nats-server 2.9 may answer "unlinkat …: directory not empty" after removing the
     // consumer (its store directory raced a write): what counts is that it is gone.
@@ -131,7 +133,7 @@ maybe('a durable consumer lost while subscribed (private nats-server)', () => {
   });
 
   test('cannot be recreated (its stream is gone): up 0 and pending NaN, never 0; back with the stream, from its start', async () => {
-    const jsm = await admin.jetstreamManager();
+    const jsm = await jetstreamManager(admin);
     await jsm.streams.delete(stream);
     await eventually(async () => (await sample('psync_bus_consumer_up')) === 0, 15_000, 'psync_bus_consumer_up 0');
     for (let i = 0; i < 3; i++) {

@@ -11,7 +11,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AckPolicy, connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import pino from 'pino';
 import { connectNatsBus } from '../../services/kit/bus-nats';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
@@ -42,7 +44,7 @@ async function startCluster(): Promise<void> {
   for (let i = 0; ; i++) {
     try {
       nc ??= await connect({ servers: url.split(','), reconnect: true });
-      await (await nc.jetstreamManager()).getAccountInfo();
+      await (await jetstreamManager(nc)).getAccountInfo();
       return;
     } catch (err) {
       if (i >= 100) throw new Error(`the NATS cluster did not start: ${String(err)}`, { cause: err });
@@ -93,7 +95,7 @@ jest.retryTimes(2, { logErrorsBeforeRetry: true });
   test("an older release's R1 stream and consumer become R3 in place, keeping events and position", async () => {
     const prefix = uniqueBusPrefix();
     const name = prefix.toUpperCase();
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     await asking(() =>
       jsm.streams.add({
         name,
@@ -107,7 +109,7 @@ jest.retryTimes(2, { logErrorsBeforeRetry: true });
     await asking(() =>
       jsm.consumers.add(name, { durable_name: INTAKE_CONSUMER, ack_policy: AckPolicy.Explicit, filter_subject: `${prefix}.a`, ack_wait: nanos(30_000), max_deliver: -1 }),
     );
-    const js = nc.jetstream();
+    const js = jetstream(nc);
     for (let i = 0; i < 5; i++) await asking(() => js.publish(`${prefix}.a`, new Uint8Array([i]), { msgID: `${prefix}-${i}` }));
 
     const lines: Record<string, unknown>[] = [];
@@ -146,7 +148,7 @@ jest.retryTimes(2, { logErrorsBeforeRetry: true });
   test('a durable consumer whose leader node is lost gets new events within seconds', async () => {
     const prefix = uniqueBusPrefix();
     const name = prefix.toUpperCase();
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     const log = pino({ level: 'silent' });
     const stream = { replicas: 3, maxAgeMs: 86_400_000, maxBytes: -1 };
     const setup = await asking(() => connectNatsBus({ url, prefix, log, stream }), 3);

@@ -9,7 +9,9 @@
  * Needs NATS_URL (fresh stream per test, deleted afterwards) and, for the permission
  * case, the `nats-server` binary (a private server; never the machine's shared one).
  */
-import { AckPolicy, connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import pino from 'pino';
 import type { EventBus } from '../../services/kit/bus';
 import { connectNatsBus, inboxPrefixOf } from '../../services/kit/bus-nats';
@@ -34,7 +36,7 @@ function recordingLogger(): { log: Logger; lines: Record<string, unknown>[] } {
 
 /** The stream as releases before these settings created it: one replica, no max_age, no max_bytes. */
 async function createAsOlderRelease(nc: NatsConnection, prefix: string): Promise<void> {
-  const jsm = await nc.jetstreamManager();
+  const jsm = await jetstreamManager(nc);
   await jsm.streams.add({
     name: prefix.toUpperCase(),
     subjects: [`${prefix}.>`],
@@ -56,7 +58,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
 
   afterEach(async () => {
     await Promise.allSettled(buses.splice(0).map((b) => b.close()));
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     for (const p of prefixes.splice(0)) await jsm.streams.delete(p.toUpperCase()).catch(() => false);
   });
 
@@ -80,7 +82,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     const prefix = fresh();
     const { log, lines } = recordingLogger();
     await bus(prefix, log, { replicas: 1, maxAgeMs: 3 * DAY_MS, maxBytes: 64 * MIB });
-    const { config } = await (await nc.jetstreamManager()).streams.info(prefix.toUpperCase());
+    const { config } = await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase());
     expect(config).toMatchObject({ num_replicas: 1, max_age: nanos(3 * DAY_MS), max_bytes: 64 * MIB });
     expect(lines.find((l) => l.msg === 'bus: stream created')).toMatchObject({ num_replicas: 1, max_age: '3d', max_bytes: String(64 * MIB) });
   });
@@ -88,12 +90,12 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
   test("an older release's stream is brought to the limits in place, keeping its events, with one log line", async () => {
     const prefix = fresh();
     await createAsOlderRelease(nc, prefix);
-    const js = nc.jetstream();
+    const js = jetstream(nc);
     for (let i = 0; i < 3; i++) await js.publish(`${prefix}.before.upgrade`, new Uint8Array([i]));
 
     const { log, lines } = recordingLogger();
     await bus(prefix, log, { replicas: 1, maxAgeMs: 7 * DAY_MS, maxBytes: 10 * 1024 * MIB });
-    const info = await (await nc.jetstreamManager()).streams.info(prefix.toUpperCase());
+    const info = await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase());
     expect(info.config).toMatchObject({ num_replicas: 1, max_age: nanos(7 * DAY_MS), max_bytes: 10 * 1024 * MIB, subjects: [`${prefix}.>`] });
     expect(info.state.messages).toBe(3);
     const updated = lines.filter((l) => String(l.msg).startsWith('bus: stream configuration updated'));
@@ -117,7 +119,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     await createAsOlderRelease(nc, prefix);
     const { log, lines } = recordingLogger();
     await bus(prefix, log);
-    const { config } = await (await nc.jetstreamManager()).streams.info(prefix.toUpperCase());
+    const { config } = await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase());
     expect(config.max_age).toBe(0);
     expect(config.max_bytes).toBe(-1);
     expect(lines.filter((l) => String(l.msg).startsWith('bus: stream configuration updated'))).toEqual([]);
@@ -125,7 +127,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
 
   test("durable consumers take the stream's replica count; an older release's consumer (0: inherit) is left alone on R1", async () => {
     const prefix = fresh();
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     await createAsOlderRelease(nc, prefix);
     await jsm.consumers.add(prefix.toUpperCase(), { durable_name: 'older', ack_policy: AckPolicy.Explicit, filter_subject: `${prefix}.a` });
     const { log, lines } = recordingLogger();
@@ -143,7 +145,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     // Also for an older release's stream (nats-server 2.9 would accept that update).
     await createAsOlderRelease(nc, prefix);
     await expect(bus(prefix, recordingLogger().log, { replicas: 3, maxAgeMs: DAY_MS, maxBytes: -1 })).rejects.toThrow(/NATS_STREAM_REPLICAS=3 needs a clustered JetStream/);
-    expect((await (await nc.jetstreamManager()).streams.info(prefix.toUpperCase())).config.num_replicas).toBe(1);
+    expect((await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase())).config.num_replicas).toBe(1);
   });
 });
 

@@ -36,7 +36,8 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { BookingConfirmedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import type { Booking } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { RunningSystem } from '../support/system';
 
 const [bookings = 300, events = 5000, endpoints = 10] = process.argv.slice(2).map(Number);
@@ -125,7 +126,7 @@ function pct(sorted: number[], p: number): number {
 async function intakeIdle(system: RunningSystem): Promise<void> {
   const nc = await connect({ servers: system.env.NATS_URL!.split(',') });
   try {
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     const stream = system.env.BUS_PREFIX!.toUpperCase().replace(/-/g, '_');
     let last = -1;
     for (let i = 0; i < 600; i++) {

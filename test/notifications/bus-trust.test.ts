@@ -27,7 +27,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate, timestampNow } from '@bufbuild/protobuf/wkt';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
@@ -203,12 +204,13 @@ async function withDatabaseOf(system: RunningSystem, fn: (sql: Sql) => Promise<v
 async function streamMessages(system: RunningSystem): Promise<{ subject: string; data: Uint8Array }[]> {
   const nc = await connect({ servers: system.env.NATS_URL!.split(',') });
   try {
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     const stream = system.env.BUS_PREFIX!.toUpperCase().replace(/-/g, '_');
     const info = await jsm.streams.info(stream);
     const out: { subject: string; data: Uint8Array }[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+      // null: a sequence the stream no longer holds (deleted or expired).
+      const m = await jsm.streams.getMessage(stream, { seq });
       if (m) out.push({ subject: m.subject, data: m.data });
     }
     return out;

@@ -24,7 +24,9 @@
 import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { connect, type NatsConnection } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { BookingCancelledSchema, BookingConfirmedSchema, UserErasedSchema } from '../../gen/psync/calendar/v1/events_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
@@ -94,8 +96,9 @@ const STREAM = prefix.toUpperCase().replace(/-/g, '_');
 
   /** The calendar's last message on `subject` in the stream, decoded. */
   async function lastReal<D extends DescMessage>(schema: D, subject: string): Promise<MessageShape<D>> {
-    const jsm = await nc.jetstreamManager();
+    const jsm = await jetstreamManager(nc);
     const m = await jsm.streams.getMessage(STREAM, { last_by_subj: `${prefix}.${subject}` });
+    if (!m) throw new Error(`no message on ${prefix}.${subject}`);
     return fromBinary(schema, m.data);
   }
 
@@ -104,7 +107,7 @@ const STREAM = prefix.toUpperCase().replace(/-/g, '_');
     const before = await refused(key);
     const eventId = randomUUID();
     const forged = create(schema, { ...message, eventId } as never);
-    await nc.jetstream().publish(`${prefix}.${subject}`, toBinary(schema, forged), { msgID: eventId });
+    await jetstream(nc).publish(`${prefix}.${subject}`, toBinary(schema, forged), { msgID: eventId });
     await eventually(async () => (await refused(key)) > before, 30_000, `refusal ${key}`);
   }
 
@@ -178,7 +181,7 @@ const STREAM = prefix.toUpperCase().replace(/-/g, '_');
     await c.notifications.putEndpoint({ workspaceId: ws, url: `${receiver.baseUrl}${path}`, events: ALL });
     const before = await consumerMetric('psync_bus_consumer_recreated_total');
     // nats-server 2.9 may answer "unlinkat …: directory not empty" after removing it: what counts is that it is gone.
-    await (await nc.jetstreamManager()).consumers.delete(STREAM, INTAKE_CONSUMER).catch((err: Error) => expect(err.message).toMatch(/unlinkat/));
+    await (await jetstreamManager(nc)).consumers.delete(STREAM, INTAKE_CONSUMER).catch((err: Error) => expect(err.message).toMatch(/unlinkat/));
     const booking = await d.confirmBooking(ws, { guestId: `guest-${randomUUID()}`, guestName: 'Grace Hopper' });
     const [delivered] = await receiver.waitFor(() => deliveries(path, 'booking.confirmed').length > 0 && deliveries(path, 'booking.confirmed'), 60_000, 'the delivery');
     expect(delivered!.json.data.booking_reference).toBe(booking.bookingReference);

@@ -6,7 +6,8 @@
  * - Otherwise: the in-process memory bus.
  */
 import { randomBytes } from 'node:crypto';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import type { BusEvent, EventBus } from '../../services/kit/bus';
 import { createMemoryBus } from '../../services/kit/bus-memory';
@@ -52,7 +53,7 @@ export async function startTestBus(log: Logger = testLogger()): Promise<TestBus>
       await bus.close();
       const nc = await connect({ servers: url.split(',') });
       try {
-        const jsm = await nc.jetstreamManager();
+        const jsm = await jetstreamManager(nc);
         await jsm.streams.delete(prefix.toUpperCase()).catch(() => false);
       } finally {
         await nc.close();

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
 import { freePort } from './system';
 
 export interface PlainNats {

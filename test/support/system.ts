@@ -27,7 +27,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { createSql } from '../../services/kit/database';
 import { ROOT, waitForLine } from './process';
 import { TEST_TOKENS, testCallerEnv } from './credentials';
@@ -137,7 +138,7 @@ export async function deleteBusStream(prefix: string, natsUrl = process.env.NATS
   try {
     const nc = await connect({ servers: natsUrl.split(',') });
     try {
-      const jsm = await nc.jetstreamManager();
+      const jsm = await jetstreamManager(nc);
       await jsm.streams.delete(prefix.toUpperCase().replace(/-/g, '_')).catch(() => false);
     } finally {
       await nc.close();

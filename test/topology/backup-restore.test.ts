@@ -25,7 +25,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { connect } from 'nats';
+import { connect } from '@nats-io/transport-node';
 import postgres from 'postgres';
 import { send, jsonRequest, type Received as Answer } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';

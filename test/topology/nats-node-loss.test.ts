@@ -17,7 +17,9 @@
  * internal answers are 2xx (503 at worst); the relay publishes and a delivery arrives
  * again within 30 s of the kill.
  */
-import { connect, type JetStreamManager, type NatsConnection } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { createSql, type Sql } from '../../services/kit/database';
 import { Partners } from '../gateway/partners';
@@ -219,7 +221,7 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
     receiver = new Receiver(certs);
     await receiver.listen();
     nc = await connect({ servers: cluster.url.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    jsm = await nc.jetstreamManager({ timeout: 2_000 });
+    jsm = await jetstreamManager(nc, { timeout: 2_000 });
   }, 600_000);
 
   afterAll(async () => {
@@ -353,7 +355,7 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
     const copiesAtEnd = await nodeCopies();
     const streamState = (await asking(() => jsm.streams.info(STREAM))).state;
     const last = streamState.last_seq;
-    const oc = await nc!.jetstream().consumers.get(STREAM);
+    const oc = await jetstream(nc!).consumers.get(STREAM);
     const iter = await oc.consume();
     for await (const m of iter) {
       stream.push({ id: m.headers?.get('Nats-Msg-Id') ?? '', seq: m.seq });

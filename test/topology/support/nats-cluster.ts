@@ -10,7 +10,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from 'nats';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { freePort } from '../../support/system';
 
 export interface NatsNode {
@@ -112,7 +114,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     for (let i = 0; ; i++) {
       try {
         nc ??= await connect({ servers: cluster.url.split(','), reconnect: true });
-        await (await nc.jetstreamManager()).getAccountInfo();
+        await (await jetstreamManager(nc)).getAccountInfo();
         break;
       } catch (err) {
         if (i >= 150) throw new Error(`the NATS cluster did not elect a JetStream leader: ${String(err)}`, { cause: err });

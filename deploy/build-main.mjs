@@ -1,0 +1,60 @@
+/**
+ * Builds what every process runs, the image and `npm start` alike: main.ts and all of
+ * the project's code it imports bundled into one CommonJS file, dist/psync.cjs, with
+ * every SQL file of the tree (services/<name>/migrations, services/<name>/functions)
+ * embedded as text (services/kit/sql-tree.ts reads them from there). Dependencies stay
+ * in node_modules (`packages: 'external'`): native ones (sharp, PGlite's WebAssembly)
+ * cannot be bundled, and the image ships its production node_modules anyway.
+ *
+ * Built only when an input changed (the sha256 of the sources, the SQL and this file,
+ * kept in dist/.psync.inputs.sha256; deploy/input-stamp.mjs); `--force` always builds.
+ * The file is written under a temporary name and renamed, so a process starting while
+ * another build runs never reads half a file. esbuild is the bundler bin/psync already
+ * uses (deploy/build-cli.mjs).
+ */
+import { build } from 'esbuild';
+import { mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { filesUnder, inputsDigest, isCurrent, writeStamp } from './input-stamp.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const outfile = join(root, 'dist', 'psync.cjs');
+const stamp = join(root, 'dist', '.psync.inputs.sha256');
+
+const isSource = (name) => (name.endsWith('.ts') && !name.endsWith('.test.ts')) || name.endsWith('.json') || name.endsWith('.sql');
+const inputs = [
+  join(root, 'main.ts'),
+  ...['services', 'gateway', 'gen'].flatMap((d) => filesUnder(join(root, d), isSource)),
+  join(root, 'tsconfig.json'),
+  join(root, 'package.json'),
+  fileURLToPath(import.meta.url),
+];
+const digest = inputsDigest(root, inputs);
+if (!process.argv.includes('--force') && isCurrent(stamp, digest)) process.exit(0);
+
+/** Every SQL file below services/, by its slash-separated path from the root. */
+const sqlFiles = Object.fromEntries(
+  filesUnder(join(root, 'services'), (name) => name.endsWith('.sql'))
+    .filter((f) => /[/\\](migrations|functions)[/\\][^/\\]+\.sql$/.test(f))
+    .map((f) => [relative(root, f).split(sep).join('/'), readFileSync(f, 'utf8')]),
+);
+
+mkdirSync(dirname(outfile), { recursive: true });
+const partial = `${outfile}.${process.pid}.partial`;
+await build({
+  entryPoints: [join(root, 'main.ts')],
+  outfile: partial,
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  packages: 'external',
+  // Class names reach logs and error.type (services/kit/semconv.ts errorType).
+  keepNames: true,
+  define: { __PSYNC_SQL_FILES__: JSON.stringify(sqlFiles) },
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+renameSync(partial, outfile);
+writeStamp(stamp, digest);
