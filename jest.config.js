@@ -14,6 +14,8 @@ module.exports = {
   // Tests use the partner SDK's source, not its build (dist/, made by its `npm run build` or `npm pack`).
   moduleNameMapper: { '^@partner-sync/partner-sdk$': '<rootDir>/packages/partner-sdk/src/index.ts' },
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  // The system tests start the shipped build (test/support/system.ts): made current once per run.
+  globalSetup: '<rootDir>/test/support/build-main.js',
   testTimeout: 60000,
   maxWorkers: 2,
 };

@@ -25,7 +25,7 @@ const stamp = join(root, 'dist', '.psync.inputs.sha256');
 const isSource = (name) => (name.endsWith('.ts') && !name.endsWith('.test.ts')) || name.endsWith('.json') || name.endsWith('.sql');
 const inputs = [
   join(root, 'main.ts'),
-  ...['services', 'gateway', 'gen'].flatMap((d) => filesUnder(join(root, d), isSource)),
+  ...['services', 'gateway', 'gen', 'bin'].flatMap((d) => filesUnder(join(root, d), isSource)),
   join(root, 'tsconfig.json'),
   join(root, 'package.json'),
   fileURLToPath(import.meta.url),

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createWorkspace, internalClients } from '../support/internal-clients';
 import { listeningAddresses } from '../support/listening';
-import { backends, freePort, jsonLogs, runCommand, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { backends, freePort, jsonLogs, runCommand, SHIPPED_MAIN, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
 /** What `find <dir> -perm /077` prints: entries open to group or others. */
 function openEntries(dir: string): string[] {
@@ -118,7 +118,7 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
     });
 
     test('a second process on the same DATA_DIR is refused instead of opening the database twice', async () => {
-      const res = await runCommand(process.execPath, ['--import', 'tsx', 'main.ts'], {
+      const res = await runCommand(process.execPath, [SHIPPED_MAIN], {
         ...system.env,
         PORT: String(await freePort()),
         INTERNAL_PORT: String(await freePort()),

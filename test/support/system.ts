@@ -1,6 +1,9 @@
 /**
- * The system under test as its own process, started exactly as an operator starts it:
- * `node --import tsx main.ts <role>` from the repository root.
+ * The system under test as its own process, started exactly as the image and `npm start`
+ * start it: `node dist/psync.cjs <role>` from the repository root, the build
+ * deploy/build-main.mjs makes (jest's global set-up, test/support/build-main.js, brings
+ * it up to date before any test runs). An older release's checkout (the rolling-upgrade
+ * check) starts from its sources through tsx.
  *
  * - No DATABASE_URL in the test environment: the embedded default (PGlite under a
  *   fresh DATA_DIR, in-process bus).
@@ -166,9 +169,12 @@ export async function stopAllSystems(signal: NodeJS.Signals = 'SIGTERM'): Promis
   await Promise.allSettled([...running].map((s) => s.stop(signal)));
 }
 
-/** Runs `node --import tsx main.ts …` with `env` and returns the child (for short-lived roles and refusals). */
+/** The shipped build, as deploy/build-main.mjs writes it. */
+export const SHIPPED_MAIN = join('dist', 'psync.cjs');
+
+/** Runs `node dist/psync.cjs …` with `env` and returns the child (for short-lived roles and refusals). */
 export function spawnMain(args: string[], env: Record<string, string | undefined>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'main.ts', ...args], {
+  return spawn(process.execPath, [SHIPPED_MAIN, ...args], {
     cwd: ROOT,
     env: env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -224,17 +230,19 @@ export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemI
 }
 
 /**
- * Starts main.ts in its own process and resolves once it printed its
+ * Starts the system (this repository's build, or another release's main.ts) in its own process and resolves once it printed its
  * `listening` line. On failure (exit, time-out) everything is cleaned up and the
  * error carries the output.
  */
 /**
- * The entry point of the checkout at `root`: main.ts, or services/main.ts in a release
- * from before the composition root moved to the top (the rolling-upgrade check starts
- * the previous release from its own checkout).
+ * How to start the checkout at `root`: this repository's shipped build; another
+ * release's sources through tsx, main.ts or services/main.ts in a release from before
+ * the composition root moved to the top (the rolling-upgrade check starts the previous
+ * release from its own checkout).
  */
-function entryOf(root: string): string {
-  return existsSync(join(root, 'main.ts')) ? 'main.ts' : join('services', 'main.ts');
+function entryOf(root: string): string[] {
+  if (root === ROOT) return [SHIPPED_MAIN];
+  return ['--import', 'tsx', existsSync(join(root, 'main.ts')) ? 'main.ts' : join('services', 'main.ts')];
 }
 
 export async function startSystem(opts: StartOptions = {}): Promise<RunningSystem> {
@@ -312,7 +320,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   }
 
   const root = opts.root ?? ROOT;
-  const child = spawn(process.execPath, ['--import', 'tsx', entryOf(root), role, ...(opts.args ?? [])], {
+  const child = spawn(process.execPath, [...entryOf(root), role, ...(opts.args ?? [])], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -426,9 +434,9 @@ export function runCommand(
   });
 }
 
-/** Runs `node --import tsx main.ts …args` to completion. */
+/** Runs `node dist/psync.cjs …args` to completion. */
 export function runMain(args: string[], env: Record<string, string | undefined>, timeoutMs = 60000): Promise<RunResult> {
-  return runCommand(process.execPath, ['--import', 'tsx', 'main.ts', ...args], env, timeoutMs);
+  return runCommand(process.execPath, [SHIPPED_MAIN, ...args], env, timeoutMs);
 }
 
 /** Non-empty lines of `text`. */
