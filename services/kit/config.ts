@@ -31,6 +31,16 @@ import {
 } from './config-parsers';
 import { natsServers } from './nats-credentials';
 
+/** True when the package `name` can be loaded from here (development dependencies are absent from the image). */
+function resolvable(name: string): boolean {
+  try {
+    require.resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Default retention of the JetStream stream (NATS_STREAM_MAX_AGE): 7 days. */
 export const DEFAULT_STREAM_MAX_AGE_MS = 7 * 86_400_000;
 
@@ -246,9 +256,12 @@ export const settings = {
     'json',
     (raw, name) => {
       if (raw !== 'json' && raw !== 'pretty') throw new ConfigError(`${name} must be json or pretty, got "${raw}"`);
+      if (raw === 'pretty' && !resolvable('pino-pretty')) {
+        throw new ConfigError(`${name}=pretty needs pino-pretty, a development dependency the image leaves out: keep json and read the lines through \`npx pino-pretty\``);
+      }
       return raw;
     },
-    'json: one JSON object per line (the default, for log collectors); pretty: human-readable lines (pino-pretty)',
+    'json: one JSON object per line (the default, for log collectors); pretty: human-readable lines (pino-pretty, a development dependency: a checkout after npm ci, not the image)',
   ),
   identityUrl: setting('IDENTITY_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'identity service base URL (default: this process)'),
   catalogUrl: setting('CATALOG_URL', '', (raw, name) => url(['http', 'https'])(raw, name), 'catalog service base URL (default: this process)'),

@@ -21,8 +21,7 @@ import { chmodSync, lstatSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { makePrivateDir, tightenTree } from './private-dir';
 
 export interface EmbeddedPostgres {
@@ -89,6 +88,12 @@ export async function startEmbeddedPostgres(dataDir: string, listen: EmbeddedLis
   makePrivateDir(dataDir);
   const socket = 'socket' in listen ? socketLocation(listen.socket) : undefined;
   if (socket) await claimSocketPath(socket.path);
+  // PGlite is loaded here, not at the top: a process on a real PostgreSQL (every role in
+  // a cluster) never opens it and does not pay for loading it.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { PGlite } = require('@electric-sql/pglite') as typeof import('@electric-sql/pglite');
+  const { PGLiteSocketServer: SocketServer } = require('@electric-sql/pglite-socket') as typeof import('@electric-sql/pglite-socket');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   // Extensions must be passed on every open of the data directory. The contrib entry
   // is ESM-only, hence the dynamic import.
   const { btree_gist } = await import('@electric-sql/pglite/contrib/btree_gist');
@@ -98,8 +103,8 @@ export async function startEmbeddedPostgres(dataDir: string, listen: EmbeddedLis
   let server: PGLiteSocketServer;
   try {
     server = socket
-      ? new PGLiteSocketServer({ db, path: socket.path, maxConnections: 1 })
-      : new PGLiteSocketServer({ db, host: '127.0.0.1', port: (listen as { loopbackPort: number }).loopbackPort, maxConnections: 1 });
+      ? new SocketServer({ db, path: socket.path, maxConnections: 1 })
+      : new SocketServer({ db, host: '127.0.0.1', port: (listen as { loopbackPort: number }).loopbackPort, maxConnections: 1 });
     await server.start();
     if (socket) chmodSync(socket.path, 0o600);
   } catch (err) {

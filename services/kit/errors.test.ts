@@ -14,7 +14,7 @@
 import net from 'node:net';
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { context } from '@opentelemetry/api';
-import { tracing } from '@opentelemetry/sdk-node';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import postgres from 'postgres';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { errors as natsErrors } from '@nats-io/nats-core';
@@ -86,7 +86,7 @@ beforeAll(async () => {
     metricsPort: 0,
     log: createLogger({ level: 'silent', name: 't' }),
     env: {},
-    spanProcessors: [new tracing.SimpleSpanProcessor(new tracing.InMemorySpanExporter())],
+    spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())],
   });
 
   // postgres.js: nothing listening; a server that never answers the start-up; a pool already ended.

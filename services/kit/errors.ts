@@ -100,9 +100,9 @@ const CONNECTION_CODES = new Set([
  * admin_shutdown (`pg_ctl -m fast`), 57P02 crash_shutdown, 57P03 cannot_connect_now
  * (starting up, shutting down, in recovery), 53300 too_many_connections, 25006
  * read_only_sql_transaction (the connection reached a standby or a demoted primary,
- * which takes no writes; postgres.js, patched by deploy/patch-postgres.cjs, then drops
- * that connection and the next attempt looks for the read-write host). Class 08
- * (connection_exception) is matched by its prefix.
+ * which takes no writes; postgres.js, with patches/postgres+3.4.9+002+read-only-failover.patch,
+ * then drops that connection and the next attempt looks for the read-write host).
+ * Class 08 (connection_exception) is matched by its prefix.
  */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
 

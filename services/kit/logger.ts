@@ -84,7 +84,9 @@ export interface LoggerOptions {
 
 /**
  * pino-pretty as a synchronous in-process stream writing to `destination` (stdout
- * by default). Loaded only when asked for, so the JSON default never loads it.
+ * by default). Loaded only when asked for, so the JSON default never loads it:
+ * pino-pretty is a development dependency, absent from the image, where the
+ * configuration refuses LOG_FORMAT=pretty (config.ts).
  */
 function prettyStream(destination: pino.DestinationStream | undefined): pino.DestinationStream {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -27,12 +27,6 @@
 import { resourceFromAttributes, defaultResource, detectResources, envDetector, type Resource } from '@opentelemetry/resources';
 import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ConsoleMetricExporter, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
-import { OTLPTraceExporter as OtlpTraceGrpc } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { OTLPTraceExporter as OtlpTraceProto } from '@opentelemetry/exporter-trace-otlp-proto';
-import { OTLPTraceExporter as OtlpTraceJson } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPMetricExporter as OtlpMetricGrpc } from '@opentelemetry/exporter-metrics-otlp-grpc';
-import { OTLPMetricExporter as OtlpMetricProto } from '@opentelemetry/exporter-metrics-otlp-proto';
-import { OTLPMetricExporter as OtlpMetricJson } from '@opentelemetry/exporter-metrics-otlp-http';
 import { ConfigError } from './config-error';
 
 /** The OTLP transports the specification names. */
@@ -40,6 +34,25 @@ export const OTLP_PROTOCOLS = ['grpc', 'http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 type Env = Record<string, string | undefined>;
+
+/*
+ * The OTLP exporters are loaded when the environment asks for one: the gRPC and
+ * protobuf ones bring @grpc/grpc-js and protobufjs, a few hundred milliseconds of
+ * start-up (docs/performance.md "Image footprint and cold start") that a process
+ * exporting nothing over OTLP, the default, never needs.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+const otlpSpanExporter: Record<OtlpProtocol, () => SpanExporter> = {
+  grpc: () => new (require('@opentelemetry/exporter-trace-otlp-grpc') as typeof import('@opentelemetry/exporter-trace-otlp-grpc')).OTLPTraceExporter(),
+  'http/protobuf': () => new (require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(),
+  'http/json': () => new (require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(),
+};
+const otlpMetricExporter: Record<OtlpProtocol, () => PushMetricExporter> = {
+  grpc: () => new (require('@opentelemetry/exporter-metrics-otlp-grpc') as typeof import('@opentelemetry/exporter-metrics-otlp-grpc')).OTLPMetricExporter(),
+  'http/protobuf': () => new (require('@opentelemetry/exporter-metrics-otlp-proto') as typeof import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter(),
+  'http/json': () => new (require('@opentelemetry/exporter-metrics-otlp-http') as typeof import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter(),
+};
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** The OTLP protocol of `signal`: its own variable, else the general one, else `http/protobuf`. */
 export function otlpProtocol(env: Env, signal: 'TRACES' | 'METRICS'): OtlpProtocol {
@@ -68,14 +81,7 @@ export function spanExporters(env: Env): SpanExporter[] {
   const names = exporterNames(env, 'OTEL_TRACES_EXPORTER', ['otlp', 'console', 'none'] as const, endpoint ? ['otlp'] : []);
   return names.map((n) => {
     if (n === 'console') return new ConsoleSpanExporter();
-    switch (otlpProtocol(env, 'TRACES')) {
-      case 'grpc':
-        return new OtlpTraceGrpc();
-      case 'http/protobuf':
-        return new OtlpTraceProto();
-      case 'http/json':
-        return new OtlpTraceJson();
-    }
+    return otlpSpanExporter[otlpProtocol(env, 'TRACES')]();
   });
 }
 
@@ -95,14 +101,7 @@ export function metricReaders(env: Env): PeriodicExportingMetricReader[] {
   const timeout = Math.min(millis(env, 'OTEL_METRIC_EXPORT_TIMEOUT', 30_000), interval);
   const exporter = (n: 'otlp' | 'console'): PushMetricExporter => {
     if (n === 'console') return new ConsoleMetricExporter();
-    switch (otlpProtocol(env, 'METRICS')) {
-      case 'grpc':
-        return new OtlpMetricGrpc();
-      case 'http/protobuf':
-        return new OtlpMetricProto();
-      case 'http/json':
-        return new OtlpMetricJson();
-    }
+    return otlpMetricExporter[otlpProtocol(env, 'METRICS')]();
   };
   return names
     .filter((n): n is 'otlp' | 'console' => n === 'otlp' || n === 'console')

@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { metrics as sdkMetrics } from '@opentelemetry/sdk-node';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { EventBus } from '../../services/kit/bus';
 import { connectNatsBus } from '../../services/kit/bus-nats';
 import { bindMeterProvider } from '../../services/kit/metrics';
@@ -70,7 +70,7 @@ function capture(lines: Record<string, unknown>[]) {
 
 maybe('anonymous NATS off loopback', () => {
   beforeAll(() => {
-    unbind = bindMeterProvider(new sdkMetrics.MeterProvider({ readers: [exporter] }));
+    unbind = bindMeterProvider(new MeterProvider({ readers: [exporter] }));
   });
 
   afterAll(async () => {

@@ -21,7 +21,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { metrics as sdkMetrics } from '@opentelemetry/sdk-node';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { EventBus, ReceivedEvent } from '../../services/kit/bus';
 import { connectNatsBus } from '../../services/kit/bus-nats';
 import { bindMeterProvider } from '../../services/kit/metrics';
@@ -71,7 +71,7 @@ maybe('a durable consumer lost while subscribed (private nats-server)', () => {
     nats = await startPrivateNats(prefix);
     const { servers, user, pass } = natsServers(nats.adminUrl);
     admin = await connect({ servers, user, pass });
-    unbind = bindMeterProvider(new sdkMetrics.MeterProvider({ readers: [exporter] }));
+    unbind = bindMeterProvider(new MeterProvider({ readers: [exporter] }));
     calendar = await connectNatsBus({ url: nats.urlFor('calendar'), inboxOwner: 'calendar', prefix, log });
     const notifications = await connectNatsBus({ url: nats.urlFor('notifications'), inboxOwner: 'notifications', prefix, log });
     buses.push(calendar, notifications);

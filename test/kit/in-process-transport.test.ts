@@ -6,7 +6,7 @@
  */
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { SpanKind } from '@opentelemetry/api';
-import { tracing } from '@opentelemetry/sdk-node';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { Health, HealthCheckResponse_ServingStatus } from '../../gen/grpc/health/v1/health_pb';
 import { HealthState } from '../../services/kit/health';
@@ -17,7 +17,7 @@ import { createLogger } from '../../services/kit/logger';
 import { inSpan, startTelemetry, type Telemetry } from '../../services/kit/telemetry';
 
 const log = createLogger({ level: 'silent', name: 'in-process-test' });
-const exporter = new tracing.InMemorySpanExporter();
+const exporter = new InMemorySpanExporter();
 let telemetry: Telemetry;
 let server: InternalServer;
 
@@ -41,7 +41,7 @@ const network = new InternalClients([tag('client')], 5000);
 const local = new InternalClients([tag('client')], 5000);
 
 beforeAll(async () => {
-  telemetry = await startTelemetry({ name: 'test', host: '127.0.0.1', metricsPort: 0, log, env: {}, spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+  telemetry = await startTelemetry({ name: 'test', host: '127.0.0.1', metricsPort: 0, log, env: {}, spanProcessors: [new SimpleSpanProcessor(exporter)] });
   health.declare('psync.admin.v1.AdminService');
   health.setReady('psync.admin.v1.AdminService');
   server = await startInternalServer({

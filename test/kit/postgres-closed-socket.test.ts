@@ -1,6 +1,6 @@
 /**
- * postgres.js with deploy/patch-postgres.cjs applied: a connection whose backend dies
- * with a small write pending rejects its query with CONNECTION_CLOSED instead of
+ * postgres.js with patches/postgres+3.4.9+001+closed-socket-guard.patch applied: a
+ * connection whose backend dies with a small write pending rejects its query with CONNECTION_CLOSED instead of
  * crashing the process from an immediate callback (porsager/postgres#1208's
  * deterministic repro: a reserved connection whose backend is terminated).
  */
@@ -10,7 +10,7 @@ import { createSql } from '../../services/kit/database';
 import { ROOT } from '../support/process';
 import { createScratchDatabase, type ScratchDatabase } from '../support/system';
 
-test('both builds of postgres.js carry the closed-socket guard (npm ci runs deploy/patch-postgres.cjs)', () => {
+test('both builds of postgres.js carry the closed-socket guard (npm ci applies patches/ with patch-package)', () => {
   for (const rel of ['src/connection.js', 'cjs/src/connection.js']) {
     expect(readFileSync(join(ROOT, 'node_modules/postgres', rel), 'utf8')).toContain('/* psync: closed-socket guard */');
   }

@@ -1,7 +1,7 @@
 /**
- * postgres.js with deploy/patch-postgres.cjs applied: a connection whose server stopped
- * taking writes (SQLSTATE 25006 read_only_sql_transaction, what a demoted primary or a
- * standby answers) is ended once idle, so the next query connects afresh, and the
+ * postgres.js with patches/postgres+3.4.9+002+read-only-failover.patch applied: a
+ * connection whose server stopped taking writes (SQLSTATE 25006
+ * read_only_sql_transaction, what a demoted primary or a standby answers) is ended once idle, so the next query connects afresh, and the
  * services answer UNAVAILABLE for the failed write (services/kit/errors.ts). With
  * `target_session_attrs=read-write`, a server that reports `default_transaction_read_only`
  * turned on loses the connection even before a write fails. A session-level
@@ -16,7 +16,7 @@ import { isUnavailableFailure } from '../../services/kit/errors';
 import { ROOT } from '../support/process';
 import { createScratchDatabase, type ScratchDatabase } from '../support/system';
 
-test('both builds of postgres.js carry the read-only server drop (npm ci runs deploy/patch-postgres.cjs)', () => {
+test('both builds of postgres.js carry the read-only server drop (npm ci applies patches/ with patch-package)', () => {
   for (const rel of ['src/connection.js', 'cjs/src/connection.js']) {
     expect(readFileSync(join(ROOT, 'node_modules/postgres', rel), 'utf8')).toContain('/* psync: read-only server drop */');
   }

@@ -100,7 +100,7 @@ describeWithPrivatePostgres('PostgreSQL stopped under load', () => {
     // In flight while it crashed, or after: served, or 503 — never a 500 or a cut connection
     // (how many of them saw the outage depends on timing; the checks below need none).
     // The process must survive the crash: postgres.js 3.4.9 would throw out of band when a
-    // connection closes under a queued write, which deploy/patch-postgres.cjs prevents.
+    // connection closes under a queued write, which patches/postgres+3.4.9+001+closed-socket-guard.patch prevents.
     if (system.child.exitCode !== null || system.child.signalCode !== null) {
       throw new Error(`the system process died during the outage:\n${system.stderr().slice(-12).join('\n')}`);
     }

@@ -13,7 +13,7 @@ import { credentialInterceptor } from '../support/credentials';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
-import { tracing } from '@opentelemetry/sdk-node';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import type { ReceivedEvent } from '../../services/kit/bus';
 import { createMemoryBus } from '../../services/kit/bus-memory';
@@ -27,7 +27,7 @@ import { appendToOutbox, type OutboxEvent } from '../../services/kit/outbox-writ
 import { inSpan, startTelemetry, type Telemetry } from '../../services/kit/telemetry';
 
 const log = createLogger({ level: 'silent', name: 'kit-trace-test' });
-const exporter = new tracing.InMemorySpanExporter();
+const exporter = new InMemorySpanExporter();
 let telemetry: Telemetry;
 let server: InternalServer;
 let target: http.Server;
@@ -48,7 +48,7 @@ const fakeSql = Object.assign(
 ) as unknown as Sql;
 
 beforeAll(async () => {
-  telemetry = await startTelemetry({ name: 'test', host: '127.0.0.1', metricsPort: 0, log, env: {}, spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
+  telemetry = await startTelemetry({ name: 'test', host: '127.0.0.1', metricsPort: 0, log, env: {}, spanProcessors: [new SimpleSpanProcessor(exporter)] });
   target = http.createServer((_req, res) => res.end('ok'));
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()));
   targetPort = (target.address() as AddressInfo).port;
