@@ -3,9 +3,9 @@
 # (docs/performance.md "Image footprint and cold start"). In a temporary directory it
 # installs the way deploy/Dockerfile does (npm ci --ignore-scripts, the patches of
 # patches/, npm prune --omit=dev), assembles the runtime stage's /app (package.json,
-# that node_modules, this checkout's dist/ with the console and the .sql files beside
-# the compiled modules), prints the size of node_modules, and then starts
-# `node dist/main.js all` RUNS times on the embedded default, each time on a fresh
+# that node_modules, this checkout's dist/ (the shipped build, its SQL embedded) and
+# console/dist), prints the size of node_modules, and then starts
+# `node dist/psync.cjs all` RUNS times on the embedded default, each time on a fresh
 # DATA_DIR and again on the same one, timing spawn to the first `GET /readyz` 200.
 #
 # Usage: npm run build && bash bench/image-footprint.sh [RUNS=3]
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${1:-3}
-test -f dist/main.js || { echo "no dist/main.js: run npm run build first" >&2; exit 1; }
+test -f dist/psync.cjs || { echo "no dist/psync.cjs: run npm run build first" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/psync-footprint-XXXXXX")
 [ "${KEEP:-0}" = 1 ] && echo "work: $work" || trap 'rm -rf "$work"' EXIT
 
@@ -33,20 +33,10 @@ for p in tsx esbuild pino-pretty @opentelemetry/sdk-node @electric-sql/pglite; d
   [ -e "$app/node_modules/$p" ] && echo "  contains $p: $(du -sh "$app/node_modules/$p" | cut -f1)"
 done
 
-# The runtime stage's dist: the build's, the console beside it, the .sql files beside the modules.
-cp -R dist "$app/dist"
-mkdir -p "$app/dist/console"
-cp -R console/dist "$app/dist/console/dist"
-for dir in services/*/; do
-  name=$(basename "$dir")
-  mkdir -p "$app/dist/services/$name/migrations"
-  for kind in migrations functions; do
-    if [ -d "services/$name/$kind" ]; then
-      mkdir -p "$app/dist/services/$name/$kind"
-      find "services/$name/$kind" -maxdepth 1 -name '*.sql' -exec cp {} "$app/dist/services/$name/$kind/" \;
-    fi
-  done
-done
+# The runtime stage's dist (the two bundles) and the console beside it.
+mkdir -p "$app/dist" "$app/console"
+cp dist/psync.cjs dist/psync-cli.cjs "$app/dist/"
+cp -R console/dist "$app/console/dist"
 
 tick=$(getconf CLK_TCK)
 echo "node $(node --version), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
@@ -58,7 +48,7 @@ for i in $(seq 1 "$runs"); do
     start=$(date +%s%N)
     (cd "$app" && exec env -i PATH="$(dirname "$(command -v node)"):/usr/bin:/bin" HOME="$work" NODE_ENV=production \
       DATA_DIR="$data" TMPDIR="$tmp" MALLOC_ARENA_MAX=2 HOST=127.0.0.1 PORT=$port INTERNAL_PORT=$((port + 1)) \
-      METRICS_PORT=$((port + 2)) node dist/main.js all >"$work/last.log" 2>&1) &
+      METRICS_PORT=$((port + 2)) node dist/psync.cjs all >"$work/last.log" 2>&1) &
     pid=$!
     until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ]; do
       kill -0 $pid 2>/dev/null || { echo "exited before ready:"; tail -5 "$work/last.log"; exit 1; }

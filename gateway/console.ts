@@ -30,8 +30,9 @@ import { ProblemError } from './problems';
 import type { GatewayContext } from './request-context';
 
 /**
- * Where the built console is: `<repo>/console/dist` from gateway/*.ts in a checkout,
- * `/app/dist/console/dist` from /app/dist/gateway/*.js in the image (deploy/Dockerfile).
+ * Where the built console is: `<repo>/console/dist`, from gateway/*.ts in a checkout and
+ * from the shipped build `<repo>/dist/psync.cjs` alike (deploy/build-main.mjs);
+ * `/app/console/dist` in the image (deploy/Dockerfile).
  */
 export const CONSOLE_DIST_DIR = join(__dirname, '..', 'console', 'dist');
 

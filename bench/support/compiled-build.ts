@@ -1,10 +1,11 @@
 /**
- * The benches run the system as the container image does: JavaScript compiled by tsc
- * (deploy/Dockerfile: `npm run build`, then `node dist/main.js`), not through
- * tsx. tsx transpiles on the fly with esbuild's keepNames, which wraps every function
+ * The benches run the system as the container image does: the shipped build
+ * (deploy/build-main.mjs, `node dist/psync.cjs`: what the image, `npm start` and the
+ * system tests run), not through tsx; their own helper servers (bench/support/*.ts) as
+ * JavaScript compiled by tsc. tsx transpiles on the fly with esbuild's keepNames, which wraps every function
  * created at run time in a `__name()` call (an Object.defineProperty per closure): a cost
  * production never pays, and one that grows with how many closures a request creates.
- * BENCH_RUNTIME=tsx runs the sources through tsx instead (what `npm start` does).
+ * BENCH_RUNTIME=tsx runs the sources through tsx instead.
  *
  * The build goes to `.tmp/bench-dist` (ignored by git) with the project's tsconfig.json
  * (services, gateway, bench and their imports), and the `.sql` files (forward-only migrations and repeatable SQL functions)
@@ -24,6 +25,7 @@ export function benchRuntime(): Runtime {
 
 /** Compiles the project into `<root>/.tmp/bench-dist`; returns that directory. */
 export function buildForBench(root: string): string {
+  execFileSync(process.execPath, [join(root, 'deploy', 'build-main.mjs')], { cwd: root, stdio: 'inherit' });
   const out = join(root, '.tmp', 'bench-dist');
   rmSync(out, { recursive: true, force: true });
   try {
@@ -61,5 +63,6 @@ export function buildForBench(root: string): string {
 export function entryArgs(runtime: Runtime, root: string, dist: string | undefined, source: string): string[] {
   if (runtime === 'tsx') return ['--import', 'tsx', join(root, source)];
   if (!dist) throw new Error('compiled runtime without a build');
+  if (source === 'main.ts') return [join(root, 'dist', 'psync.cjs')];
   return [join(dist, source.replace(/\.ts$/, '.js'))];
 }

@@ -569,7 +569,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
       const container = d.spec.template.spec.containers[0];
       expect(d.spec.template.spec.containers).toHaveLength(1);
       expect(container.args).toEqual([c]);
-      expect(container.command).toBeUndefined(); // the image's ENTRYPOINT (node dist/main.js) stays
+      expect(container.command).toBeUndefined(); // the image's ENTRYPOINT (node dist/psync.cjs) stays
       images.add(container.image);
       expect(selects(d.spec.selector, d.spec.template.metadata.labels)).toBe(true);
       expect(selectedOwners(o, d.spec.selector)).toEqual([deploymentOwner(v.fullname, c)]);

@@ -33,18 +33,12 @@ describe('deploy/Dockerfile', () => {
     for (const r of inRuntime('RUN')) expect(r.args).not.toMatch(/\bnpm (ci|install|run)\b/);
   });
 
-  test('copies the .sql migrations and repeatable SQL files next to the compiled modules (tsc does not)', () => {
-    expect(dockerfile).toMatch(/dist\/services\/\$name\/migrations/);
-    expect(dockerfile).toMatch(/for kind in migrations functions/);
-    expect(dockerfile).toMatch(/dist\/services\/\$name\/\$kind/);
-    expect(dockerfile).toMatch(/\*\.sql/);
-    // Where the code reads them: `services/<name>/migrations` below the tree's root (sql-tree.ts: dist/ for tsc's output), and `functions` beside it.
-    const files = readFileSync(join(REPO_ROOT, 'services', 'kit', 'migration-files.ts'), 'utf8');
-    expect(files).toMatch(/treePath\('services\/kit\/migrations'\)/);
-    const tree = readFileSync(join(REPO_ROOT, 'services', 'kit', 'sql-tree.ts'), 'utf8');
-    expect(tree).toMatch(/const ROOT = join\(__dirname, '\.\.', '\.\.'\)/);
-    const functions = readFileSync(join(REPO_ROOT, 'services', 'kit', 'sql-functions.ts'), 'utf8');
-    expect(functions).toMatch(/join\(dirname\(source\.dir\), 'functions'\)/);
+  test('builds the one shipped file with every SQL file embedded, and copies no SQL beside it', () => {
+    expect(dockerfile).toMatch(/RUN npm run build/);
+    expect(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).toMatch(/"build": "[^"]*node deploy\/build-main\.mjs --force/);
+    expect(dockerfile).toMatch(/test -f dist\/psync\.cjs/);
+    expect(dockerfile).not.toMatch(/\*\.sql/);
+    expect(readFileSync(join(REPO_ROOT, 'deploy', 'build-main.mjs'), 'utf8')).toMatch(/__PSYNC_SQL_FILES__/);
   });
 
   test('the runtime stage runs as a numeric non-root user', () => {
@@ -63,18 +57,14 @@ describe('deploy/Dockerfile', () => {
     expect(instructions.filter((x) => x.keyword === 'ADD')).toEqual([]);
   });
 
-  test('starts node dist/main.js with the role as argument, "all" by default', () => {
+  test('starts node dist/psync.cjs (the shipped build) with the role as argument, "all" by default', () => {
     const entry = inRuntime('ENTRYPOINT');
     const cmd = inRuntime('CMD');
     expect(entry).toHaveLength(1);
-    expect(execForm(entry[0]!.args)).toEqual(['node', 'dist/main.js']);
+    expect(execForm(entry[0]!.args)).toEqual(['node', 'dist/psync.cjs']);
     expect(execForm(cmd[0]!.args)).toEqual(['all']);
-    // tsc -p tsconfig.build.json (rootDir ".") puts main.ts at dist/main.js.
-    const build = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.build.json'), 'utf8'));
-    const base = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.json'), 'utf8'));
-    expect(build.compilerOptions?.outDir ?? base.compilerOptions.outDir).toBe('dist');
-    expect(build.compilerOptions?.rootDir ?? base.compilerOptions.rootDir).toBe('.');
-    expect(build.include).toEqual(expect.arrayContaining(['services', 'gateway', 'gen']));
+    // What npm start and the system tests run too.
+    expect(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).toMatch(/"start": "node deploy\/build-main\.mjs && exec node dist\/psync\.cjs"/);
     // bin/psync runs the CLI bundle the image's build makes (deploy/build-cli.mjs).
     expect(readFileSync(join(REPO_ROOT, 'bin', 'psync'), 'utf8')).toContain('dist/psync-cli.cjs');
     expect(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).toMatch(/"build": "[^"]*node deploy\/build-cli\.mjs/);

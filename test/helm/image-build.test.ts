@@ -5,8 +5,8 @@
  *
  * - build stage (after its parent, deps): the context files its COPYs name, filtered
  *   by .dockerignore, are copied into a temporary directory standing for its WORKDIR,
- *   and its RUNs run there in order with `sh -c` (npm run build, the migrations copy,
- *   the `test -f` checks). `npm ci` and `npm prune` are not run (NOT_RUN says why);
+ *   and its RUNs run there in order with `sh -c` (npm run build, the `test -f`
+ *   checks). `npm ci` and `npm prune` are not run (NOT_RUN says why);
  *   what prune guarantees is checked instead: every package the compiled code
  *   requires is a production dependency.
  * - runtime stage: what its COPY --from=build instructions name is assembled in a
@@ -384,10 +384,10 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
   });
 
   describe('build stage', () => {
-    test('runs every RUN of deps → build but npm ci and npm prune; npm run build, the migrations copy and the test -f checks pass', () => {
+    test('runs every RUN of deps → build but npm ci and npm prune; npm run build and the test -f checks pass', () => {
       expect(build.skipped).toEqual([expect.stringMatching(/\bnpm ci\b/), expect.stringMatching(/\bnpm prune\b/)]);
       expect(build.ran.some((r) => /\bnpm run build\b/.test(r))).toBe(true);
-      expect(build.ran.some((r) => /dist\/services\/\$name\/migrations/.test(r) && /test -f dist\/main\.js/.test(r) && /test -f dist\/psync-cli\.cjs/.test(r))).toBe(true);
+      expect(build.ran.some((r) => /test -f dist\/psync\.cjs/.test(r) && /test -f dist\/psync-cli\.cjs/.test(r))).toBe(true);
     });
 
     test('copies exactly what the COPYs name, .dockerignore applied (no tests, no local state)', () => {
@@ -400,31 +400,31 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(copied).toContain('bin/psync');
     });
 
-    test("puts every module's .sql migrations and repeatable SQL files next to its compiled code", () => {
+    test("embeds every module's .sql migrations and repeatable SQL files in the one shipped file; dist holds no .sql", () => {
+      const bundle = readFileSync(join(distDir, 'psync.cjs'), 'utf8');
       const modules = readdirSync(join(ROOT, 'services'), { withFileTypes: true })
         .filter((d) => d.isDirectory())
         .map((d) => d.name);
+      let embedded = 0;
       for (const m of modules) {
-        const source = join(ROOT, 'services', m, 'migrations');
-        const want = existsSync(source)
-          ? readdirSync(source)
-              .filter((f) => f.endsWith('.sql'))
-              .sort()
-          : [];
-        expect({ m, sql: readdirSync(join(distDir, 'services', m, 'migrations')).sort() }).toEqual({ m, sql: want });
-        const functions = join(ROOT, 'services', m, 'functions');
-        if (!existsSync(functions)) continue;
-        const wantFunctions = readdirSync(functions)
-          .filter((f) => f.endsWith('.sql'))
-          .sort();
-        expect({ m, functions: readdirSync(join(distDir, 'services', m, 'functions')).sort() }).toEqual({ m, functions: wantFunctions });
+        for (const kind of ['migrations', 'functions']) {
+          const source = join(ROOT, 'services', m, kind);
+          if (!existsSync(source)) continue;
+          for (const f of readdirSync(source).filter((n) => n.endsWith('.sql'))) {
+            const name = `services/${m}/${kind}/${f}`;
+            expect({ name, embedded: bundle.includes(JSON.stringify(name)) }).toEqual({ name, embedded: true });
+            embedded++;
+          }
+        }
       }
+      expect(embedded).toBeGreaterThan(40);
+      expect(filesBelow(distDir).filter((f) => f.endsWith('.sql'))).toEqual([]);
     });
 
-    test('production dependencies: every package dist/**/*.js requires is in package.json "dependencies" (npm prune --omit=dev keeps it)', () => {
+    test('production dependencies: every package dist/*.cjs requires is in package.json "dependencies" (npm prune --omit=dev keeps it)', () => {
       const required = new Map<string, string>(); // package -> first file requiring it
       const unresolved: string[] = [];
-      for (const file of filesBelow(distDir).filter((f) => f.endsWith('.js'))) {
+      for (const file of filesBelow(distDir).filter((f) => f.endsWith('.js') || f.endsWith('.cjs'))) {
         const text = readFileSync(join(distDir, file), 'utf8');
         for (const m of text.matchAll(/\b(?:require|import)\(\s*(['"])([^'"]+)\1\s*\)/g)) {
           const spec = m[2]!;
@@ -479,8 +479,10 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       }
     }, 110000);
 
-    test('holds only package.json, node_modules, dist and bin/psync: no sources, read-only', () => {
-      expect(readdirSync(appDir).sort()).toEqual(['bin', 'dist', 'node_modules', 'package.json']);
+    test('holds only package.json, node_modules, dist (the two bundles), console/dist and bin/psync: no sources, read-only', () => {
+      expect(readdirSync(appDir).sort()).toEqual(['bin', 'console', 'dist', 'node_modules', 'package.json']);
+      expect(readdirSync(join(appDir, 'dist')).sort()).toEqual(['psync-cli.cjs', 'psync.cjs']);
+      expect(readdirSync(join(appDir, 'console'))).toEqual(['dist']);
       expect(readdirSync(join(appDir, 'bin'))).toEqual(['psync']);
       expect(filesBelow(appDir, ['node_modules']).filter((f) => f.endsWith('.ts'))).toEqual([]);
       expect(lstatSync(join(appDir, 'bin', 'psync')).mode & 0o111).toBe(0o111);
@@ -491,8 +493,8 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(image.notRun).toHaveLength(1);
     });
 
-    test('starts as ENTRYPOINT + CMD say (node dist/main.js all) and becomes ready: GET /readyz 200, /metrics and the console (dist/console/dist) served', async () => {
-      expect([...image.entrypoint, ...image.cmd]).toEqual(['node', 'dist/main.js', 'all']);
+    test('starts as ENTRYPOINT + CMD say (node dist/psync.cjs all) and becomes ready: GET /readyz 200, /metrics and the console (console/dist) served', async () => {
+      expect([...image.entrypoint, ...image.cmd]).toEqual(['node', 'dist/psync.cjs', 'all']);
       const deadline = Date.now() + 60000;
       let status = 0;
       while (Date.now() < deadline && child.exitCode === null) {
