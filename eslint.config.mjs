@@ -8,6 +8,12 @@ import { defineConfig } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/**
+ * A module of services/ with an index.ts (services/domain) is used through that index
+ * alone: its other files are its own business (docs/architecture.md "Modules").
+ */
+const PAST_AN_INDEX = { regex: '(^|/)domain/[^/]+$', message: 'Import the module through its index (`domain`), not a file inside it (docs/architecture.md "Modules").' };
+
 export default defineConfig(
   {
     // Generated code (gen/: `buf generate`; packages/*/src/generated/: the SDK's generator) and build output.
@@ -70,8 +76,9 @@ export default defineConfig(
           patterns: [
             {
               regex: `^(\\.\\./)+(gateway|bin)/|^\\.\\./(?!${service}/)(identity|catalog|calendar|notifications)/`,
-              message: 'A service imports only the kit, generated code and its own files (docs/architecture.md).',
+              message: 'A service imports only the kit, the domain module, generated code and its own files (docs/architecture.md).',
             },
+            PAST_AN_INDEX,
           ],
         },
       ],
@@ -83,7 +90,14 @@ export default defineConfig(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^\\.\\./(identity|catalog|calendar|notifications)/|^(\\.\\./)+(gateway|bin)/', message: 'The kit depends on no service (docs/architecture.md).' }] },
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(identity|catalog|calendar|notifications|domain)(/|$)|^(\\.\\./)+(gateway|bin)/',
+              message: 'The kit depends on no service and no domain rule (docs/architecture.md).',
+            },
+          ],
+        },
       ],
     },
   },
@@ -99,10 +113,16 @@ export default defineConfig(
               regex: '^(\\.\\./)+services/(identity|catalog|calendar|notifications)/',
               message: 'The gateway and the CLI reach services through generated clients; shared code lives in services/kit (docs/architecture.md).',
             },
+            PAST_AN_INDEX,
           ],
         },
       ],
     },
+  },
+  {
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'tools/**/*.ts', 'services/**/*.test.ts', 'gateway/**/*.test.ts'],
+    ignores: ['services/domain/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [PAST_AN_INDEX] }] },
   },
   {
     // Tests and benchmarks read untyped JSON answers and send deliberately malformed

@@ -7,7 +7,7 @@
  */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/test', '<rootDir>/bin', '<rootDir>/packages', '<rootDir>/bench'],
+  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/test', '<rootDir>/bin', '<rootDir>/packages', '<rootDir>/bench', '<rootDir>/tools'],
   testMatch: ['**/*.test.ts'],
   // The production-topology fault tests run alone: `npm run test:topology` (jest.topology.config.js).
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/topology/'],

@@ -17,7 +17,7 @@
  */
 import type { RateLimitStatus } from '../gen/psync/identity/v1/identity_pb';
 import { RATE_WINDOW_SECONDS } from '../services/kit/limits';
-import { secondsLeftInWindow } from '../services/kit/rate-window';
+import { secondsLeftInWindow } from '../services/domain';
 
 /** What the headers say. */
 export interface RateLimitView {

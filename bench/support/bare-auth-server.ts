@@ -33,7 +33,7 @@ import { ListBlocksRequestSchema, ListBlocksResponseSchema } from '../../gen/psy
 import { presentBlockList } from '../../gateway/presenters/blocks';
 import { listBlocks } from '../../services/calendar/blocks';
 import type { CalendarDeps } from '../../services/calendar/calendar-deps';
-import { checkRange } from '../../services/kit/night-range';
+import { checkRange } from '../../services/domain';
 import { AccessTokens } from '../../services/identity/access-tokens';
 import { AuthorizeBatcher } from '../../services/identity/authorize-batcher';
 import { createSql } from '../../services/kit/database';

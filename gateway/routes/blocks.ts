@@ -16,7 +16,7 @@ import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest }
 import { sendJson, sendNoContent } from '../respond';
 import { schemas } from '../validate';
 import type { RouteDeps } from './deps';
-import { checkRange } from '../../services/kit/night-range';
+import { checkRange } from '../../services/domain';
 
 /**
  * The night count, reported on `check_out` (docs/contract-gaps.md): not after

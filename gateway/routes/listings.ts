@@ -5,7 +5,7 @@
  * another workspace's are the same 404 property_not_found (the calendar asks the catalog).
  */
 import { MAX_NIGHTS_READ } from '../../services/kit/limits';
-import { checkRange } from '../../services/kit/night-range';
+import { checkRange } from '../../services/domain';
 import { contractRoute } from '../contract-route';
 import type { Route } from '../contract-router';
 import { sameNames } from '../internal-fields';

@@ -16,7 +16,7 @@
  *   run, `running`, and its Location (no body read);
  * - GET /v1/sandbox/endpoint-checks/{id} → GetEndpointCheck, 200 with the run.
  */
-import { resolveTestStay } from '../../services/kit/test-stay';
+import { resolveTestStay } from '../../services/domain';
 import { contractRoute } from '../contract-route';
 import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
@@ -33,7 +33,7 @@ const ONLY_FOR: Record<string, string> = { check_in: 'booking.confirmed', check_
 /**
  * Across fields, as the service checks them (test-events.ts): a field given for another
  * kind → `invalid` (once the kind itself is valid); a test booking's stay by the rules
- * of services/kit/test-stay.ts, whenever the schema found nothing wrong with either date.
+ * of services/domain/test-stay.ts, whenever the schema found nothing wrong with either date.
  */
 export function testEventViolations(body: Record<string, unknown>, found: readonly Violation[] = [], now = new Date()): Violation[] {
   if (typeof body.event_type !== 'string' || found.some((v) => v.field === 'event_type')) return [];

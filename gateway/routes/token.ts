@@ -22,7 +22,7 @@ import { bearerCredential } from '../auth';
 import { errorReason, retryAfterFrom, WWW_AUTHENTICATE } from '../connect-errors';
 import type { Route } from '../contract-router';
 import { presentToken } from '../presenters/token';
-import { secondsLeftInWindow } from '../../services/kit/rate-window';
+import { secondsLeftInWindow } from '../../services/domain';
 import { viewFromStatus } from '../rate-limit';
 import { sendJson } from '../respond';
 import type { GatewayContext } from '../request-context';

@@ -7,7 +7,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { GetAvailabilityRequest, GetAvailabilityResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
-import { checkRange, nightsOf, parseDay } from '../kit/night-range';
+import { checkRange, nightsOf, parseDay } from '../domain';
 import { invalidArgument } from './errors';
 import type { CalendarDeps } from './calendar-deps';
 

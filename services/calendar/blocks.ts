@@ -29,7 +29,7 @@ import {
 } from '../../gen/psync/calendar/v1/calendar_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { checkRange } from '../kit/night-range';
+import { checkRange } from '../domain';
 import { EnumNames } from '../kit/enum-names';
 import { invalidArgument, notEnabled } from './errors';
 import { calendarChanged } from './event-log';

@@ -29,7 +29,7 @@ import {
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { checkRange, type NightSpan } from '../kit/night-range';
+import { checkRange, type NightSpan } from '../domain';
 import { notFound, type Violation } from '../kit/errors';
 import { conflict, failedPrecondition, invalidArgument } from './errors';
 import { bookingCancelled, bookingConfirmed, calendarChanged } from './event-log';

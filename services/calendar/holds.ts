@@ -23,7 +23,7 @@ import type { Caller } from '../kit/internal-auth';
 import type { Logger } from '../kit/logger';
 import type { Sql } from '../kit/database';
 import { PeriodicJob } from '../kit/periodic';
-import { checkRange } from '../kit/night-range';
+import { checkRange } from '../domain';
 import { notFound } from '../kit/errors';
 import { isUuid } from '../kit/uuid';
 import { failedPrecondition, invalidArgument } from './errors';

@@ -15,7 +15,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ListingNightState, type ListingNightSchema, type ListListingNightsRequest, type ListListingNightsResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { MAX_NIGHTS_READ } from '../kit/limits';
-import { checkRange } from '../kit/night-range';
+import { checkRange } from '../domain';
 import { canonicalUuid } from '../kit/uuid';
 import type { CalendarDeps } from './calendar-deps';
 import { invalidArgument } from './errors';

@@ -1,5 +1,5 @@
 import { RATE_WINDOW_SECONDS } from '../kit/limits';
-import { secondsLeftInWindow } from '../kit/rate-window';
+import { secondsLeftInWindow } from '../domain';
 import { rateLimitState } from './rate-limit';
 
 const HOUR = 1_800_000_000; // a multiple of 3600: the start of an epoch-aligned window

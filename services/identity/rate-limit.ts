@@ -11,7 +11,7 @@
  * clock into the numbers the gateway sends.
  */
 import { RATE_WINDOW_SECONDS } from '../kit/limits';
-import { secondsLeftInWindow } from '../kit/rate-window';
+import { secondsLeftInWindow } from '../domain';
 
 /** The two counters of a key. */
 export type Bucket = 'contract' | 'token';

@@ -20,7 +20,7 @@
  * The data fields are built by the same functions as real events' (envelope.ts), from
  * the listing as the catalog has it (provider_id, check-in and check-out times) and
  * documented fixed values: guest "Test Guest", party of 2, 100.00 EUR a night, and a
- * stay 30 days from today (UTC) for two nights unless dates are given (services/kit/test-stay.ts).
+ * stay 30 days from today (UTC) for two nights unless dates are given (services/domain/test-stay.ts).
  *
  * It is queued only when the endpoint is active and subscribed to the kind (as real
  * events are); otherwise nothing is queued and the caller is told
@@ -44,7 +44,7 @@ import type { Logger } from '../kit/logger';
 import { type DeliveryLogEntry, type DeliveryRow } from './delivery-log';
 import { cancelledDelivery, confirmedDelivery, envelopeBody, erasedDelivery, subscribableKind, type DeliverySource, type Envelope, type EventKind } from './envelope';
 import { endpointNotActive } from './errors';
-import { resolveTestStay, type TestStay } from '../kit/test-stay';
+import { resolveTestStay, type TestStay } from '../domain';
 import { canonicalUuid } from '../kit/uuid';
 
 /**
@@ -62,7 +62,7 @@ export function newTestBookingReference(): string {
   return out;
 }
 
-/** The fixed values of a test booking (docs/partners/sandbox.md); its stay: services/kit/test-stay.ts. */
+/** The fixed values of a test booking (docs/partners/sandbox.md); its stay: services/domain/test-stay.ts. */
 export const TEST_BOOKING = {
   guestName: 'Test Guest',
   partySize: 2,

@@ -6,7 +6,7 @@
 import type { ErrorObject } from 'ajv';
 import { schemas, toViolations, queryForSchema, fieldPath, MAX_VIOLATIONS } from '../../gateway/validate';
 import { blockRangeViolations } from '../../gateway/routes/blocks';
-import { checkRange } from '../../services/kit/night-range';
+import { checkRange } from '../../services/domain';
 import { acceptableWebhookUrl, webhookUrlViolations } from '../../gateway/routes/webhooks';
 import { acknowledgeViolations } from '../../gateway/routes/deletion-requests';
 import { VIOLATION_CODES } from '../../gateway/problems';

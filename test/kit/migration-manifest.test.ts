@@ -19,7 +19,7 @@ import {
   readManifest,
   withNewEntries,
   type Manifest,
-} from '../../services/kit/migration-manifest';
+} from '../../tools/migration-manifest';
 import { identityModule } from '../../services/identity/module';
 import { catalogModule } from '../../services/catalog/module';
 import { calendarModule } from '../../services/calendar/module';

@@ -17,7 +17,7 @@ import pino from 'pino';
 import type { Sql } from '../../services/kit/database';
 import { runMigrations } from '../../services/kit/migrate';
 import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/migration-files';
-import { currentFunctionFiles } from '../../services/kit/migration-manifest';
+import { currentFunctionFiles } from '../../tools/migration-manifest';
 import { loadFunctionFiles } from '../../services/kit/sql-functions';
 import { identityModule } from '../../services/identity/module';
 import { catalogModule } from '../../services/catalog/module';

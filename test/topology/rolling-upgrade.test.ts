@@ -31,7 +31,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSql } from '../../services/kit/database';
-import { currentFunctionFiles, currentMigrations } from '../../services/kit/migration-manifest';
+import { currentFunctionFiles, currentMigrations } from '../../tools/migration-manifest';
 import { validProperty } from '../gateway/fixtures';
 import { jsonRequest, send, type Received as Answer, type SentRequest } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';

@@ -12,7 +12,7 @@
 import { execFileSync, execSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { previousRelease, REPOSITORY_ROOT, requireCommit } from '../../../services/kit/previous-release';
+import { previousRelease, REPOSITORY_ROOT, requireCommit } from '../../../tools/previous-release';
 
 export interface PreviousReleaseCheckout {
   commit: string;

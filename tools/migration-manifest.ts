@@ -14,18 +14,18 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from './migration-files';
-import { loadFunctionFiles, type FunctionFile } from './sql-functions';
+import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from '../services/kit/migration-files';
+import { loadFunctionFiles, type FunctionFile } from '../services/kit/sql-functions';
 
 /** The folder holding `kit/` and one folder per service. */
-const SERVICES_DIR = join(__dirname, '..');
+const SERVICES_DIR = join(__dirname, '..', 'services');
 
 /** Where the manifest lives. */
 export const MANIFEST_PATH = join(SERVICES_DIR, 'migrations.manifest.json');
 
 /** The manifest's fixed explanation, kept in the file for whoever opens it. */
 const MANIFEST_COMMENT =
-  'sha256 of every landed migration (services/kit/migration-manifest.ts). Never edit an entry: ' +
+  'sha256 of every landed migration (tools/migration-manifest.ts). Never edit an entry: ' +
   'change a landed migration by adding a new one; `npm run migrations:manifest` adds the entries of new files.';
 
 export interface Manifest {

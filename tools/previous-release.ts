@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The repository root. */
-export const REPOSITORY_ROOT = join(__dirname, '..', '..');
+export const REPOSITORY_ROOT = join(__dirname, '..');
 
 /** Where the previous release is named. */
 export const PREVIOUS_RELEASE_FILE = join(REPOSITORY_ROOT, 'deploy', 'previous-release');
