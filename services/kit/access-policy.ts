@@ -121,3 +121,10 @@ export function isAllowed(role: Role, service: string, method: string): boolean 
 export function isRole(name: string): name is Role {
   return (ROLES as readonly string[]).includes(name);
 }
+
+/** One accepted internal-API credential: the caller's role and SHA-256 of its token. */
+export interface AcceptedCaller {
+  role: Role;
+  /** Lower-case hex SHA-256 of the token's UTF-8 bytes. */
+  sha256: string;
+}

@@ -5,8 +5,9 @@
  */
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { isRole, type Role } from './access-policy';
+import { isRole, type AcceptedCaller, type Role } from './access-policy';
 import { ConfigError } from './config-error';
+import { DURATION_UNITS, formatDuration } from './durations';
 import { checkCredsFile, natsServers, NatsCredentialsError } from './nats-credentials';
 import { parsePostgresUrl, type PostgresUrl } from './postgres-url';
 
@@ -134,13 +135,6 @@ export const credential: Parser<string> = (raw, name) => {
   return s;
 };
 
-/** One accepted internal-API credential: the caller's role and SHA-256 of its token. */
-export interface AcceptedCaller {
-  role: Role;
-  /** Lower-case hex SHA-256 of the token's UTF-8 bytes. */
-  sha256: string;
-}
-
 /**
  * Comma-separated `role:sha256hex` entries, e.g. `gateway:9f86…,operator:2c26…`. A role
  * may appear more than once (current and previous credential during a rotation).
@@ -162,9 +156,6 @@ export const callers: Parser<AcceptedCaller[]> = (raw, name) => {
   return out;
 };
 
-/** Units of a duration setting, in milliseconds. */
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** A duration such as `7d`, `72h`, `30m`, `90s` (one number and one unit: ms, s, m, h, d); in milliseconds, between `minMs` and `maxMs`. */
 export const duration =
   (minMs: number, maxMs: number): Parser<number> =>
@@ -175,15 +166,6 @@ export const duration =
     if (ms < minMs || ms > maxMs) throw new ConfigError(`${name} must be between ${formatDuration(minMs)} and ${formatDuration(maxMs)}, got ${raw.trim()}`);
     return ms;
   };
-
-/** `ms` in the largest unit that divides it (7d, 36h, 90s …), as the duration settings are written. */
-export function formatDuration(ms: number): string {
-  for (const unit of ['d', 'h', 'm', 's'] as const) {
-    const size = DURATION_UNITS[unit]!;
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  }
-  return `${ms}ms`;
-}
 
 /** Multipliers of a byte-size setting: SI (KB = 1000) and binary (KiB = 1024) units. */
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };

@@ -5,9 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_STREAM_MAX_AGE_MS, DEFAULT_WEBHOOK_RETRY_SCHEDULE, loadConfig, settings } from './config';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, loadConfig, settings } from './config';
+import { DEFAULT_STREAM_MAX_AGE_MS } from './nats-stream';
 import { ConfigError } from './config-error';
-import { formatDuration } from './config-parsers';
+import { formatDuration } from './durations';
 import { runMain } from '../../test/support/system';
 
 /** The ConfigError `env` raises (fails the test when none is raised). */

@@ -26,10 +26,11 @@ import {
   postgresUrl,
   text,
   url,
-  type AcceptedCaller,
   type Parser,
 } from './config-parsers';
+import type { AcceptedCaller } from './access-policy';
 import { natsServers } from './nats-credentials';
+import { DEFAULT_STREAM_MAX_AGE_MS } from './nats-stream';
 
 /** True when the package `name` can be loaded from here (development dependencies are absent from the image). */
 function resolvable(name: string): boolean {
@@ -41,8 +42,6 @@ function resolvable(name: string): boolean {
   }
 }
 
-/** Default retention of the JetStream stream (NATS_STREAM_MAX_AGE): 7 days. */
-export const DEFAULT_STREAM_MAX_AGE_MS = 7 * 86_400_000;
 
 /** Default retry schedule for webhook deliveries: exponential, about a day in total. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 28800];

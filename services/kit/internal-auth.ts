@@ -26,7 +26,7 @@
 import { createHash } from 'node:crypto';
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
 import { isAllowed, isRole, UNAUTHENTICATED_SERVICES, type Role } from './access-policy';
-import type { AcceptedCaller } from './config-parsers';
+import type { AcceptedCaller } from './access-policy';
 import type { Logger } from './logger';
 import { LogSampler } from './log-sampler';
 import { recordInternalAuthRefusal } from './metrics';

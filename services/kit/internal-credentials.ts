@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from './config';
 import { ConfigError } from './config-error';
-import type { AcceptedCaller } from './config-parsers';
+import type { AcceptedCaller } from './access-policy';
 import { tokenSha256 } from './internal-auth';
 import type { InternalTls } from './internal-client';
 import type { InternalServerTls } from './internal-server';

@@ -11,8 +11,7 @@
  */
 import { errors, nanos } from '@nats-io/nats-core';
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { DEFAULT_STREAM_MAX_AGE_MS } from './config';
-import { formatDuration } from './config-parsers';
+import { formatDuration } from './durations';
 import type { Logger } from './logger';
 
 /** JetStream API error codes we react to (nats-server `server/errors.json`) that nats.js does not name. */
@@ -41,6 +40,8 @@ export interface StreamLimits {
 }
 
 /** The configuration's defaults (config.ts): one replica, 7 days, no size limit. */
+/** Default retention of the JetStream stream (NATS_STREAM_MAX_AGE): 7 days. */
+export const DEFAULT_STREAM_MAX_AGE_MS = 7 * 86_400_000;
 export const DEFAULT_STREAM_LIMITS: StreamLimits = { replicas: 1, maxAgeMs: DEFAULT_STREAM_MAX_AGE_MS, maxBytes: -1 };
 
 /** The stream of subject prefix `prefix`: its name and the configuration it is created (or brought) to. */
