@@ -9,10 +9,14 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 /**
- * A module of services/ with an index.ts (services/domain) is used through that index
- * alone: its other files are its own business (docs/architecture.md "Modules").
+ * A module with an index.ts (services/domain, and each folder of services/kit: base,
+ * telemetry, work, db, events, egress, rpc, runtime) is used through that index alone:
+ * its other files are its own business (docs/architecture.md "Modules").
  */
-const PAST_AN_INDEX = { regex: '(^|/)domain/[^/]+$', message: 'Import the module through its index (`domain`), not a file inside it (docs/architecture.md "Modules").' };
+const PAST_AN_INDEX = {
+  regex: '(^|/)(domain|base|telemetry|work|db|events|egress|rpc|runtime)/[^/]+$',
+  message: 'Import the module through its index (`kit/db`, `domain` …), not a file inside it (docs/architecture.md "Modules").',
+};
 
 export default defineConfig(
   {
@@ -93,9 +97,10 @@ export default defineConfig(
         {
           patterns: [
             {
-              regex: '^\\.\\./(identity|catalog|calendar|notifications|domain)(/|$)|^(\\.\\./)+(gateway|bin)/',
+              regex: '^(\\.\\./){2}(identity|catalog|calendar|notifications|domain)(/|$)|^(\\.\\./)+(gateway|bin)/',
               message: 'The kit depends on no service and no domain rule (docs/architecture.md).',
             },
+            PAST_AN_INDEX,
           ],
         },
       ],
@@ -121,7 +126,6 @@ export default defineConfig(
   },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'tools/**/*.ts', 'services/**/*.test.ts', 'gateway/**/*.test.ts'],
-    ignores: ['services/domain/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [PAST_AN_INDEX] }] },
   },
   {

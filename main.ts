@@ -12,9 +12,9 @@
  * `after-restore` once after a database restore (run-after-restore.ts), with the operator
  * credential as bin/psync finds it.
  */
-import { runMigrationsOnly, runProcess } from './services/kit/run-process';
-import { runAfterRestore } from './services/kit/run-after-restore';
-import type { ServiceModule } from './services/kit/service-module';
+import { runMigrationsOnly, runProcess } from './services/kit/runtime';
+import { runAfterRestore } from './services/kit/runtime';
+import type { ServiceModule } from './services/kit/runtime';
 import { identityModule } from './services/identity/module';
 import { catalogModule } from './services/catalog/module';
 import { calendarModule } from './services/calendar/module';

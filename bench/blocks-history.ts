@@ -25,7 +25,7 @@
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { cpus, loadavg, totalmem } from 'node:os';
 import type { PendingQuery, Row } from 'postgres';
-import { type Sql } from '../services/kit/database';
+import { type Sql } from '../services/kit/db';
 import { blockPageQuery } from '../services/calendar/blocks-list';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { benchName } from './support/results';

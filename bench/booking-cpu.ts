@@ -42,7 +42,7 @@ import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { NotificationsService, WebhookEventType } from '../gen/psync/notifications/v1/notifications_pb';
-import { createSql, type Sql } from '../services/kit/database';
+import { createSql, type Sql } from '../services/kit/db';
 import { credentialInterceptor } from '../test/support/credentials';
 import { createCertificates } from '../test/support/tls';
 import { echoAndAccept, Receiver } from '../test/notifications/support/receiver';

@@ -23,7 +23,7 @@
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { ms, openLagProbe, quantile, sleep } from './support/stream-lag';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { createSql, type Sql } from '../services/kit/database';
+import { createSql, type Sql } from '../services/kit/db';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '15');

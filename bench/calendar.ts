@@ -18,7 +18,7 @@
 import { createBenchDatabase, startBenchSystem } from './support/bench-system';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { type Sql } from '../services/kit/database';
+import { type Sql } from '../services/kit/db';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { cpuMsOf } from './support/proc-cpu';
 import { benchName } from './support/results';

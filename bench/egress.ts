@@ -3,7 +3,7 @@
  *
  *   npm run bench:egress
  *
- * The egress guard (services/kit/egress.ts) alone, without the database or the bus:
+ * The egress guard (services/kit/egress/egress.ts) alone, without the database or the bus:
  * this process runs a local HTTPS receiver (a throwaway CA, `localhost`) and starts a
  * client process that trusts the CA through NODE_EXTRA_CA_CERTS and reaches the
  * receiver through EGRESS_ALLOW_CIDRS=127.0.0.1/32. The client sends, with the same

@@ -31,10 +31,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
-import type { ReceivedEvent } from '../services/kit/bus';
-import { runMigrations } from '../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../services/kit/migration-files';
-import { OutboxRelay } from '../services/kit/outbox-relay';
+import type { ReceivedEvent } from '../services/kit/events';
+import { runMigrations } from '../services/kit/db';
+import { KIT_MIGRATIONS } from '../services/kit/db';
+import { OutboxRelay } from '../services/kit/events';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { startTestBus, testLogger } from '../test/support/bus';
 import { startTestDatabase } from '../test/support/database';

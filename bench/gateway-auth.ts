@@ -60,7 +60,7 @@ import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { AuthorizeBatcher } from '../services/identity/authorize-batcher';
 import { authorizeBatch } from '../services/identity/queries';
-import { createSql, type Sql } from '../services/kit/database';
+import { createSql, type Sql } from '../services/kit/db';
 import { profileIn, type ProfileShare, summariseProfile } from './support/cpu-profile';
 import { credentialInterceptor } from '../test/support/credentials';
 import { cpuMsOf } from './support/proc-cpu';
@@ -472,7 +472,7 @@ function report(o: {
     '`GET /v1/blocks` on an empty sandbox workspace with a valid access token, measured by `bench/gateway-auth.ts`.',
     "**full**: the real system, `main.ts all` (all roles in one process, as `npm start` runs it) on PostgreSQL — the gateway's contract frame, `Authorize` to identity (token HMAC + the `identity.authorize_batch` statement, shared by the Authorize calls in flight, that re-checks the key, resolves the workspace and counts the request), query validation, `ListBlocks` to the calendar (one SQL query), the presenter, rate-limit headers, metrics, tracing (no exporter configured) and one access log line (`LOG_LEVEL=" +
       LOG_LEVEL +
-      '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
+      '`, to /dev/null). Gateway and services share the process, so both calls go through the in-process transport (`services/kit/rpc/in-process-transport.ts`: the same interceptors, spans and errors as a network call, no sockets).',
     '**split**: the same code in the Kubernetes shape — `main.ts gateway`, `identity`, `calendar`, `catalog` and `notifications` as five processes, every internal call over gRPC on h2c; CPU is the sum of the five.',
     '**bare**: one node:http handler on postgres.js in one process (`bench/support/bare-auth-server.ts`) doing the same token check (`AccessTokens.verify`), the same `Authorize` statement through the same batcher (`services/identity/authorize-batcher.ts`) and the same `ListBlocks` query (`services/calendar/blocks.ts`), nothing else.',
     `Both sides: two pools of \`DATABASE_POOL_SIZE=${POOL_SIZE}\` connections (identity, calendar); one API key per side; ${RUNTIME === 'compiled' ? 'both run as JavaScript compiled by tsc, as the container image runs them (BENCH_RUNTIME=tsx: through tsx, as `npm start`)' : 'both run through tsx, as `npm start` (the image runs tsc output)'}; load from ${LOADGEN.description}, ${SECONDS} s per cell after a ${WARMUP_SECONDS} s warm-up, the side that goes first alternating per row${ROUNDS > 1 ? `; ${ROUNDS} rounds of every cell, interleaved: the tables give medians (p50 and p99 are medians over the rounds), req/s and full/bare with their range over the rounds (full/bare compares the two sides within the same round)` : ''}.`,

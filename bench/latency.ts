@@ -37,7 +37,7 @@ import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-no
 import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
-import { createSql, type Sql } from '../services/kit/database';
+import { createSql, type Sql } from '../services/kit/db';
 import { credentialInterceptor } from '../test/support/credentials';
 import { createBenchDatabase, fullSystemEnv } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';

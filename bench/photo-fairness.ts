@@ -32,7 +32,7 @@ import { makeImage, startPhotoServer, type PhotoServer } from '../test/catalog/s
 import { startSystem, stopAllSystems } from '../test/support/system';
 import { createCertificates } from '../test/support/tls';
 import { PhotoState } from '../gen/psync/catalog/v1/catalog_pb';
-import { settings } from '../services/kit/config';
+import { settings } from '../services/kit/runtime';
 import { machineLine } from './support/machine';
 import { benchName, recordMetric, watchPeakRss } from './support/results';
 

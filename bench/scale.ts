@@ -43,7 +43,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import { blockPageQuery } from '../services/calendar/blocks-list';
-import { createSql, type Sql } from '../services/kit/database';
+import { createSql, type Sql } from '../services/kit/db';
 import { createBenchDatabase, type BenchDatabase, fullSystemEnv } from './support/bench-system';
 import { benchRuntime, buildForBench } from './support/compiled-build';
 import { startFull, type Build, type Server } from './support/gateway-servers';

@@ -1,5 +1,5 @@
 /**
- * Cost of the proto-rules interceptor (services/kit/validation.ts) per request, next to
+ * Cost of the proto-rules interceptor (services/kit/rpc/validation.ts) per request, next to
  * the request guard it runs after (docs/decisions.md "One validation source per
  * boundary"):
  *
@@ -15,8 +15,8 @@ import { create, type DescMessage, type Message } from '@bufbuild/protobuf';
 import { PlaceHoldRequestSchema, PutBlockRequestSchema } from '../gen/psync/calendar/v1/calendar_pb';
 import { UpsertPropertyRequestSchema } from '../gen/psync/catalog/v1/catalog_pb';
 import { AuthorizeRequestSchema } from '../gen/psync/identity/v1/identity_pb';
-import { requestViolations } from '../services/kit/request-guard';
-import { hasRules, ruleViolations } from '../services/kit/validation';
+import { requestViolations } from '../services/kit/rpc';
+import { hasRules, ruleViolations } from '../services/kit/rpc';
 import { benchName } from './support/results';
 
 benchName('validation');

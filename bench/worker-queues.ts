@@ -27,12 +27,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BusEvent, EventBus } from '../services/kit/bus';
-import { createSql, type Sql } from '../services/kit/database';
-import { runMigrations } from '../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../services/kit/migration-files';
-import { appendToOutbox } from '../services/kit/outbox-writer';
-import { OutboxRelay } from '../services/kit/outbox-relay';
+import type { BusEvent, EventBus } from '../services/kit/events';
+import { createSql, type Sql } from '../services/kit/db';
+import { runMigrations } from '../services/kit/db';
+import { KIT_MIGRATIONS } from '../services/kit/db';
+import { appendToOutbox } from '../services/kit/events';
+import { OutboxRelay } from '../services/kit/events';
 import { startTestDatabase } from '../test/support/database';
 import { testLogger } from '../test/support/bus';
 import { createBenchDatabase } from './support/bench-system';

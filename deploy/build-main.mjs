@@ -2,7 +2,7 @@
  * Builds what every process runs, the image and `npm start` alike: main.ts and all of
  * the project's code it imports bundled into one CommonJS file, dist/psync.cjs, with
  * every SQL file of the tree (services/<name>/migrations, services/<name>/functions)
- * embedded as text (services/kit/sql-tree.ts reads them from there). Dependencies stay
+ * embedded as text (services/kit/db/sql-tree.ts reads them from there). Dependencies stay
  * in node_modules (`packages: 'external'`): native ones (sharp, PGlite's WebAssembly)
  * cannot be bundled, and the image ships its production node_modules anyway.
  *

@@ -4,7 +4,7 @@
  * `instance` id the partner sees, the key id once known, and the trace id. Never a token or a body.
  */
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../services/kit/logger';
+import type { Logger } from '../services/kit/base';
 import { activeTraceId } from '../services/kit/telemetry';
 import { instanceUrn } from './problems';
 import type { GatewayContext } from './request-context';

@@ -13,7 +13,7 @@
  */
 import Koa from 'koa';
 import { TokenFailureThrottle } from './token-failures';
-import type { GatewayDeps } from '../services/kit/run-process';
+import type { GatewayDeps } from '../services/kit/runtime';
 import { peekRateLimit } from './auth';
 import type { ContractDeps } from './contract-route';
 import { ConsoleFiles } from './console';

@@ -12,7 +12,7 @@
  */
 import type { Client } from '@connectrpc/connect';
 import { AuthorizeDecision, type AuthorizeResponse, IdentityService } from '../gen/psync/identity/v1/identity_pb';
-import type { Logger } from '../services/kit/logger';
+import type { Logger } from '../services/kit/base';
 import { WWW_AUTHENTICATE } from './connect-errors';
 import { ProblemError } from './problems';
 import { retryAfterSeconds, viewFromStatus } from './rate-limit';

@@ -49,7 +49,7 @@ const UNAVAILABLE_CODES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code
  * (docs/decisions.md).
  */
 export function problemFromConnectError(err: ConnectError): ProblemError | undefined {
-  // UNAVAILABLE is 503 on every route, whatever reason it carries (services/kit/errors.ts:
+  // UNAVAILABLE is 503 on every route, whatever reason it carries (services/kit/rpc/errors.ts:
   // the database or bus unreachable); INTERNAL and UNKNOWN fall through to 500 below.
   if (err.code === Code.Unavailable) return new ProblemError('service_unavailable', { cause: err });
   const reason = errorReason(err);

@@ -25,7 +25,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import type { Logger } from '../services/kit/logger';
+import type { Logger } from '../services/kit/base';
 import { ProblemError } from './problems';
 import type { GatewayContext } from './request-context';
 

@@ -16,7 +16,7 @@
 import type { Client } from '@connectrpc/connect';
 import { Environment } from '../gen/psync/common/v1/environment_pb';
 import type { IdentityService } from '../gen/psync/identity/v1/identity_pb';
-import type { Logger } from '../services/kit/logger';
+import type { Logger } from '../services/kit/base';
 import { authorizeContractRequest } from './auth';
 import { inContractNames, type InternalFields } from './internal-fields';
 import { readJsonBody, ReadJsonOptions } from './body';

@@ -7,7 +7,7 @@
  * document and the console's files; a problem document always gets `no-store`.
  * It also opens the request's SERVER span (a new trace: a partner's `traceparent` is
  * not trusted) — every internal call below joins it — and records
- * `http.server.request.duration` (services/kit/metrics.ts recordHttpRequest, with the
+ * `http.server.request.duration` (services/kit/telemetry/metrics.ts recordHttpRequest, with the
  * old psync_http_* names while they are kept) and, on a 429,
  * psync_rate_limit_refusals_total. Span and metric follow the HTTP semantic
  * conventions. /healthz and /readyz are neither traced nor counted.
@@ -25,10 +25,10 @@ import { performance } from 'node:perf_hooks';
 import type { Middleware, Next } from 'koa';
 import { ConnectError } from '@connectrpc/connect';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { recordHttpRequest, recordRateLimitRefusal } from '../services/kit/metrics';
+import { recordHttpRequest, recordRateLimitRefusal } from '../services/kit/telemetry';
 import { inSpan } from '../services/kit/telemetry';
-import { withRequestId } from '../services/kit/request-id';
-import type { Logger } from '../services/kit/logger';
+import { withRequestId } from '../services/kit/base';
+import type { Logger } from '../services/kit/base';
 import { isNetworkError, problemFromConnectError } from './connect-errors';
 import { logAccess } from './access-log';
 import { instanceUrn, PROBLEM_CONTENT_TYPE, problemDocument, ProblemError } from './problems';
@@ -132,7 +132,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
     ctx.state.receivedAt = Date.now();
     ctx.set('X-Request-Id', ctx.state.requestId);
     try {
-      // Internal calls below carry the id as `x-request-id`: services log it (services/kit/errors.ts).
+      // Internal calls below carry the id as `x-request-id`: services log it (services/kit/rpc/errors.ts).
       await withRequestId(ctx.state.requestId, next);
       // Nothing answered (cannot happen with the contract router last, but never Koa's text 404).
       if (ctx.body == null && ctx.status === 404 && !ctx.state.operational) {

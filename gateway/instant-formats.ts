@@ -1,13 +1,13 @@
 /**
  * The schemas' `date` and `date-time` formats, registered by validate.ts in place of
  * ajv-formats' own for every schema: only dates and instants the system can store
- * (services/kit/storable-values.ts; docs/decisions.md "Text and instants that can be
+ * (services/kit/base/storable-values.ts; docs/decisions.md "Text and instants that can be
  * stored"). A full-date of year 0001–9999; a date-time whose instant, after applying
  * its UTC offset, lies in 0001-01-01T00:00:00Z … 9999-12-31T23:59:59.999…Z. Anything
  * else is a `format` violation, like any malformed value.
  */
 import { fullFormats } from 'ajv-formats/dist/formats';
-import { isStorableInstantMs } from '../services/kit/storable-values';
+import { isStorableInstantMs } from '../services/kit/base';
 
 type FormatCheck = (text: string) => boolean;
 const rfc3339Date = (fullFormats.date as { validate: FormatCheck }).validate;

@@ -27,8 +27,8 @@
  *   or parameter schema in the document is the validator's. Never mutate them.
  * - `{{NAME}}` in a string is replaced by the value named NAME in VALUES below (a string
  *   that is exactly `{{NAME}}` becomes the value itself, a number where the value is
- *   one). These are values the code owns — limits (services/kit/limits.ts), the
- *   configuration's defaults (services/kit/config.ts: the document never varies with a
+ *   one). These are values the code owns — limits (services/kit/base/limits.ts), the
+ *   configuration's defaults (services/kit/runtime/config.ts: the document never varies with a
  *   deployment's configuration, it shows the defaults and says so), the body limit, the
  *   token lifetime — so each is named once, in TypeScript, and a change there changes
  *   the document (house rule 11). Why placeholders rather than literals checked by a
@@ -95,8 +95,8 @@ import { BODY_LIMIT_BYTES } from './body';
 import { WWW_AUTHENTICATE } from './connect-errors';
 import { COMPLETED_AT_MAX_AHEAD_MS } from './routes/deletion-requests';
 import type { Json, JsonObject } from './json';
-import { settings } from '../services/kit/config';
-import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/limits';
+import { settings } from '../services/kit/runtime';
+import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/base';
 
 /** The path prefix of this contract version. */
 export const API_VERSION = 'v1';

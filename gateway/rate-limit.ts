@@ -16,7 +16,7 @@
  * current epoch-aligned window.
  */
 import type { RateLimitStatus } from '../gen/psync/identity/v1/identity_pb';
-import { RATE_WINDOW_SECONDS } from '../services/kit/limits';
+import { RATE_WINDOW_SECONDS } from '../services/kit/base';
 import { secondsLeftInWindow } from '../services/domain';
 
 /** What the headers say. */

@@ -4,8 +4,8 @@
  * and bus answer). The gateway itself keeps no state.
  */
 import { Health, HealthCheckResponse_ServingStatus as Status } from '../gen/grpc/health/v1/health_pb';
-import type { InternalClients } from '../services/kit/internal-client';
-import type { ServiceUrls } from '../services/kit/service-module';
+import type { InternalClients } from '../services/kit/rpc';
+import type { ServiceUrls } from '../services/kit/runtime';
 
 /** Fully-qualified service names the gateway depends on, by where they live. */
 const DEPENDENCIES: Record<keyof ServiceUrls, string> = {

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { RecordedRequestSchema } from '../gen/psync/identity/v1/identity_pb';
-import { REQUEST_LOG_LIMITS as LIMITS } from '../services/kit/request-log-limits';
+import { REQUEST_LOG_LIMITS as LIMITS } from '../services/kit/base';
 import { recordViolations } from '../services/identity/request-log-intake';
 import { knownFieldPath, UNKNOWN_FIELD } from './contract-field-names';
 import { sanitiseRecord, storedFieldPath, storedPathValue, storedText } from './request-log-sanitiser';

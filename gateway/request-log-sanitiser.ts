@@ -14,9 +14,9 @@
  *   gateway writes them itself: the limits are identity's, and a record beyond them
  *   would be refused (alone, since identity checks each record, but lost all the same).
  */
-import { redactSecrets } from '../services/kit/logger';
-import { REQUEST_LOG_LIMITS as LIMITS } from '../services/kit/request-log-limits';
-import { storableText } from '../services/kit/storable-values';
+import { redactSecrets } from '../services/kit/base';
+import { REQUEST_LOG_LIMITS as LIMITS } from '../services/kit/base';
+import { storableText } from '../services/kit/base';
 import { knownFieldPath } from './contract-field-names';
 import type { RequestRecordInit } from './request-recorder';
 

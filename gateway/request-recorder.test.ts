@@ -1,5 +1,5 @@
-import { createLogger } from '../services/kit/logger';
-import { currentRequestId, withRequestId } from '../services/kit/request-id';
+import { createLogger } from '../services/kit/base';
+import { currentRequestId, withRequestId } from '../services/kit/base';
 import { RequestRecorder, type RequestRecordInit } from './request-recorder';
 
 const lines: Record<string, unknown>[] = [];

@@ -23,9 +23,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { RecordedRequestSchema } from '../gen/psync/identity/v1/identity_pb';
-import { LogSampler } from '../services/kit/log-sampler';
-import type { Logger } from '../services/kit/logger';
-import { recordRequestLogDropped, type RequestLogDropReason as DropReason } from '../services/kit/metrics';
+import { LogSampler } from '../services/kit/base';
+import type { Logger } from '../services/kit/base';
+import { recordRequestLogDropped, type RequestLogDropReason as DropReason } from '../services/kit/telemetry';
 
 export type RequestRecordInit = MessageInitShape<typeof RecordedRequestSchema>;
 

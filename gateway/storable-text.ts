@@ -1,12 +1,12 @@
 /**
  * Text the system can store, for every decoded string of a contract request: path
  * parameters, query parameters, and every string anywhere in the JSON body. One
- * holding U+0000 or an unpaired surrogate (services/kit/storable-values.ts;
+ * holding U+0000 or an unpaired surrogate (services/kit/base/storable-values.ts;
  * docs/decisions.md "Text and instants that can be stored") is a violation
  * `{field, code: invalid}`; contract-route.ts applies this to every request, beside
  * the schemas.
  */
-import { isUnstorableText } from '../services/kit/storable-values';
+import { isUnstorableText } from '../services/kit/base';
 import type { Violation } from './problems';
 import { fieldPath, MAX_VIOLATIONS } from './validate';
 

@@ -7,8 +7,8 @@ import { CalendarService } from '../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../gen/psync/identity/v1/identity_pb';
 import { NotificationsService } from '../gen/psync/notifications/v1/notifications_pb';
-import type { InternalClients } from '../services/kit/internal-client';
-import type { ServiceUrls } from '../services/kit/service-module';
+import type { InternalClients } from '../services/kit/rpc';
+import type { ServiceUrls } from '../services/kit/runtime';
 
 export interface Upstreams {
   identity: Client<typeof IdentityService>;

@@ -17,7 +17,7 @@
  */
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { isAbsoluteUri } from '../services/kit/absolute-uri';
+import { isAbsoluteUri } from '../services/kit/base';
 import { storableDate, storableDateTime } from './instant-formats';
 import type { Violation, ViolationCode } from './problems';
 import propertySchema from './schemas/property.json';
@@ -37,7 +37,7 @@ addFormats(ajv);
 // Only dates and instants the system can store, wherever a schema says `date` or `date-time`.
 ajv.addFormat('date', storableDate);
 ajv.addFormat('date-time', storableDateTime);
-// The URI rule the catalog applies too (services/kit/absolute-uri.ts): one function for both sides.
+// The URI rule the catalog applies too (services/kit/base/absolute-uri.ts): one function for both sides.
 ajv.addFormat('uri', isAbsoluteUri);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });

@@ -97,7 +97,7 @@ function main(): void {
   const files = [...migrations, ...functionFiles];
   for (const { file, defines } of routinesInMigrations(migrations)) {
     process.stderr.write(
-      `${file}: ${defines.join('; ')}: migrations hold schema changes only; functions, procedures and views live in the service's functions/ folder (services/kit/sql-functions.ts)\n`,
+      `${file}: ${defines.join('; ')}: migrations hold schema changes only; functions, procedures and views live in the service's functions/ folder (services/kit/db/sql-functions.ts)\n`,
     );
     process.exitCode = 1;
   }

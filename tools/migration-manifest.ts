@@ -14,8 +14,8 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from '../services/kit/migration-files';
-import { loadFunctionFiles, type FunctionFile } from '../services/kit/sql-functions';
+import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from '../services/kit/db';
+import { loadFunctionFiles, type FunctionFile } from '../services/kit/db';
 
 /** The folder holding `kit/` and one folder per service. */
 const SERVICES_DIR = join(__dirname, '..', 'services');

@@ -36,7 +36,7 @@ import type { CalendarDeps } from '../../services/calendar/calendar-deps';
 import { checkRange } from '../../services/domain';
 import { AccessTokens } from '../../services/identity/access-tokens';
 import { AuthorizeBatcher } from '../../services/identity/authorize-batcher';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const BLOCK_PATH = /^\/v1\/blocks\/([^/?]{1,255})$/;

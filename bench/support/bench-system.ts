@@ -12,7 +12,7 @@ import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-no
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { createSql, type Sql } from '../../services/kit/database';
+import { createSql, type Sql } from '../../services/kit/db';
 import { credentialInterceptor, testCallerEnv } from '../../test/support/credentials';
 import { ROOT } from '../../test/support/process';
 import { freePort } from '../../test/support/system';

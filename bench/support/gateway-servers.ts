@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { isRole } from '../../services/kit/access-policy';
+import { isRole } from '../../services/kit/rpc';
 import { TEST_TOKENS, testCallerEnv } from '../../test/support/credentials';
 import { freePort } from '../../test/support/system';
 import { entryArgs, type Runtime } from './compiled-build';

@@ -18,7 +18,7 @@ import {
   type DeliveryState,
   type EndpointStatus,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import { EnumNames, environments } from '../../services/kit/enum-names';
+import { EnumNames, environments } from '../../services/kit/base';
 import { UsageError } from './args';
 import { command, type Command } from './registry';
 import { credentialIdCheck } from './credential-id';

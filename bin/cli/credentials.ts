@@ -8,7 +8,7 @@
  * The token is never printed: errors name PSYNC_TOKEN or the file, never the value.
  */
 import { resolve } from 'node:path';
-import { operatorTokenPath, readOperatorTokenFile } from '../../services/kit/operator-token';
+import { operatorTokenPath, readOperatorTokenFile } from '../../services/kit/base';
 
 /** Where the credential came from, for error lines. */
 export type CredentialSource = { kind: 'env' } | { kind: 'file'; file: string };
@@ -23,7 +23,7 @@ export class CredentialError extends Error {
   override name = 'CredentialError';
 }
 
-/** Default DATA_DIR, as in services/kit/config.ts. */
+/** Default DATA_DIR, as in services/kit/runtime/config.ts. */
 const DEFAULT_DATA_DIR = './.data';
 
 /** What a Bearer credential may hold: visible ASCII, as the server accepts it. */

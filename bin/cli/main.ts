@@ -7,8 +7,8 @@
  */
 import type { DescService } from '@bufbuild/protobuf';
 import { ConnectError, Code, type Client } from '@connectrpc/connect';
-import { InternalClients, type InternalTls } from '../../services/kit/internal-client';
-import { internalTls } from '../../services/kit/internal-credentials';
+import { InternalClients, type InternalTls } from '../../services/kit/rpc';
+import { internalTls } from '../../services/kit/runtime';
 import { parseArgs, UsageError } from './args';
 import { commands } from './command-set';
 import { completionScript } from './completion';

@@ -8,10 +8,10 @@ import type { DescEnum, DescField, DescMessage, Message } from '@bufbuild/protob
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { WebhookEventTypeSchema, type WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import { dottedKind, EnumNames, environments } from '../../services/kit/enum-names';
+import { dottedKind, EnumNames, environments } from '../../services/kit/base';
 
 /** A UUID, as workspace ids and event ids are. */
-export { UUID_PATTERN as UUID } from '../../services/kit/uuid';
+export { UUID_PATTERN as UUID } from '../../services/kit/base';
 
 /** The operator-facing name of an environment. */
 export function environmentName(env: Environment): string {

@@ -6,7 +6,7 @@
  * never recorded, so never shown.
  */
 import { IdentityService, RecordedRequestSchema, type RecordedRequest } from '../../gen/psync/identity/v1/identity_pb';
-import { UUID_PATTERN } from '../../services/kit/uuid';
+import { UUID_PATTERN } from '../../services/kit/base';
 import { command, type Command } from './registry';
 import { presentMessage, UUID } from './present';
 

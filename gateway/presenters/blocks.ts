@@ -7,7 +7,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Block, ListBlocksRequestSchema, ListBlocksResponse, PutBlockRequestSchema, PutBlockResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import type { BlockBody, BlockReasonName, BlocksQuery } from '../validate';
 import { blockReasons, upsertResults } from './enums';
-import { PAGE_SIZE_DEFAULT } from '../../services/kit/limits';
+import { PAGE_SIZE_DEFAULT } from '../../services/kit/base';
 
 export { blockReasons } from './enums';
 

@@ -1,6 +1,6 @@
 /**
  * Enum translation between protobuf values and the public strings, derived from the
- * enums' descriptors (services/kit/enum-names.ts: PROPERTY_STATUS_LISTED → `listed`).
+ * enums' descriptors (services/kit/base/enum-names.ts: PROPERTY_STATUS_LISTED → `listed`).
  * The public JSON Schemas list the same names; a test checks each table against them.
  * A value the public contract has no name for (UNSPECIFIED, or a number unknown to
  * the descriptor) coming back from a service is a fault on our side: it throws, and
@@ -28,7 +28,7 @@ import {
   type EndpointStatus,
   type WebhookEventType,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import { dottedKind, EnumNames } from '../../services/kit/enum-names';
+import { dottedKind, EnumNames } from '../../services/kit/base';
 import type { BlockReasonName, DeliveryStateName, WebhookEventName } from '../validate';
 
 export type PropertyStatusName = 'listed' | 'unlisted';

@@ -4,7 +4,7 @@
  * [from, to) (docs/partners/calendar.md). The listing must be the caller's: unknown and
  * another workspace's are the same 404 property_not_found (the calendar asks the catalog).
  */
-import { MAX_NIGHTS_READ } from '../../services/kit/limits';
+import { MAX_NIGHTS_READ } from '../../services/kit/base';
 import { checkRange } from '../../services/domain';
 import { contractRoute } from '../contract-route';
 import type { Route } from '../contract-router';

@@ -6,8 +6,8 @@
  * method is 405 with `Allow`; no token is read and nothing is counted.
  */
 import type { Route } from '../contract-router';
-import type { InternalClients } from '../../services/kit/internal-client';
-import type { ServiceUrls } from '../../services/kit/service-module';
+import type { InternalClients } from '../../services/kit/rpc';
+import type { ServiceUrls } from '../../services/kit/runtime';
 import { checkReadiness } from '../readiness';
 
 export function operationalRoutes(clients: InternalClients, urls: ServiceUrls, draining: () => boolean): Route[] {

@@ -28,7 +28,7 @@ import { sendJson } from '../respond';
 import type { GatewayContext } from '../request-context';
 import type { RouteDeps } from './deps';
 import { presentedKeyId } from '../token-failures';
-import { RATE_WINDOW_SECONDS } from '../../services/kit/limits';
+import { RATE_WINDOW_SECONDS } from '../../services/kit/base';
 
 /** The one body of every refusal (spec "Authentication" 7). */
 export const INVALID_API_KEY = { message: 'invalid API key' } as const;

@@ -5,7 +5,7 @@
  * endpoint registered → 404 `webhook_endpoint_not_found` (docs/contract-gaps.md).
  *
  * The gateway checks what needs no look-up — the egress guard's own URL rules
- * (services/kit/egress.ts `checkUrl` with WEBHOOK_URL_RULES: https, port 443 or 8443,
+ * (services/kit/egress/egress.ts `checkUrl` with WEBHOOK_URL_RULES: https, port 443 or 8443,
  * no credentials, a DNS name rather than an IP literal) — so a production workspace
  * gets the same 400 as a sandbox one; the notifications service adds the address
  * checks. Every refusal of the URL is the same `{field: "url", code: "invalid"}`: it

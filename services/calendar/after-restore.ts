@@ -6,7 +6,7 @@
  * reads as expired (CURSOR_EXPIRED: the marketplace resynchronises) instead of resuming
  * after some other event that reused its seq. Running it again moves on again; harmless.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 
 /** How far past the last event new events start: more than any gap could have used. */
 const RESTORE_SEQ_SKIP = 1_000_000_000;

@@ -22,7 +22,7 @@
  * clause is planned as its own subquery, whose ordering is otherwise dropped). The
  * outer ORDER BY alone decides the result's order, whatever the plan.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 
 /** Number of length classes of `calendar.block_span_class` (0..9, migration 0006). */
 export const SPAN_CLASSES = 10;

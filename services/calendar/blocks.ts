@@ -30,16 +30,16 @@ import {
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { checkRange } from '../domain';
-import { EnumNames } from '../kit/enum-names';
+import { EnumNames } from '../kit/base';
 import { invalidArgument, notEnabled } from './errors';
 import { calendarChanged } from './event-log';
 import { blockPageQuery, type BlockRow } from './blocks-list';
 import { refuseConflicts, scanConflicts, withRetries } from './claims';
 import type { CalendarDeps } from './calendar-deps';
 import { currentTraceHeaders } from '../kit/telemetry';
-import { PAGE_SIZE_DEFAULT } from '../kit/limits';
-import { canonicalUuid } from '../kit/uuid';
-import { serviceUnavailable } from '../kit/errors';
+import { PAGE_SIZE_DEFAULT } from '../kit/base';
+import { canonicalUuid } from '../kit/base';
+import { serviceUnavailable } from '../kit/rpc';
 
 /** Block reasons as stored (`reserved`, `owner_stay`, …) ↔ BlockReason. */
 const reasons = new EnumNames<BlockReason, 'reserved' | 'maintenance' | 'owner_stay' | 'other'>(BlockReasonSchema);
@@ -71,7 +71,7 @@ function toBlock(r: BlockRow): Block {
 /**
  * PutBlock: creates, re-confirms or moves a block (see the state table above). The
  * request's fields were checked against calendar.proto's rules before this runs
- * (services/kit/validation.ts); the range rule (1 to MAX_NIGHTS nights) is the calendar's.
+ * (services/kit/rpc/validation.ts); the range rule (1 to MAX_NIGHTS nights) is the calendar's.
  */
 export async function putBlock(deps: CalendarDeps, req: PutBlockRequest): Promise<MessageInitShape<typeof PutBlockResponseSchema>> {
   const target = req.target;

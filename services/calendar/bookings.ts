@@ -30,13 +30,13 @@ import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { checkRange, type NightSpan } from '../domain';
-import { notFound, type Violation } from '../kit/errors';
+import { notFound, type Violation } from '../kit/rpc';
 import { conflict, failedPrecondition, invalidArgument } from './errors';
 import { bookingCancelled, bookingConfirmed, calendarChanged } from './event-log';
 import { scanConflicts, withRetries } from './claims';
 import { isHoldId, refuseSandboxPayment } from './holds';
 import type { CalendarDeps } from './calendar-deps';
-import type { Caller } from '../kit/internal-auth';
+import type { Caller } from '../kit/rpc';
 import { findIdempotentResult, idempotencyScope, keyArguments, resultOfKeyFound, type KeyFound } from './idempotency';
 import { currentTraceHeaders } from '../kit/telemetry';
 

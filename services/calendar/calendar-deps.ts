@@ -2,8 +2,8 @@
  * What the calendar's domain functions share: the database, the listing directory,
  * the hold lifetime and what to do after a commit that wrote events.
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import type { ListingDirectory } from './listings';
 
 export interface CalendarDeps {

@@ -12,8 +12,8 @@
  * stay the last line of defence: a 23P01 is still mapped to a conflict (see
  * `withRetries`).
  */
-import type { Sql, Tx } from '../kit/database';
-import { sqlState, SqlState } from '../kit/errors';
+import type { Sql, Tx } from '../kit/db';
+import { sqlState, SqlState } from '../kit/rpc';
 import { conflict } from './errors';
 
 /** Which holders a scan looks at: marketplace only (for blocks) or everything (for holds and bookings). */

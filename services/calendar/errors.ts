@@ -1,13 +1,13 @@
 /**
  * The calendar's own named errors, built from the kit's constructors
- * (services/kit/errors.ts holds `failure`, `validationFailed`, `notFound`, the
+ * (services/kit/rpc/errors.ts holds `failure`, `validationFailed`, `notFound`, the
  * SQLSTATEs, and the one interceptor mapping failures nobody mapped on purpose).
  * Details never carry a value the caller submitted, except the colliding dates a
  * conflict must list (spec: 409 `conflicts[]`).
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ConflictDetailSchema, ErrorDetailSchema, ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { failure, validationFailed, type Violation } from '../kit/errors';
+import { failure, validationFailed, type Violation } from '../kit/rpc';
 
 /**
  * INVALID_ARGUMENT (VALIDATION_FAILED) listing every violation; the message names the

@@ -38,7 +38,7 @@ import {
 import type { CalendarChangeKind, CancellationInitiator, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
 import { EnvironmentSchema } from '../../gen/psync/common/v1/environment_pb';
 import type { Environment } from '../../gen/psync/common/v1/environment_pb';
-import type { OutboxMessage, OutboxRow } from '../kit/outbox-relay';
+import type { OutboxMessage, OutboxRow } from '../kit/events';
 
 /** An enum's values by word: the value name without its prefix, lower case (UNSPECIFIED left out). */
 function wordsOf<E extends number>(schema: GenEnum<E>): ReadonlyMap<string, E> {

@@ -2,7 +2,7 @@
  * SharedHorizon (event-horizon.ts): the streams of a process share horizon reads, and
  * a caller never gets a read that began before its call.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 import { SharedHorizon } from './event-horizon';
 
 const sql = {} as Sql;

@@ -14,7 +14,7 @@
  * LATER statement (READ COMMITTED), never in the same one: the proof in the migration
  * needs the events' snapshot to be taken after the horizon was read.
  */
-import type { Sql, Tx } from '../kit/database';
+import type { Sql, Tx } from '../kit/db';
 
 /** Reads the calendar's horizon (an xid8, as decimal text). */
 export async function readEventHorizon(sql: Sql | Tx): Promise<string> {

@@ -14,7 +14,7 @@
  * from the registered writers (event-horizon.ts), and the database refuses an event
  * from a transaction that did not register.
  */
-import type { Tx } from '../kit/database';
+import type { Tx } from '../kit/db';
 import { currentTraceHeaders } from '../kit/telemetry';
 import type { BookingCancelledBody, BookingConfirmedBody, CalendarChangedBody, ChangeKindWord, EventBodies, EventType, HolderKindWord, UserErasedBody } from './event-codec';
 

@@ -13,9 +13,9 @@
  * One pruner at a time across replicas (a transaction-scoped advisory lock; the
  * others find it taken and skip that batch).
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
-import { BatchPruner } from '../kit/periodic';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
+import { BatchPruner } from '../kit/work';
 
 /** Events deleted per statement. */
 export const PRUNE_BATCH = 10_000;

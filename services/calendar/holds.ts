@@ -19,13 +19,13 @@ import {
   type ReleaseHoldResponseSchema,
 } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import type { Caller } from '../kit/internal-auth';
-import type { Logger } from '../kit/logger';
-import type { Sql } from '../kit/database';
-import { PeriodicJob } from '../kit/periodic';
+import type { Caller } from '../kit/rpc';
+import type { Logger } from '../kit/base';
+import type { Sql } from '../kit/db';
+import { PeriodicJob } from '../kit/work';
 import { checkRange } from '../domain';
-import { notFound } from '../kit/errors';
-import { isUuid } from '../kit/uuid';
+import { notFound } from '../kit/rpc';
+import { isUuid } from '../kit/base';
 import { failedPrecondition, invalidArgument } from './errors';
 import { calendarChanged } from './event-log';
 import { refuseConflicts, scanConflicts, withRetries } from './claims';

@@ -34,10 +34,10 @@
 import { createHash } from 'node:crypto';
 import { clone, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import type { Sql } from '../kit/database';
-import type { Caller } from '../kit/internal-auth';
-import type { Logger } from '../kit/logger';
-import { BatchPruner } from '../kit/periodic';
+import type { Sql } from '../kit/db';
+import type { Caller } from '../kit/rpc';
+import type { Logger } from '../kit/base';
+import { BatchPruner } from '../kit/work';
 import { failedPrecondition } from './errors';
 
 /** How long a key is remembered: a retry within this long answers the first result. */

@@ -14,9 +14,9 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ListingNightState, type ListingNightSchema, type ListListingNightsRequest, type ListListingNightsResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { MAX_NIGHTS_READ } from '../kit/limits';
+import { MAX_NIGHTS_READ } from '../kit/base';
 import { checkRange } from '../domain';
-import { canonicalUuid } from '../kit/uuid';
+import { canonicalUuid } from '../kit/base';
 import type { CalendarDeps } from './calendar-deps';
 import { invalidArgument } from './errors';
 

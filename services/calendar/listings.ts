@@ -17,9 +17,9 @@
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { CatalogService, type Listing } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { environments } from '../kit/enum-names';
+import { environments } from '../kit/base';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { notFound } from '../kit/errors';
+import { notFound } from '../kit/rpc';
 
 /** What the calendar needs to know about a listing. */
 export interface ListingInfo {

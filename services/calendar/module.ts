@@ -1,13 +1,13 @@
 /**
- * The calendar service as hosted by a process (see services/kit/service-module.ts):
+ * The calendar service as hosted by a process (see services/kit/runtime/service-module.ts):
  * nights and who holds them, partner blocks, marketplace holds and bookings, the
  * resumable event stream (pruned after CALENDAR_EVENT_RETENTION_DAYS), idempotency
  * keys of the marketplace's writes (pruned after 24 h) and guest erasure
  * (docs/calendar.md, docs/marketplace.md).
  */
 import { skipEventSeqsOfTheGap } from './after-restore';
-import { treePath } from '../kit/sql-tree';
-import type { ServiceContext, ServiceModule } from '../kit/service-module';
+import { treePath } from '../kit/db';
+import type { ServiceContext, ServiceModule } from '../kit/runtime';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import type { CalendarDeps } from './calendar-deps';

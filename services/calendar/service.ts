@@ -1,12 +1,12 @@
 /**
  * CalendarService RPC implementations: thin wrappers over the domain modules.
  * Errors raised on purpose are ConnectErrors with an ErrorDetail; anything else is
- * mapped by the kit's error interceptor (services/kit/errors.ts; docs/decisions.md
+ * mapped by the kit's error interceptor (services/kit/rpc/errors.ts; docs/decisions.md
  * "Errors have one path").
  */
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CALLER } from '../kit/internal-auth';
+import { CALLER } from '../kit/rpc';
 import { getAvailability } from './availability';
 import { deleteBlock, listBlocks, putBlock } from './blocks';
 import { cancelBooking, confirmBooking, getBooking } from './bookings';

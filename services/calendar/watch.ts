@@ -17,8 +17,8 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { WatchEventsRequest, WatchEventsResponseSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import type { Sql } from '../kit/database';
-import { WakeSignal } from '../kit/worker';
+import type { Sql } from '../kit/db';
+import { WakeSignal } from '../kit/work';
 import { cursorExpired, invalidArgument } from './errors';
 import { SharedHorizon } from './event-horizon';
 import { streamEvent, type StreamRow } from './event-codec';

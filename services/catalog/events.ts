@@ -1,6 +1,6 @@
 /**
  * The catalog's domain events (proto/psync/catalog/v1/events.proto), written to the
- * outbox in the transaction of the change that causes them (services/kit/outbox-writer.ts).
+ * outbox in the transaction of the change that causes them (services/kit/events/outbox-writer.ts).
  *
  * Subjects below the bus prefix (NATS: `psync.catalog.listing.*`):
  * - `catalog.listing.published`: a listing id was assigned — a partner property became
@@ -17,8 +17,8 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { randomUUID } from 'node:crypto';
 import { ListingPublishedSchema, ListingUnpublishedSchema, ListingUpdatedSchema } from '../../gen/psync/catalog/v1/events_pb';
-import type { Tx } from '../kit/database';
-import { appendToOutbox } from '../kit/outbox-writer';
+import type { Tx } from '../kit/db';
+import { appendToOutbox } from '../kit/events';
 import { toMissingReason } from './messages';
 import type { ListingRecord } from './listing-records';
 import { listingMessage } from './listing-records';

@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { ListingOriginSchema, ListingSchema, type Listing, type ListingOrigin } from '../../gen/psync/catalog/v1/catalog_pb';
-import { base32 } from '../kit/base32';
-import type { Sql, Tx } from '../kit/database';
-import { EnumNames, environments } from '../kit/enum-names';
+import { base32 } from '../kit/base';
+import type { Sql, Tx } from '../kit/db';
+import { EnumNames, environments } from '../kit/base';
 import { propertyStatuses } from './messages';
 
 /** One listing with what the calendar needs to know about it. */

@@ -6,7 +6,7 @@
  * and listed from the start; their guest-facing content lives on the marketplace
  * side, so the catalog's public surfaces do not show them.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 import { appendListingEvent } from './events';
 import { newListingId, readListing, type ListingRecord } from './listing-records';
 import type { EnvironmentName } from './workspaces';

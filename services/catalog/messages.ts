@@ -18,7 +18,7 @@ import {
   type Property,
   type PropertyStatus,
 } from '../../gen/psync/catalog/v1/catalog_pb';
-import { EnumNames } from '../kit/enum-names';
+import { EnumNames } from '../kit/base';
 import type { PhotoRow, PropertyRow, RejectionReason } from './property-records';
 import type { MissingReason, PhotoState } from './publishability';
 

@@ -1,9 +1,9 @@
 /**
- * The catalog service as hosted by a process (see services/kit/service-module.ts):
+ * The catalog service as hosted by a process (see services/kit/runtime/service-module.ts):
  * its RPCs, its migrations, and the photo pipeline as its background worker.
  */
-import { treePath } from '../kit/sql-tree';
-import type { ServiceModule } from '../kit/service-module';
+import { treePath } from '../kit/db';
+import type { ServiceModule } from '../kit/runtime';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { PhotoPipeline } from './photo-pipeline';
 import { catalogService } from './service';

@@ -39,13 +39,13 @@
  * `unreachable`.
  */
 import { randomUUID } from 'node:crypto';
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { fetchAndProcessPhoto, type PhotoOutcome } from './photo-processor';
 import { republishById } from './publication';
-import { recordPhotoProcessed } from '../kit/metrics';
-import { PeriodicJob } from '../kit/periodic';
-import { Worker, type RoundResult } from '../kit/worker';
+import { recordPhotoProcessed } from '../kit/telemetry';
+import { PeriodicJob } from '../kit/work';
+import { Worker, type RoundResult } from '../kit/work';
 import { PhotoLanes, type ClaimAllowance } from './photo-lanes';
 
 /** Claims of one photo before it is given up as unreachable. */

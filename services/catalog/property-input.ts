@@ -1,15 +1,15 @@
 /**
  * An UpsertProperty request in the catalog's own, protobuf-free shape. The request's
  * shape rules (lengths, patterns, ranges, the country list) are declared in
- * catalog.proto and enforced before the handler runs (services/kit/validation.ts), so
+ * catalog.proto and enforced before the handler runs (services/kit/rpc/validation.ts), so
  * what reaches it has a property, an address and an occupancy. The one rule checked
  * here is a photo URL's: an absolute URI by the public schema's own function
- * (services/kit/absolute-uri.ts), which protovalidate's `string.uri` does not match.
+ * (services/kit/base/absolute-uri.ts), which protovalidate's `string.uri` does not match.
  */
 import type { UpsertPropertyRequest } from '../../gen/psync/catalog/v1/catalog_pb';
-import { isAbsoluteUri } from '../kit/absolute-uri';
-import { validationFailed } from '../kit/errors';
-import { canonicalUuid } from '../kit/uuid';
+import { isAbsoluteUri } from '../kit/base';
+import { validationFailed } from '../kit/rpc';
+import { canonicalUuid } from '../kit/base';
 import { propertyStatuses } from './messages';
 
 /** A property as the catalog stores it. */

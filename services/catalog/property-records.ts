@@ -2,7 +2,7 @@
  * Stored partner properties and their photos: the row shapes and the queries that
  * read them (tagged-template SQL only: every value is a bound parameter).
  */
-import type { Sql, Tx } from '../kit/database';
+import type { Sql, Tx } from '../kit/db';
 import type { MissingReason, PhotoState } from './publishability';
 
 /** A `catalog.properties` row. */

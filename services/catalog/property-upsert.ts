@@ -12,7 +12,7 @@
  * with (the earlier occurrence on a tie).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Sql, Tx } from '../kit/database';
+import type { Sql, Tx } from '../kit/db';
 import { EgressError, PHOTO_URL_RULES, checkUrl } from '../kit/egress';
 import { splitAmenities } from './amenities';
 import type { EnvironmentName } from './workspaces';

@@ -10,10 +10,10 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { PublicListingSchema, type PublicListing, type SearchPublicListingsRequest } from '../../gen/psync/catalog/v1/catalog_pb';
-import type { Sql } from '../kit/database';
-import { validationFailed } from '../kit/errors';
+import type { Sql } from '../kit/db';
+import { validationFailed } from '../kit/rpc';
 import type { PropertyRow } from './property-records';
-import { PAGE_SIZE_DEFAULT } from '../kit/limits';
+import { PAGE_SIZE_DEFAULT } from '../kit/base';
 
 interface PublicPhotoRow {
   property_id: string;

@@ -11,7 +11,7 @@
  * properties get listing ids the same way (the sandbox contract addresses blocks by
  * listing_id); the public surfaces never show them.
  */
-import type { Tx } from '../kit/database';
+import type { Tx } from '../kit/db';
 import { appendListingEvent, type ListingEventKind } from './events';
 import { newListingId, type ListingRecord } from './listing-records';
 import { readPhotos, readProperty, type PhotoRow, type PropertyRow } from './property-records';

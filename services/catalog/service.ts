@@ -1,22 +1,22 @@
 /**
  * CatalogService RPC implementations: call the domain modules, shape the response
- * (requests arrive checked against catalog.proto's rules: services/kit/validation.ts). Thin on purpose; the rules live in property-upsert.ts, publication.ts,
+ * (requests arrive checked against catalog.proto's rules: services/kit/rpc/validation.ts). Thin on purpose; the rules live in property-upsert.ts, publication.ts,
  * publishability.ts, photo-pipeline.ts, public-listings.ts and
  * marketplace-listings.ts.
  */
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { AMENITIES } from './amenities';
-import { canonicalUuid } from '../kit/uuid';
+import { canonicalUuid } from '../kit/base';
 import { listingNotFound, propertyNotFound } from './errors';
 import { listingMessage, readListing } from './listing-records';
 import { DEFAULT_MARKETPLACE_LISTING, createMarketplaceListing } from './marketplace-listings';
 import { propertyRecord, toMissingReason, toPropertyStatus, toRejectionReason } from './messages';
 import { findProperty, propertyPage, readPhotos, readPhotosOf, rejectedPhotos } from './property-records';
-import { PAGE_SIZE_DEFAULT } from '../kit/limits';
+import { PAGE_SIZE_DEFAULT } from '../kit/base';
 import { upsertProperty } from './property-upsert';
 import { getPublicListing, getPublicPhoto, searchPublicListings } from './public-listings';
 import { propertyInput } from './property-input';

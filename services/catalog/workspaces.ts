@@ -6,11 +6,11 @@
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { environments } from '../kit/enum-names';
-import type { Sql } from '../kit/database';
-import type { InternalClients } from '../kit/internal-client';
+import { environments } from '../kit/base';
+import type { Sql } from '../kit/db';
+import type { InternalClients } from '../kit/rpc';
 import { workspaceNotFound } from './errors';
-import { isUuid } from '../kit/uuid';
+import { isUuid } from '../kit/base';
 
 export type EnvironmentName = 'sandbox' | 'production';
 

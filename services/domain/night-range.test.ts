@@ -3,7 +3,7 @@
  * calendar, the gateway's block route, test events, the nights read-back) relies on
  * exactly these answers.
  */
-import { MAX_NIGHTS } from '../kit/limits';
+import { MAX_NIGHTS } from '../kit/base';
 import { checkRange, formatDay, nightCountProblem, nightsOf, parseDay } from './night-range';
 
 describe('parseDay / formatDay', () => {

@@ -12,7 +12,7 @@
  * last line.
  */
 
-import { MAX_NIGHTS } from '../kit/limits';
+import { MAX_NIGHTS } from '../kit/base';
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DAY_MS = 86_400_000;

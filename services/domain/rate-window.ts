@@ -4,7 +4,7 @@
  * Unix epoch. identity.rate_window_start() is the same rule in SQL
  * (test/kit/limits-agree.test.ts).
  */
-import { RATE_WINDOW_SECONDS } from '../kit/limits';
+import { RATE_WINDOW_SECONDS } from '../kit/base';
 
 /** Seconds left in the epoch-aligned window containing `nowEpochSeconds`, 1..windowSeconds. */
 export function secondsLeftInWindow(nowEpochSeconds: number, windowSeconds = RATE_WINDOW_SECONDS): number {

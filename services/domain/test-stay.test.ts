@@ -3,7 +3,7 @@
  * shares with blocks (night-range.ts), and the edges the gateway and the notifications
  * service both rely on.
  */
-import { MAX_NIGHTS } from '../kit/limits';
+import { MAX_NIGHTS } from '../kit/base';
 import { formatDay, parseDay } from './night-range';
 import { resolveTestStay, TEST_STAY_LEAD_DAYS, TEST_STAY_NIGHTS } from './test-stay';
 

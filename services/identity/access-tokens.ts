@@ -11,8 +11,8 @@
  * token is still live is Authorize's SQL re-check, not this module's.
  */
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import { MAX_TOKEN_TTL_SECONDS } from '../kit/limits';
-import { isCanonicalUuid } from '../kit/uuid';
+import { MAX_TOKEN_TTL_SECONDS } from '../kit/base';
+import { isCanonicalUuid } from '../kit/base';
 
 /** Prefix of every access token (also scrubbed from free text by the logger). */
 export const ACCESS_TOKEN_PREFIX = 'pst_';

@@ -13,7 +13,7 @@
  * "Authentication" 7).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { base32 } from '../kit/base32';
+import { base32 } from '../kit/base';
 
 /** Prefix of every API key (also scrubbed from free text by the logger). */
 export const API_KEY_PREFIX = 'psk_';

@@ -1,7 +1,7 @@
 /**
  * Authorize's database work, batched: the requests that arrive while one
  * `identity.authorize_batch` statement runs go into the next one (group commit,
- * services/kit/group-commit.ts). An idle service runs each request's statement at once;
+ * services/kit/base/group-commit.ts). An idle service runs each request's statement at once;
  * a busy one runs one statement per batch instead of one per request — and a key's
  * concurrent requests no longer queue one by one on its counter row's lock (each
  * holding it until its commit): the batch takes the lock once and counts them all.
@@ -10,8 +10,8 @@
  * (migration 0002), and the count stays exact across any number of processes: the
  * statement locks the counter rows, the processes only choose what goes together.
  */
-import { GroupCommit } from '../kit/group-commit';
-import type { Sql } from '../kit/database';
+import { GroupCommit } from '../kit/base';
+import type { Sql } from '../kit/db';
 import { authorizeBatch, type AuthorizeInput, type AuthorizeRow } from './queries';
 
 /** Most requests in one statement: large enough for any burst one process sees, small enough to keep the arrays cheap. */

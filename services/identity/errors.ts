@@ -1,6 +1,6 @@
 /**
  * The identity service's own named errors, built like every other from the kit's
- * constructors (services/kit/errors.ts: `failure`, `invalidField`, and the one
+ * constructors (services/kit/rpc/errors.ts: `failure`, `invalidField`, and the one
  * interceptor that maps failures nobody mapped on purpose). Never a value the caller
  * submitted.
  */
@@ -8,7 +8,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { ErrorDetailSchema, ErrorReason, RetryDetailSchema } from '../../gen/psync/common/v1/errors_pb';
 import { RateLimitStatusSchema } from '../../gen/psync/identity/v1/identity_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { failure } from '../kit/errors';
+import { failure } from '../kit/rpc';
 
 /**
  * The one refusal of ExchangeToken for an unknown key id, a revoked key, a wrong

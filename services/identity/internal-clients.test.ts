@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CLIENT_TOKEN_SHAPE } from '../kit/internal-auth';
+import { CLIENT_TOKEN_SHAPE } from '../kit/rpc';
 import { hashClientToken, mintClientToken } from './internal-clients';
 
 describe('marketplace client tokens', () => {

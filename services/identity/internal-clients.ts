@@ -12,8 +12,8 @@
  *   index probe.
  */
 import { randomBytes } from 'node:crypto';
-import { CLIENT_TOKEN_PREFIX, tokenSha256 } from '../kit/internal-auth';
-import { base32 } from '../kit/base32';
+import { CLIENT_TOKEN_PREFIX, tokenSha256 } from '../kit/rpc';
+import { base32 } from '../kit/base';
 
 export { CLIENT_TOKEN_PREFIX };
 

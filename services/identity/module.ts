@@ -1,5 +1,5 @@
 /**
- * The identity service as hosted by a process (see services/kit/service-module.ts):
+ * The identity service as hosted by a process (see services/kit/runtime/service-module.ts):
  * workspaces, API keys, access tokens, the per-key rate-limit counters and the
  * marketplace clients of the internal API (internal-clients.ts), and the request log
  * of contract requests (request-log.ts), pruned here (request-log-pruner.ts).
@@ -10,9 +10,9 @@
  * UNAVAILABLE / TOKEN_ISSUER_NOT_CONFIGURED and Authorize UNAVAILABLE /
  * SERVICE_UNAVAILABLE (docs/decisions.md "Identity").
  */
-import { treePath } from '../kit/sql-tree';
-import type { ServiceContext, ServiceModule } from '../kit/service-module';
-import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
+import { treePath } from '../kit/db';
+import type { ServiceContext, ServiceModule } from '../kit/runtime';
+import { resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { AccessTokens } from './access-tokens';
 import { deleteOldCounters } from './queries';

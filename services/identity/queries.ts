@@ -7,7 +7,7 @@
  * Both counters count through `identity.count_requests`, the one definition of "count
  * unless at the limit".
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 import type { Bucket } from './rate-limit';
 import type { EnvironmentName } from './access-tokens';
 

@@ -1,4 +1,4 @@
-import { RATE_WINDOW_SECONDS } from '../kit/limits';
+import { RATE_WINDOW_SECONDS } from '../kit/base';
 import { secondsLeftInWindow } from '../domain';
 import { rateLimitState } from './rate-limit';
 

@@ -10,7 +10,7 @@
  * count including it (queries.ts). This module turns that outcome and the database
  * clock into the numbers the gateway sends.
  */
-import { RATE_WINDOW_SECONDS } from '../kit/limits';
+import { RATE_WINDOW_SECONDS } from '../kit/base';
 import { secondsLeftInWindow } from '../domain';
 
 /** The two counters of a key. */

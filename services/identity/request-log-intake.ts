@@ -15,10 +15,10 @@
  */
 import type { RecordedRequest } from '../../gen/psync/identity/v1/identity_pb';
 import { RecordedRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
-import type { Sql } from '../kit/database';
-import { sqlState, type Violation } from '../kit/errors';
-import { requestViolations } from '../kit/request-guard';
-import { ruleViolations } from '../kit/validation';
+import type { Sql } from '../kit/db';
+import { sqlState, type Violation } from '../kit/rpc';
+import { requestViolations } from '../kit/rpc';
+import { ruleViolations } from '../kit/rpc';
 import { insertRequests, type RequestRecord } from './request-log';
 
 /** A refused record: its place in the batch and why (field paths and codes, never a value). */

@@ -3,9 +3,9 @@
  * most `maxPerWorkspace` rows, and none older than `retentionDays`. Runs in identity's
  * housekeeping on the kit's BatchPruner: bounded deletes, one warning per failed run.
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
-import { BatchPruner } from '../kit/periodic';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
+import { BatchPruner } from '../kit/work';
 import { pruneExcessRequests, pruneOldRequests } from './request-log';
 
 /** Rows kept per workspace. */

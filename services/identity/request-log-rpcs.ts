@@ -9,11 +9,11 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { IdentityService, RecordedRequest, RecordedRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
-import type { Sql } from '../kit/database';
-import { failure } from '../kit/errors';
-import { LogSampler } from '../kit/log-sampler';
-import type { Logger } from '../kit/logger';
-import { canonicalUuid } from '../kit/uuid';
+import type { Sql } from '../kit/db';
+import { failure } from '../kit/rpc';
+import { LogSampler } from '../kit/base';
+import type { Logger } from '../kit/base';
+import { canonicalUuid } from '../kit/base';
 import { type RefusedRecord, takeIn } from './request-log-intake';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type RequestRecord, type RequestRow, selectRequest, selectRequests } from './request-log';
 

@@ -9,7 +9,7 @@
  * Times travel as microsecond text, never through a JavaScript Date, so the cursor is
  * exactly the stored time.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 
 /** Rows per page when the caller gives no limit. */
 export const DEFAULT_PAGE_SIZE = 50;

@@ -19,21 +19,21 @@ import {
 } from '../../gen/psync/identity/v1/identity_pb';
 import type { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import type { Config } from '../kit/config';
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Config } from '../kit/runtime';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { AccessTokens, EnvironmentName } from './access-tokens';
 import { mintApiKey, parseApiKey, secretMatches } from './api-keys';
-import { failure } from '../kit/errors';
-import { environments } from '../kit/enum-names';
-import { canonicalUuid, isUuid } from '../kit/uuid';
+import { failure } from '../kit/rpc';
+import { environments } from '../kit/base';
+import { canonicalUuid, isUuid } from '../kit/base';
 import { invalidApiKey, rateLimited } from './errors';
 import * as q from './queries';
 import { AuthorizeBatcher } from './authorize-batcher';
 import { CLIENT_ROLE, mintClientToken, TOKEN_HASH_BYTES } from './internal-clients';
 import { RateLimitState, rateLimitState } from './rate-limit';
-import { recordTokenIssued } from '../kit/metrics';
-import { LogSampler } from '../kit/log-sampler';
+import { recordTokenIssued } from '../kit/telemetry';
+import { LogSampler } from '../kit/base';
 import { requestLogRpcs } from './request-log-rpcs';
 
 export interface IdentityDeps {

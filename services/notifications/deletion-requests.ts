@@ -20,13 +20,13 @@
  *
  * The same periodic sweep also prunes finished deliveries after RETENTION_DAYS.
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { notFound } from '../kit/errors';
+import { notFound } from '../kit/rpc';
 import { isUuid } from './errors';
-import { canonicalUuid } from '../kit/uuid';
-import { invalidRequest } from '../kit/request-guard';
+import { canonicalUuid } from '../kit/base';
+import { invalidRequest } from '../kit/rpc';
 
 export type DeletionRequestState = 'open' | 'acknowledged' | 'escalated';
 

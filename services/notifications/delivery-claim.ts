@@ -5,7 +5,7 @@
  * The dispatcher (dispatcher.ts) calls it when it has free slots and launches an
  * attempt per row.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 import type { EventKind } from './envelope';
 import { LEASE_MS, PER_ENDPOINT_CONCURRENCY } from './delivery-limits';
 

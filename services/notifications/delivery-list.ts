@@ -2,8 +2,8 @@
  * The operators' view of deliveries (`psync deliveries list`; docs/contract-gaps.md
  * "deliveries list item").
  */
-import type { Sql } from '../kit/database';
-import { canonicalUuid } from '../kit/uuid';
+import type { Sql } from '../kit/db';
+import { canonicalUuid } from '../kit/base';
 
 export type DeliveryStateName = 'pending' | 'delivered' | 'abandoned';
 

@@ -8,7 +8,7 @@
  * - Paged like the rest of the contract: `page` (1-based) and `page_size` (1 to 200,
  *   default 50), `{items, has_more}`, no total. The request's shape (workspace UUID,
  *   paging bounds, filters) is declared in notifications.proto and checked before the
- *   handler runs (services/kit/validation.ts). Offset paging over `id desc`: a
+ *   handler runs (services/kit/rpc/validation.ts). Offset paging over `id desc`: a
  *   delivery queued between two page reads shifts the later pages by one row.
  * - Every read is scoped to the workspace: another workspace's delivery is NOT_FOUND
  *   exactly like an unknown or malformed event_id.
@@ -16,9 +16,9 @@
  *   finished ones for 30 days (deletion-requests.ts prune). Challenges are sent during
  *   the registration call and are not deliveries.
  */
-import type { Sql } from '../kit/database';
-import { PAGE_SIZE_DEFAULT } from '../kit/limits';
-import { canonicalUuid } from '../kit/uuid';
+import type { Sql } from '../kit/db';
+import { PAGE_SIZE_DEFAULT } from '../kit/base';
+import { canonicalUuid } from '../kit/base';
 import type { DeliveryListRow, DeliveryStateName } from './delivery-list';
 import type { EventKind } from './envelope';
 import { deliveryNotFound, isUuid } from './errors';

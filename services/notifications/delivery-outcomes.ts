@@ -5,7 +5,7 @@
  * and an abandonment after the last attempt (`abandonDelivery`), each with its row in
  * the delivery log (delivery_attempts), and only while the attempt's lease is still held.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 import { honoursRetryAfter, parseRetryAfter } from './endpoint-health';
 import type { PostResult } from './webhook-poster';
 

@@ -24,11 +24,11 @@
  *   again. Suspension is left only by an echoed registration.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import type { DeliveryListRow } from './delivery-list';
-import { validationFailed } from '../kit/errors';
-import { canonicalUuid } from '../kit/uuid';
+import { validationFailed } from '../kit/rpc';
+import { canonicalUuid } from '../kit/base';
 import type { EndpointStatus } from './registration';
 
 /** Which abandoned deliveries to replay. */

@@ -23,9 +23,9 @@
  * - Another workspace's delivery is NOT_FOUND, like an unknown one: every lookup is
  *   scoped to the workspace.
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
-import { canonicalUuid } from '../kit/uuid';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
+import { canonicalUuid } from '../kit/base';
 import { deliveryByEventId, type DeliveryLogEntry } from './delivery-log';
 import { deliveryNotFound, deliveryNotResendable, endpointNotActive, isUuid } from './errors';
 

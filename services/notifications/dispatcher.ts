@@ -48,10 +48,10 @@
 import { randomUUID } from 'node:crypto';
 import { context } from '@opentelemetry/api';
 import { contextFromHeaders } from '../kit/telemetry';
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
-import { GroupCommit } from '../kit/group-commit';
-import { Worker, type RoundResult } from '../kit/worker';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
+import { GroupCommit } from '../kit/base';
+import { Worker, type RoundResult } from '../kit/work';
 import { EndpointHealthStore } from './endpoint-health';
 import { notificationsMetrics } from './metrics';
 import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';

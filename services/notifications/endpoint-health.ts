@@ -12,8 +12,8 @@
  * interval, `half_open`: one replica sends one delivery (the probe) → a 2xx closes it,
  * a failure opens it again for twice as long (capped).
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { SUSPEND_AFTER_ABANDONED } from './delivery-limits';
 import { notificationsMetrics } from './metrics';
 

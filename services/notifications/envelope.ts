@@ -11,7 +11,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { WebhookEventType, WebhookEventTypeSchema } from '../../gen/psync/notifications/v1/notifications_pb';
-import { dottedKind, EnumNames } from '../kit/enum-names';
+import { dottedKind, EnumNames } from '../kit/base';
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import type { Booking, GetErasureResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 

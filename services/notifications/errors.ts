@@ -1,12 +1,12 @@
 /**
  * Notifications' own named errors and identifier checks, built from the kit's
- * constructors (services/kit/errors.ts holds `validationFailed`, `notFound`,
+ * constructors (services/kit/rpc/errors.ts holds `validationFailed`, `notFound`,
  * `serviceUnavailable` and the one interceptor mapping failures nobody mapped on
  * purpose). Never the submitted value.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ErrorDetailSchema, ErrorReason, RetryDetailSchema } from '../../gen/psync/common/v1/errors_pb';
-import { failure, notFound, validationFailed } from '../kit/errors';
+import { failure, notFound, validationFailed } from '../kit/rpc';
 
 /**
  * The one answer to every refused webhook URL (spec PUT /webhooks/endpoint: "one
@@ -17,7 +17,7 @@ export function urlRefused(): ConnectError {
   return validationFailed([{ field: 'url', code: 'invalid' }], 'url is not an acceptable webhook endpoint');
 }
 
-export { isUuid } from '../kit/uuid';
+export { isUuid } from '../kit/base';
 
 /** NOT_FOUND (DELIVERY_NOT_FOUND): unknown, malformed and another workspace's event_id alike. */
 export function deliveryNotFound(): ConnectError {

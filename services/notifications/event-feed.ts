@@ -12,10 +12,10 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { ListEventsResponseSchema, type ListEventsRequest, type ListEventsResponse } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
-import { BatchPruner } from '../kit/periodic';
-import { EVENT_FEED_RETENTION_DAYS, PAGE_SIZE_DEFAULT } from '../kit/limits';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
+import { BatchPruner } from '../kit/work';
+import { EVENT_FEED_RETENTION_DAYS, PAGE_SIZE_DEFAULT } from '../kit/base';
 
 /** How often entries past the retention are deleted, and how many per statement. */
 export const EVENT_FEED_PRUNE_EVERY_MS = 60 * 60 * 1000;

@@ -2,7 +2,7 @@
  * Erasure in the intake's transaction (intake.ts): a user.erased event takes the guest's
  * name out of everything notifications still keeps of those bookings.
  */
-import type { Tx } from '../kit/database';
+import type { Tx } from '../kit/db';
 import { scrubGuestName } from './envelope';
 
 /**

@@ -28,10 +28,10 @@
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
-import type { ReceivedEvent } from '../kit/bus';
+import type { ReceivedEvent } from '../kit/events';
 import type { PendingQuery, Row } from 'postgres';
-import type { Sql, Tx } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql, Tx } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import {
   BookingCancelledSchema,
@@ -45,8 +45,8 @@ import { cancelledDelivery, confirmedDelivery, erasedDelivery, scrubGuestName, t
 import { scrubGuestNames } from './guest-name-scrub';
 import { isUuid } from './errors';
 import { proveBookingCancelled, proveBookingConfirmed, proveUserErased, type EventOwner, type Proof, type RefusalReason } from './event-proof';
-import { recordBusEventRefused } from '../kit/metrics';
-import { GroupCommit } from '../kit/group-commit';
+import { recordBusEventRefused } from '../kit/telemetry';
+import { GroupCommit } from '../kit/base';
 import { currentTraceHeaders } from '../kit/telemetry';
 
 /**

@@ -1,12 +1,12 @@
 /**
  * The notifications service's measurements, named as the service thinks of them and
- * recorded straight into the kit's Prometheus instruments (services/kit/metrics.ts):
+ * recorded straight into the kit's Prometheus instruments (services/kit/telemetry/metrics.ts):
  * delivery outcomes into psync_webhook_deliveries_total, per-endpoint control events
  * into psync_webhook_endpoint_events_total, attempt durations into
  * psync_webhook_attempt_duration_seconds. Before telemetry binds a meter provider
  * (tests, the migrate Job) every call is a no-op.
  */
-import { recordWebhookAttempt, recordWebhookDelivery, recordWebhookEndpointEvent, type WebhookDeliveryOutcome, type WebhookEndpointEvent } from '../kit/metrics';
+import { recordWebhookAttempt, recordWebhookDelivery, recordWebhookEndpointEvent, type WebhookDeliveryOutcome, type WebhookEndpointEvent } from '../kit/telemetry';
 
 export type MetricName =
   | 'delivered'

@@ -1,17 +1,17 @@
 /**
- * The notifications service as hosted by a process (see services/kit/service-module.ts):
+ * The notifications service as hosted by a process (see services/kit/runtime/service-module.ts):
  * the webhook endpoint and its challenge, signing secrets and rotation, durable
  * signed deliveries fed by the calendar's events, deletion requests and their
  * acknowledgement. Behaviour and decisions: docs/notifications.md.
  */
 import { EventFeedPruner } from './event-feed';
 import { EndpointCheckPruner, EndpointChecks } from './endpoint-checks';
-import { treePath } from '../kit/sql-tree';
-import type { ServiceContext, ServiceModule } from '../kit/service-module';
-import type { Subscription } from '../kit/bus';
-import { resolveSecretKey, type ResolvedSecretKey } from '../kit/local-keys';
-import type { Sql } from '../kit/database';
-import { registerWebhookGauges } from '../kit/metrics';
+import { treePath } from '../kit/db';
+import type { ServiceContext, ServiceModule } from '../kit/runtime';
+import type { Subscription } from '../kit/events';
+import { resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
+import type { Sql } from '../kit/db';
+import { registerWebhookGauges } from '../kit/telemetry';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';

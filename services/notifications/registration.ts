@@ -16,14 +16,14 @@
  *    reach an unverified URL; `signing_secret` is returned by exactly one call (the
  *    first to complete after it was minted).
  */
-import type { Sql } from '../kit/database';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import type { Logger } from '../kit/base';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { challengeEnvelope, subscribableKind, type EventKind } from './envelope';
-import { notFound, serviceUnavailable } from '../kit/errors';
+import { notFound, serviceUnavailable } from '../kit/rpc';
 import { urlRefused } from './errors';
-import { canonicalUuid } from '../kit/uuid';
+import { canonicalUuid } from '../kit/base';
 import { notificationsMetrics } from './metrics';
 import { mintSigningSecret, openPrevious, SecretBox } from './secret-box';
 import { signatureHeaders, type SigningKeys } from './signature';

@@ -8,7 +8,7 @@
  * that wrote the row meanwhile (always under the current key) is left alone. Secrets
  * are never logged; the caller logs the counts.
  */
-import type { Sql } from '../kit/database';
+import type { Sql } from '../kit/db';
 import { SecretDecryptionError, type SecretBox } from './secret-box';
 
 const PAGE = 500;

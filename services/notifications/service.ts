@@ -1,6 +1,6 @@
 /**
  * NotificationsService: the RPCs, thin — presentation here (request shapes are the
- * .proto's rules, checked before a handler runs: services/kit/validation.ts), the
+ * .proto's rules, checked before a handler runs: services/kit/rpc/validation.ts), the
  * behaviour in registration.ts, delivery-list.ts, delivery-replay.ts,
  * deletion-requests.ts, and for the partners' sandbox tools test-events.ts,
  * delivery-log.ts and delivery-resend.ts.
@@ -27,9 +27,9 @@ import {
   type DeliveryState,
   NotificationsService,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { Sql } from '../kit/database';
-import { EnumNames } from '../kit/enum-names';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import { EnumNames } from '../kit/base';
+import type { Logger } from '../kit/base';
 import { DeletionRequests, stateOf } from './deletion-requests';
 import { listDeliveries, type DeliveryListRow, type DeliveryStateName } from './delivery-list';
 import { deliveryByEventId, deliveryLogPage, type DeliveryLogEntry } from './delivery-log';

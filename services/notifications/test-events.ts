@@ -38,14 +38,14 @@ import { CatalogService, ListingSchema, type Listing } from '../../gen/psync/cat
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { Sql } from '../kit/database';
-import { failure, notFound, validationFailed, type Violation } from '../kit/errors';
-import type { Logger } from '../kit/logger';
+import type { Sql } from '../kit/db';
+import { failure, notFound, validationFailed, type Violation } from '../kit/rpc';
+import type { Logger } from '../kit/base';
 import { type DeliveryLogEntry, type DeliveryRow } from './delivery-log';
 import { cancelledDelivery, confirmedDelivery, envelopeBody, erasedDelivery, subscribableKind, type DeliverySource, type Envelope, type EventKind } from './envelope';
 import { endpointNotActive } from './errors';
 import { resolveTestStay, type TestStay } from '../domain';
-import { canonicalUuid } from '../kit/uuid';
+import { canonicalUuid } from '../kit/base';
 
 /**
  * A test booking reference is `TEST-BK` + 10 of these, never the shape of a real one

@@ -1,6 +1,6 @@
 /**
  * How notifications reaches a partner: every challenge and delivery is one POST
- * through the egress guard (services/kit/egress.ts) under the webhook URL rules —
+ * through the egress guard (services/kit/egress/egress.ts) under the webhook URL rules —
  * https on port 443 or 8443, a DNS name, addresses vetted (public, or inside
  * EGRESS_ALLOW_CIDRS) and pinned at every connection, redirects never followed,
  * time-outs, a byte limit.

@@ -15,14 +15,14 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { ListBlocksRequestSchema, type Block } from '../../gen/psync/calendar/v1/calendar_pb';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { calendarModule } from '../../services/calendar/module';
 import { listBlocks } from '../../services/calendar/blocks';
 import { blockPageQuery, SPAN_CLASSES } from '../../services/calendar/blocks-list';
 import type { CalendarDeps } from '../../services/calendar/calendar-deps';
 import type { ListingDirectory } from '../../services/calendar/listings';
-import type { Sql } from '../../services/kit/database';
+import type { Sql } from '../../services/kit/db';
 import { testLogger } from '../support/bus';
 import { fuzzSeed, Rng } from '../support/fuzz';
 import { startTestDatabase, type TestDatabase } from '../support/database';

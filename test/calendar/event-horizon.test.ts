@@ -16,9 +16,9 @@
  *    back until it commits or rolls back, and then the stream continues gapless and in
  *    order.
  */
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
-import { createSql, type Sql, type Tx } from '../../services/kit/database';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
+import { createSql, type Sql, type Tx } from '../../services/kit/db';
 import { calendarModule } from '../../services/calendar/module';
 import { readEventHorizon } from '../../services/calendar/event-horizon';
 import type { CalendarChanged } from '../../gen/psync/calendar/v1/events_pb';

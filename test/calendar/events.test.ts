@@ -6,9 +6,9 @@
  */
 import { Code } from '@connectrpc/connect';
 import { fromBinary } from '@bufbuild/protobuf';
-import { createSql, type Sql } from '../../services/kit/database';
-import { connectNatsBus } from '../../services/kit/bus-nats';
-import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
+import { createSql, type Sql } from '../../services/kit/db';
+import { connectNatsBus } from '../../services/kit/events';
+import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/events';
 import { type WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import {
   CalendarChangeKind,
@@ -22,7 +22,7 @@ import {
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { encodeOutboxRow } from '../../services/calendar/event-codec';
-import type { OutboxRow } from '../../services/kit/outbox-relay';
+import type { OutboxRow } from '../../services/kit/events';
 import { startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { testLogger } from '../support/bus';
 import { startPhotoServer, type PhotoServer } from '../catalog/support/photo-server';

@@ -8,8 +8,8 @@
  * and blocks.test.ts.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { bookingCancelled, calendarChanged, type PendingEvent } from '../../services/calendar/event-log';
 import { calendarModule } from '../../services/calendar/module';
 import { startTestDatabase, type TestDatabase } from '../support/database';

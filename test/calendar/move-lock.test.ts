@@ -14,8 +14,8 @@
  *    listing's lock.
  * Real PostgreSQL only (the embedded default is one session: nothing can interleave).
  */
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { calendarModule } from '../../services/calendar/module';
 import { deleteBlock } from '../../services/calendar/blocks';
 import { create } from '@bufbuild/protobuf';

@@ -28,11 +28,11 @@ import { appendEvents, bookingConfirmed } from '../../services/calendar/event-lo
 import type { ListingDirectory } from '../../services/calendar/listings';
 import { calendarModule } from '../../services/calendar/module';
 import { WatchHub, watchEvents } from '../../services/calendar/watch';
-import type { ReceivedEvent } from '../../services/kit/bus';
-import { createMemoryBus } from '../../services/kit/bus-memory';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/migration-files';
-import { OutboxRelay } from '../../services/kit/outbox-relay';
+import type { ReceivedEvent } from '../../services/kit/events';
+import { createMemoryBus } from '../../services/kit/events';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
+import { OutboxRelay } from '../../services/kit/events';
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 

@@ -19,8 +19,8 @@ import {
   NightHolderKindSchema,
   type CalendarChanged,
 } from '../../gen/psync/calendar/v1/events_pb';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { calendarChanged } from '../../services/calendar/event-log';
 import { encodeEvent, encodeOutboxRow, eventMessage, streamEvent } from '../../services/calendar/event-codec';
 import { calendarModule } from '../../services/calendar/module';

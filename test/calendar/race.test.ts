@@ -8,7 +8,7 @@
  * two calendar processes cannot share it (the test is skipped, saying so).
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../../services/kit/database';
+import { createSql, type Sql } from '../../services/kit/db';
 import { ROOT } from '../support/process';
 import { runCommand, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { clientsFor, newListing, newWorkspace, type Clients } from './support';

@@ -7,8 +7,8 @@
  */
 import { fromBinary, toBinary, type DescMessage } from '@bufbuild/protobuf';
 import { BookingConfirmedSchema, CalendarChangedSchema, CalendarChangeKind } from '../../gen/psync/calendar/v1/events_pb';
-import { connectNatsBus } from '../../services/kit/bus-nats';
-import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
+import { connectNatsBus } from '../../services/kit/events';
+import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/events';
 import { testLogger } from '../support/bus';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { canSplit, startSplitSystem, type SplitSystem } from '../support/split-system';

@@ -19,7 +19,7 @@
  * (one session in one process), and nothing can stay open beside it.
  */
 import { ConnectError, Code } from '@connectrpc/connect';
-import { createSql, type Sql } from '../../services/kit/database';
+import { createSql, type Sql } from '../../services/kit/db';
 import { CalendarChangeKind, type CalendarChanged } from '../../gen/psync/calendar/v1/events_pb';
 import type { WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import { createScratchDatabase, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';

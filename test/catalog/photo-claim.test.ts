@@ -8,8 +8,8 @@
  *   property's workspace and claimed.
  */
 import { join } from 'node:path';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { PhotoPipeline } from '../../services/catalog/photo-pipeline';
 import type { PhotoOutcome } from '../../services/catalog/photo-processor';
 import { upsertProperty } from '../../services/catalog/property-upsert';

@@ -1,5 +1,5 @@
 /**
- * A photo URL has one rule on both sides of the gateway (services/kit/absolute-uri.ts):
+ * A photo URL has one rule on both sides of the gateway (services/kit/base/absolute-uri.ts):
  * every URL the public schema accepts passes the catalog's own checks of an
  * UpsertProperty request (the protovalidate interceptor and propertyInput), and a
  * violation the catalog reports is answered in the contract's field names
@@ -11,12 +11,12 @@ import { create, type DescMessage } from '@bufbuild/protobuf';
 import { ConnectError } from '@connectrpc/connect';
 import { PropertySchema, UpsertPropertyRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { propertyInput } from '../../services/catalog/property-input';
-import { ruleViolations } from '../../services/kit/validation';
+import { ruleViolations } from '../../services/kit/rpc';
 import { inContractNames, publicField } from '../../gateway/internal-fields';
 import { upsertPropertyRequest } from '../../gateway/presenters/properties';
 import { PROPERTY_INTERNAL_FIELDS } from '../../gateway/routes/properties';
 import { schemas } from '../../gateway/validate';
-import { validationFailed } from '../../services/kit/errors';
+import { validationFailed } from '../../services/kit/rpc';
 import { ProblemError } from '../../gateway/problems';
 import propertySchema from '../../gateway/schemas/property.json';
 import { ROOT } from '../support/process';

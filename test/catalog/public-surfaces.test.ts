@@ -18,8 +18,8 @@ import { ListingOrigin, PropertyStatus, PublicListingSchema, type PublicListing 
 import { ListingPublishedSchema, ListingUnpublishedSchema, ListingUpdatedSchema } from '../../gen/psync/catalog/v1/events_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import type { ReceivedEvent, Subscription } from '../../services/kit/bus';
-import { connectNatsBus } from '../../services/kit/bus-nats';
+import type { ReceivedEvent, Subscription } from '../../services/kit/events';
+import { connectNatsBus } from '../../services/kit/events';
 import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { CATALOG_TEST_ENV, clientsFor, completeProperty, connectErrorOf, missingNames, newWorkspace, pid, reasonOf, waitForPhotos, type Clients } from './support/catalog';
 import { startPhotoServer, type PhotoServer } from './support/photo-server';

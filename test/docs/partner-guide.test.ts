@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROBLEM_CODES, VIOLATION_CODES } from '../../gateway/problems';
 import { schemas } from '../../gateway/validate';
-import { DEFAULT_WEBHOOK_RETRY_SCHEDULE } from '../../services/kit/config';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE } from '../../services/kit/runtime';
 import { send } from '../gateway/http-client';
 import { Partners } from '../gateway/partners';
 import { psync } from '../notifications/support/harness';

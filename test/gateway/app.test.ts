@@ -4,8 +4,8 @@
  * the token endpoint's refusal, 503 when identity cannot be reached — with problem
  * documents, X-Request-Id, rate-limit headers and one access log line per request.
  */
-import { loadConfig } from '../../services/kit/config';
-import { createLogger } from '../../services/kit/logger';
+import { loadConfig } from '../../services/kit/runtime';
+import { createLogger } from '../../services/kit/base';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway';
 import { send, jsonRequest, Received } from './http-client';
 import { validProperty } from './fixtures';

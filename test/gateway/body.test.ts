@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { createLogger } from '../../services/kit/logger';
+import { createLogger } from '../../services/kit/base';
 import { BODY_LIMIT_BYTES, isJsonContentType, readJsonBody } from '../../gateway/body';
 import { errorMapper } from '../../gateway/error-mapper';
 import { validationFailed } from '../../gateway/problems';

@@ -7,9 +7,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ConsoleFiles } from '../../gateway/console';
 import { createGatewayApp } from '../../gateway/app';
-import type { Config } from '../../services/kit/config';
-import { InternalClients } from '../../services/kit/internal-client';
-import type { Logger } from '../../services/kit/logger';
+import type { Config } from '../../services/kit/runtime';
+import { InternalClients } from '../../services/kit/rpc';
+import type { Logger } from '../../services/kit/base';
 import { credentialInterceptor } from '../support/credentials';
 import { freePort } from '../support/system';
 

@@ -36,7 +36,7 @@ import {
   webhookEvents,
 } from '../../gateway/presenters/enums';
 import { INVALID_API_KEY, TOKEN_CEILING_REACHED, TOKEN_NOT_CONFIGURED, TOO_MANY_FAILURES } from '../../gateway/routes/token';
-import { settings } from '../../services/kit/config';
+import { settings } from '../../services/kit/runtime';
 import { ROOT } from '../support/process';
 import { documentAjv, operations, requestExamples, responseExamples } from './openapi-walk';
 

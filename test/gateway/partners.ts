@@ -6,7 +6,7 @@
 import { credentialInterceptor } from '../support/credentials';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { InternalClients } from '../../services/kit/internal-client';
+import { InternalClients } from '../../services/kit/rpc';
 import type { RunningSystem } from '../support/system';
 import { send } from './http-client';
 

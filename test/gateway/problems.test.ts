@@ -5,7 +5,7 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ConflictDetailSchema, ErrorDetailSchema, ErrorReason, RetryDetailSchema, ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
-import { createLogger } from '../../services/kit/logger';
+import { createLogger } from '../../services/kit/base';
 import { problemFromConnectError } from '../../gateway/connect-errors';
 import { toProblem } from '../../gateway/error-mapper';
 import { PROBLEM_CODES, problemDocument, ProblemError, problemType, ProblemCode } from '../../gateway/problems';

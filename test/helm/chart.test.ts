@@ -8,7 +8,7 @@
  *
  * The internal trust boundary (docs/security/internal-access.md): each Deployment's own INTERNAL_TOKEN from a
  * Secret of its own, INTERNAL_CALLERS per server derived from the same caller table
- * as the NetworkPolicies and pinned to services/kit/access-policy.ts, hashes equal to
+ * as the NetworkPolicies and pinned to services/kit/rpc/access-policy.ts, hashes equal to
  * the rendered tokens, no OPERATOR_TOKEN in any pod, internal TLS on by default
  * (one cert-manager Certificate per component with only its own names and usages,
  * each mounted only by its own pods, https URLs) or from existing Secrets or off
@@ -31,8 +31,8 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { CalendarSubjects } from '../../services/calendar/event-codec';
 import { LISTING_SUBJECTS } from '../../services/catalog/events';
-import { ACCESS_POLICY, ROLES, type Role } from '../../services/kit/access-policy';
-import { loadConfig, settings } from '../../services/kit/config';
+import { ACCESS_POLICY, ROLES, type Role } from '../../services/kit/rpc';
+import { loadConfig, settings } from '../../services/kit/runtime';
 import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { CHART_DIR, REPO_ROOT, helmAsync, HelmResult, K8sObject, lintArgs, renderChart, RenderOptions, templateArgs } from '../support/helm';
 
@@ -49,8 +49,8 @@ const GRPC_SERVICE: Record<(typeof SERVICES)[number], string> = {
 };
 
 /**
- * The metric names the processes export (Prometheus names: services/kit/metrics.ts and,
- * for the OpenTelemetry semantic conventions, services/kit/semconv.ts); alerts and the
+ * The metric names the processes export (Prometheus names: services/kit/telemetry/metrics.ts and,
+ * for the OpenTelemetry semantic conventions, services/kit/telemetry/semconv.ts); alerts and the
  * dashboard may use only these (plus `up` and kubelet series), and the dashboard shows each.
  */
 const PSYNC_METRICS = [
@@ -146,7 +146,7 @@ const VARIANTS: Variant[] = [
  * The release components each component calls over the network. The chart
  * derives the NetworkPolicies, the service URLs each pod gets and every server's
  * INTERNAL_CALLERS from its own copy (psync.callees in templates/_trust.tpl); the
- * tests pin both to services/kit/access-policy.ts.
+ * tests pin both to services/kit/rpc/access-policy.ts.
  */
 const CALLEES: Record<Component, ServiceName[]> = {
   gateway: ['identity', 'catalog', 'calendar', 'notifications'],
@@ -607,7 +607,7 @@ describe.each(VARIANTS)('helm template with $label', (v) => {
     // probes go to HEALTH_PORT, which serves grpc.health.v1 and nothing else.
     expectTlsHealthProbe(c.readinessProbe, GRPC_SERVICE[svc]);
     expectTlsHealthProbe(c.startupProbe, GRPC_SERVICE[svc]);
-    // Liveness asks only "is the process alive" (services/kit/health.ts LIVENESS).
+    // Liveness asks only "is the process alive" (services/kit/rpc/health.ts LIVENESS).
     expectTlsHealthProbe(c.livenessProbe, 'liveness');
   });
 
@@ -1153,7 +1153,7 @@ describe.each(VARIANTS)('internal trust boundary with $label', (v) => {
     const tokenOf = (role: string): string => (v.production ? prodToken(role) : Buffer.from(one(o, 'Secret', tokenSecret(role).name).data.token, 'base64').toString('utf8'));
     for (const role of CREDENTIAL_ROLES) {
       const token = tokenOf(role);
-      expect(token).toMatch(/^[\x21-\x7e]{32,512}$/); // services/kit/config-parsers.ts `credential`
+      expect(token).toMatch(/^[\x21-\x7e]{32,512}$/); // services/kit/runtime/config-parsers.ts `credential`
       if (!v.production) {
         expect(token).toMatch(role === 'operator' ? /^psop_[A-Za-z0-9]{43}$/ : /^psin_[A-Za-z0-9]{43}$/);
         expect(one(o, 'Secret', tokenSecret(role).name).metadata.annotations?.['psync.partner-sync.example/token-sha256']).toBe(sha256(token));

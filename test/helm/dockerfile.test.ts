@@ -122,9 +122,9 @@ describe('.dockerignore', () => {
 
   test('is matched as Docker does: from the context root, `**` across directories, a matched directory takes its contents', () => {
     const { ignored } = dockerignoreMatcher();
-    const out = ['node_modules/pino/package.json', 'services/kit/config.test.ts', 'bin/cli/args.test.ts', '.env.local', 'test/support/system.ts', 'dist'];
+    const out = ['node_modules/pino/package.json', 'services/kit/runtime/config.test.ts', 'bin/cli/args.test.ts', '.env.local', 'test/support/system.ts', 'dist'];
     const kept = [
-      'services/kit/config.ts',
+      'services/kit/runtime/config.ts',
       'services/kit/migrations/0001_outbox.sql',
       'services/calendar/functions/put_block.sql',
       'bin/psync',

@@ -56,7 +56,7 @@ const NOT_RUN: { pattern: RegExp; why: string; instead?: (workdir: string) => vo
  * to, and what stops that request in the image.
  */
 const LOADED_ON_REQUEST: Record<string, string> = {
-  'pino-pretty': 'LOG_FORMAT=pretty only, which the configuration refuses where pino-pretty is not installed (services/kit/config.ts)',
+  'pino-pretty': 'LOG_FORMAT=pretty only, which the configuration refuses where pino-pretty is not installed (services/kit/runtime/config.ts)',
 };
 
 /** The runtime stage's set-up RUN (user, DATA_DIR owner, npm removed): emulated by running as USER with volumes the user owns. */

@@ -14,9 +14,9 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { identityModule } from '../../services/identity/module';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS, loadMigrations, type MigrationSource } from '../../services/kit/migration-files';
-import type { Sql } from '../../services/kit/database';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS, loadMigrations, type MigrationSource } from '../../services/kit/db';
+import type { Sql } from '../../services/kit/db';
 import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
 import { mintApiKey } from '../../services/identity/api-keys';
 import { startTestDatabase, type TestDatabase } from '../support/database';

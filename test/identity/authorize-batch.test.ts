@@ -10,9 +10,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { identityModule } from '../../services/identity/module';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
-import { createSql, type Sql } from '../../services/kit/database';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
+import { createSql, type Sql } from '../../services/kit/db';
 import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
 import { mintApiKey } from '../../services/identity/api-keys';
 import type { EnvironmentName } from '../../services/identity/access-tokens';

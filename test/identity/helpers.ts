@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { ConnectError } from '@connectrpc/connect';
 import { ValidationDetailSchema } from '../../gen/psync/common/v1/errors_pb';
-import { localKeyPath } from '../../services/kit/local-keys';
+import { localKeyPath } from '../../services/kit/base';
 import { internalClients, type IdentityClient } from '../support/internal-clients';
 
 export type { IdentityClient };

@@ -16,7 +16,7 @@ import { AuthorizeDecision, RateLimitStatusSchema } from '../../gen/psync/identi
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { AccessTokens } from '../../services/identity/access-tokens';
-import { createSql, Sql } from '../../services/kit/database';
+import { createSql, Sql } from '../../services/kit/db';
 import { backends, RunningSystem, startSystem, stopAllSystems } from '../support/system';
 import {
   awayFromWindowEdge,

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { Code } from '@connectrpc/connect';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { createSql, type Sql } from '../../services/kit/database';
+import { createSql, type Sql } from '../../services/kit/db';
 import { backends, type RunningSystem, startSystem, stopAllSystems } from '../support/system';
 import { connectErrorOf, identityClient, type IdentityClient, reasonOf, violationsOf } from './helpers';
 

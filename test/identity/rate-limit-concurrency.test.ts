@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { AuthorizeDecision } from '../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 import { backends, createScratchDatabase, RunningSystem, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
 import { awayFromWindowEdge, identityClient, IdentityClient } from './helpers';
 

@@ -1,5 +1,5 @@
 /**
- * The request log's limits are named once in TypeScript (services/kit/request-log-limits.ts):
+ * The request log's limits are named once in TypeScript (services/kit/base/request-log-limits.ts):
  * the gateway bounds its records to them, identity refuses a record beyond them by the
  * .proto rules of RecordedRequest/RecordedViolation, and identity.request_log checks
  * some of them again. This file fails when the .proto or the database says another
@@ -14,9 +14,9 @@ import { field as fieldRules, Ignore } from '../../gen/buf/validate/validate_pb'
 import { RecordedRequestSchema, RecordedViolationSchema, RecordRequestsRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
 import parameters from '../../gateway/schemas/parameters.json';
 import { identityModule } from '../../services/identity/module';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
-import { REQUEST_LOG_LIMITS as LIMITS } from '../../services/kit/request-log-limits';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
+import { REQUEST_LOG_LIMITS as LIMITS } from '../../services/kit/base';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 
 function rulesOf(desc: DescMessage, name: string) {

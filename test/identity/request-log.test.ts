@@ -20,13 +20,13 @@ import {
   type RecordedRequest,
 } from '../../gen/psync/identity/v1/identity_pb';
 import { identityModule } from '../../services/identity/module';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { decodeCursor, encodeCursor, insertRequests, type RequestRecord } from '../../services/identity/request-log';
 import { requestLogRpcs } from '../../services/identity/request-log-rpcs';
 import { takeIn } from '../../services/identity/request-log-intake';
 import { pruneRequestLogOnce, RequestLogPruner } from '../../services/identity/request-log-pruner';
-import { createLogger } from '../../services/kit/logger';
+import { createLogger } from '../../services/kit/base';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 
 let db: TestDatabase;

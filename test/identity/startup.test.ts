@@ -19,7 +19,7 @@ import { Code } from '@connectrpc/connect';
 import { AuthorizeDecision } from '../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { localKeyPath } from '../../services/kit/local-keys';
+import { localKeyPath } from '../../services/kit/base';
 import { backends, createScratchDatabase, linesOf, runMain, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
 import { connectErrorOf, identityClient, reasonOf } from './helpers';
 

@@ -1,5 +1,5 @@
 /**
- * The allow-list (services/kit/access-policy.ts) against the code and the docs: every
+ * The allow-list (services/kit/rpc/access-policy.ts) against the code and the docs: every
  * RPC of every service the processes host has an entry, no entry names an RPC that does
  * not exist, and docs/security/internal-access.md publishes exactly this table.
  */
@@ -13,7 +13,7 @@ import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
-import { ACCESS_POLICY, isAllowed, ROLES, UNAUTHENTICATED_SERVICES } from '../../services/kit/access-policy';
+import { ACCESS_POLICY, isAllowed, ROLES, UNAUTHENTICATED_SERVICES } from '../../services/kit/rpc';
 import { ROOT } from '../support/process';
 
 const SERVICES: DescService[] = [ReflectionV1, ReflectionV1Alpha, AdminService, IdentityService, CatalogService, CalendarService, NotificationsService];

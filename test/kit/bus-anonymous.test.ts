@@ -1,7 +1,7 @@
 /**
  * An anonymous NATS connection off loopback is said at start (docs/operations.md "NATS
  * authentication"): one warning and psync_bus_anonymous 1. The decision itself (loopback
- * or not, credentials or none) is unit-tested in services/kit/nats-credentials.test.ts;
+ * or not, credentials or none) is unit-tested in services/kit/events/nats-credentials.test.ts;
  * here a private nats-server without authorization listens on this machine's first
  * non-loopback address (skipped when there is none), and one on loopback shows 0.
  */
@@ -14,9 +14,9 @@ import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import type { EventBus } from '../../services/kit/bus';
-import { connectNatsBus } from '../../services/kit/bus-nats';
-import { bindMeterProvider } from '../../services/kit/metrics';
+import type { EventBus } from '../../services/kit/events';
+import { connectNatsBus } from '../../services/kit/events';
+import { bindMeterProvider } from '../../services/kit/telemetry';
 import { eventually } from '../notifications/support/harness';
 import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';

@@ -1,5 +1,5 @@
 /**
- * A durable consumer lost while its subscriber runs (services/kit/nats-consumer-watch.ts),
+ * A durable consumer lost while its subscriber runs (services/kit/events/nats-consumer-watch.ts),
  * on a private nats-server with the documented per-role users (test/support/private-nats.ts):
  * the calendar's user publishes, notifications' user subscribes, and an `admin` user
  * (an operator's `nats` CLI) deletes the consumer, then the whole stream.
@@ -22,11 +22,11 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import type { EventBus, ReceivedEvent } from '../../services/kit/bus';
-import { connectNatsBus } from '../../services/kit/bus-nats';
-import { bindMeterProvider } from '../../services/kit/metrics';
-import { natsServers } from '../../services/kit/nats-credentials';
-import { DEFAULT_STREAM_LIMITS, streamConfigFor } from '../../services/kit/nats-stream';
+import type { EventBus, ReceivedEvent } from '../../services/kit/events';
+import { connectNatsBus } from '../../services/kit/events';
+import { bindMeterProvider } from '../../services/kit/telemetry';
+import { natsServers } from '../../services/kit/events';
+import { DEFAULT_STREAM_LIMITS, streamConfigFor } from '../../services/kit/events';
 import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { eventually } from '../notifications/support/harness';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';

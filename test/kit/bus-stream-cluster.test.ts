@@ -15,7 +15,7 @@ import { connect } from '@nats-io/transport-node';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import pino from 'pino';
-import { connectNatsBus } from '../../services/kit/bus-nats';
+import { connectNatsBus } from '../../services/kit/events';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';

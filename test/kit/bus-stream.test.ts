@@ -13,11 +13,11 @@ import { connect } from '@nats-io/transport-node';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import pino from 'pino';
-import type { EventBus } from '../../services/kit/bus';
-import { connectNatsBus, inboxPrefixOf } from '../../services/kit/bus-nats';
-import type { StreamLimits } from '../../services/kit/nats-stream';
-import type { Logger } from '../../services/kit/logger';
-import { natsServers } from '../../services/kit/nats-credentials';
+import type { EventBus } from '../../services/kit/events';
+import { connectNatsBus, inboxPrefixOf } from '../../services/kit/events';
+import type { StreamLimits } from '../../services/kit/events';
+import type { Logger } from '../../services/kit/base';
+import { natsServers } from '../../services/kit/events';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { uniqueBusPrefix } from '../support/system';
 

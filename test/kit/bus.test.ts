@@ -3,9 +3,9 @@
  * real NATS JetStream when NATS_URL is set, the in-process bus otherwise.
  */
 import { randomUUID } from 'node:crypto';
-import type { ReceivedEvent, Subscription } from '../../services/kit/bus';
-import { createMemoryBus, subjectMatches } from '../../services/kit/bus-memory';
-import { createLogger } from '../../services/kit/logger';
+import type { ReceivedEvent, Subscription } from '../../services/kit/events';
+import { createMemoryBus, subjectMatches } from '../../services/kit/events';
+import { createLogger } from '../../services/kit/base';
 import { startTestBus, TestBus } from '../support/bus';
 
 let t: TestBus;

@@ -1,5 +1,5 @@
 /**
- * One PostgreSQL role per service (services/kit/database-roles.ts), on a real server:
+ * One PostgreSQL role per service (services/kit/db/database-roles.ts), on a real server:
  * the administrator (DATABASE_URL) creates the roles, each service migrates as its
  * own role, and each role reaches its own schema only — for every ordered pair of
  * services, selecting from, inserting into and creating in another service's schema
@@ -12,12 +12,12 @@
  * afterAll after the scratch databases that hold their objects.
  */
 import { randomBytes } from 'node:crypto';
-import { createSql, openDatabase, SERVICE_NAMES, type Database, type DatabaseSettings, type Sql } from '../../services/kit/database';
-import { provisionServiceRoles, verifierMatches } from '../../services/kit/database-roles';
-import { createLogger } from '../../services/kit/logger';
-import { migrateAll } from '../../services/kit/run-process';
-import type { ServiceModule } from '../../services/kit/service-module';
-import type { ServiceName } from '../../services/kit/service-name';
+import { createSql, openDatabase, SERVICE_NAMES, type Database, type DatabaseSettings, type Sql } from '../../services/kit/db';
+import { provisionServiceRoles, verifierMatches } from '../../services/kit/db';
+import { createLogger } from '../../services/kit/base';
+import { migrateAll } from '../../services/kit/runtime';
+import type { ServiceModule } from '../../services/kit/runtime';
+import type { ServiceName } from '../../services/kit/base';
 import { identityModule } from '../../services/identity/module';
 import { catalogModule } from '../../services/catalog/module';
 import { calendarModule } from '../../services/calendar/module';

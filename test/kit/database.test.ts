@@ -1,12 +1,12 @@
 /**
- * services/kit/database.ts on a PostgreSQL server: each service's pool commits
+ * services/kit/db/database.ts on a PostgreSQL server: each service's pool commits
  * synchronously; the async-commit pool (rate-limit counters only) has
  * `synchronous_commit = off`, is a separate instance, and is named in
  * pg_stat_activity. Embedded (no DATABASE_URL): PGlite cannot run inside a Jest
  * worker, and there both are the one shared connection — nothing to compare.
  */
-import { createLogger } from '../../services/kit/logger';
-import { openDatabase, type Database } from '../../services/kit/database';
+import { createLogger } from '../../services/kit/base';
+import { openDatabase, type Database } from '../../services/kit/db';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 
 const onServer = process.env.DATABASE_URL ? describe : describe.skip;

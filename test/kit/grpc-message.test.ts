@@ -1,5 +1,5 @@
 /**
- * Error messages through the internal server (services/kit/grpc-message.ts): a stock
+ * Error messages through the internal server (services/kit/rpc/grpc-message.ts): a stock
  * @grpc/grpc-js client (with @grpc/proto-loader reading the published .proto, nothing
  * of ours in between) and our Connect client both read a message with `;`, `,`, `:`,
  * `%`, non-ASCII and a line break exactly as the service threw it; the trailer on the
@@ -11,11 +11,11 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
-import { encodeGrpcMessage, respellGrpcMessage } from '../../services/kit/grpc-message';
-import { HealthState } from '../../services/kit/health';
-import { InternalClients } from '../../services/kit/internal-client';
-import { startInternalServer, type InternalServer } from '../../services/kit/internal-server';
-import { createLogger } from '../../services/kit/logger';
+import { encodeGrpcMessage, respellGrpcMessage } from '../../services/kit/rpc';
+import { HealthState } from '../../services/kit/rpc';
+import { InternalClients } from '../../services/kit/rpc';
+import { startInternalServer, type InternalServer } from '../../services/kit/rpc';
+import { createLogger } from '../../services/kit/base';
 import { ROOT } from '../support/process';
 
 const MESSAGE = 'listing lst_1: nights 2030-08-01, 2030-08-02; held by booking BK-1 (100% taken) – café\nsee: https://x.example/?a=b&c=d#e';

@@ -1,5 +1,5 @@
 /**
- * The in-process transport (services/kit/in-process-transport.ts) against the real
+ * The in-process transport (services/kit/rpc/in-process-transport.ts) against the real
  * internal server hosting the same implementation: a co-located call must look to its
  * caller exactly like the h2c call — result, errors, metadata, deadline, cancellation,
  * interceptors and trace context — and streaming calls keep using the network.
@@ -9,11 +9,11 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { Health, HealthCheckResponse_ServingStatus } from '../../gen/grpc/health/v1/health_pb';
-import { HealthState } from '../../services/kit/health';
-import { InProcessServices } from '../../services/kit/in-process-transport';
-import { InternalClients } from '../../services/kit/internal-client';
-import { serverTracingInterceptor, startInternalServer, type InternalServer } from '../../services/kit/internal-server';
-import { createLogger } from '../../services/kit/logger';
+import { HealthState } from '../../services/kit/rpc';
+import { InProcessServices } from '../../services/kit/rpc';
+import { InternalClients } from '../../services/kit/rpc';
+import { serverTracingInterceptor, startInternalServer, type InternalServer } from '../../services/kit/rpc';
+import { createLogger } from '../../services/kit/base';
 import { inSpan, startTelemetry, type Telemetry } from '../../services/kit/telemetry';
 
 const log = createLogger({ level: 'silent', name: 'in-process-test' });

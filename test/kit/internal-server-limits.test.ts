@@ -1,5 +1,5 @@
 /**
- * The internal listener's resource limits (services/kit/internal-server.ts
+ * The internal listener's resource limits (services/kit/rpc/internal-server.ts
  * InternalServerLimits), with small values: an over-size request message is refused
  * with RESOURCE_EXHAUSTED, the stream cap and header-size limit are advertised in the
  * HTTP/2 settings, a request that never finishes arriving is cancelled, an idle
@@ -9,10 +9,10 @@ import http2 from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { Health, HealthCheckResponse_ServingStatus } from '../../gen/grpc/health/v1/health_pb';
-import { HealthState } from '../../services/kit/health';
-import { InternalClients } from '../../services/kit/internal-client';
-import { DEFAULT_INTERNAL_SERVER_LIMITS, startInternalServer, type InternalServer } from '../../services/kit/internal-server';
-import { createLogger } from '../../services/kit/logger';
+import { HealthState } from '../../services/kit/rpc';
+import { InternalClients } from '../../services/kit/rpc';
+import { DEFAULT_INTERNAL_SERVER_LIMITS, startInternalServer, type InternalServer } from '../../services/kit/rpc';
+import { createLogger } from '../../services/kit/base';
 
 const log = createLogger({ level: 'silent', name: 'limits-test' });
 const health = new HealthState();

@@ -1,7 +1,7 @@
 /**
  * What the chart's per-component certificates (helm/psync README "Internal TLS") rely
  * on: the extended key usages are enforced by the internal listener and its clients
- * as they are configured (services/kit/internal-server.ts, internal-client.ts). A
+ * as they are configured (services/kit/rpc/internal-server.ts, internal-client.ts). A
  * certificate with only "client auth" (the gateway's) cannot serve the internal API:
  * clients refuse it even though the CA signed it. Under mutual TLS a certificate with
  * only "server auth" (identity's) is refused as a client certificate, while a
@@ -9,10 +9,10 @@
  */
 import { Health, HealthCheckResponse_ServingStatus } from '../../gen/grpc/health/v1/health_pb';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
-import { HealthState } from '../../services/kit/health';
-import { InternalClients, type InternalTls } from '../../services/kit/internal-client';
-import { startInternalServer, type InternalServer } from '../../services/kit/internal-server';
-import { createLogger } from '../../services/kit/logger';
+import { HealthState } from '../../services/kit/rpc';
+import { InternalClients, type InternalTls } from '../../services/kit/rpc';
+import { startInternalServer, type InternalServer } from '../../services/kit/rpc';
+import { createLogger } from '../../services/kit/base';
 import { createInternalCa, type InternalCa } from '../support/tls';
 
 const log = createLogger({ level: 'silent', name: 'tls-usages-test' });

@@ -1,5 +1,5 @@
 /**
- * The contract's limits are named once per language: services/kit/limits.ts for
+ * The contract's limits are named once per language: services/kit/base/limits.ts for
  * TypeScript, one SQL function each for the database (calendar.max_nights(),
  * identity.rate_window_seconds()), and the public JSON Schemas and .proto rules state
  * them for their readers. This file runs the migrations (real PostgreSQL with
@@ -15,9 +15,9 @@ import { ListDeliveryLogRequestSchema } from '../../gen/psync/notifications/v1/n
 import parameters from '../../gateway/schemas/parameters.json';
 import { calendarModule } from '../../services/calendar/module';
 import { identityModule } from '../../services/identity/module';
-import { MAX_NIGHTS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../../services/kit/limits';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { MAX_NIGHTS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../../services/kit/base';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 
 jest.setTimeout(120_000);

@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/migration-files';
+import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/db';
 import {
   MANIFEST_PATH,
   allMigrationSources,

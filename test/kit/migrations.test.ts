@@ -1,14 +1,14 @@
 /**
- * Forward-only migrations (services/kit/migrate.ts) against a real database: PostgreSQL
+ * Forward-only migrations (services/kit/db/migrate.ts) against a real database: PostgreSQL
  * when DATABASE_URL is set, the embedded PGlite server otherwise.
  */
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { createSql, Sql } from '../../services/kit/database';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/migration-files';
+import { createSql, Sql } from '../../services/kit/db';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
 import { startTestDatabase, TestDatabase } from '../support/database';
 
 let db: TestDatabase;

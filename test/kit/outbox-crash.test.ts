@@ -10,10 +10,10 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Subscription } from '../../services/kit/bus';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
-import { appendToOutbox } from '../../services/kit/outbox-writer';
+import type { Subscription } from '../../services/kit/events';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
+import { appendToOutbox } from '../../services/kit/events';
 import { startTestBus, TestBus } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 import { ROOT, waitForLine } from '../support/process';

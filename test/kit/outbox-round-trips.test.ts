@@ -1,5 +1,5 @@
 /**
- * What an outbox batch costs on the wire and how it ends (services/kit/outbox-relay.ts,
+ * What an outbox batch costs on the wire and how it ends (services/kit/events/outbox-relay.ts,
  * OutboxRelay's class comment): socket writes to PostgreSQL per batch, per empty claim
  * and per idle poll; a claim that finds another relay's lock retries within 50 ms; a
  * failed claim is rolled back and its connection released; a connection lost in the
@@ -8,12 +8,12 @@
  */
 import { Socket } from 'node:net';
 import pino from 'pino';
-import type { EventBus } from '../../services/kit/bus';
-import { createSql, type Sql } from '../../services/kit/database';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
-import { appendToOutbox } from '../../services/kit/outbox-writer';
-import { OutboxRelay } from '../../services/kit/outbox-relay';
+import type { EventBus } from '../../services/kit/events';
+import { createSql, type Sql } from '../../services/kit/db';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
+import { appendToOutbox } from '../../services/kit/events';
+import { OutboxRelay } from '../../services/kit/events';
 import { startTestBus, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 

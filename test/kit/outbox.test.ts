@@ -5,12 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/bus';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
-import { appendToOutbox } from '../../services/kit/outbox-writer';
-import { OutboxRelay } from '../../services/kit/outbox-relay';
-import { OutboxHousekeeping } from '../../services/kit/outbox-housekeeping';
+import type { EventBus, ReceivedEvent, Subscription } from '../../services/kit/events';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
+import { appendToOutbox } from '../../services/kit/events';
+import { OutboxRelay } from '../../services/kit/events';
+import { OutboxHousekeeping } from '../../services/kit/events';
 import { startTestBus, testLogger, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 import { ROOT } from '../support/process';
 import { createScratchDatabase, type ScratchDatabase } from '../support/system';
 

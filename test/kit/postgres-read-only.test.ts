@@ -2,7 +2,7 @@
  * postgres.js with patches/postgres+3.4.9+002+read-only-failover.patch applied: a
  * connection whose server stopped taking writes (SQLSTATE 25006
  * read_only_sql_transaction, what a demoted primary or a standby answers) is ended once idle, so the next query connects afresh, and the
- * services answer UNAVAILABLE for the failed write (services/kit/errors.ts). With
+ * services answer UNAVAILABLE for the failed write (services/kit/rpc/errors.ts). With
  * `target_session_attrs=read-write`, a server that reports `default_transaction_read_only`
  * turned on loses the connection even before a write fails. A session-level
  * `set default_transaction_read_only = on` stands in for the demoted server: a new
@@ -11,8 +11,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectionsClosed, createSql, type Sql } from '../../services/kit/database';
-import { isUnavailableFailure } from '../../services/kit/errors';
+import { connectionsClosed, createSql, type Sql } from '../../services/kit/db';
+import { isUnavailableFailure } from '../../services/kit/rpc';
 import { ROOT } from '../support/process';
 import { createScratchDatabase, type ScratchDatabase } from '../support/system';
 

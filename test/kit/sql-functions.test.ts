@@ -1,5 +1,5 @@
 /**
- * Repeatable SQL (services/kit/sql-functions.ts) against a real database: PostgreSQL
+ * Repeatable SQL (services/kit/db/sql-functions.ts) against a real database: PostgreSQL
  * when DATABASE_URL is set, the embedded PGlite server otherwise.
  *
  * - the version rule: a new or higher version is applied after the schema migrations,
@@ -14,11 +14,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pino from 'pino';
-import type { Sql } from '../../services/kit/database';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/migration-files';
+import type { Sql } from '../../services/kit/db';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
 import { currentFunctionFiles } from '../../tools/migration-manifest';
-import { loadFunctionFiles } from '../../services/kit/sql-functions';
+import { loadFunctionFiles } from '../../services/kit/db';
 import { identityModule } from '../../services/identity/module';
 import { catalogModule } from '../../services/catalog/module';
 import { calendarModule } from '../../services/calendar/module';

@@ -1,5 +1,5 @@
 /**
- * Database spans and `db.client.operation.duration` (services/kit/sql-telemetry.ts) on
+ * Database spans and `db.client.operation.duration` (services/kit/db/sql-telemetry.ts) on
  * the test database (real PostgreSQL with DATABASE_URL, embedded PGlite otherwise),
  * through the postgres.js instance createSql makes: statements, fragments, a
  * transaction with a savepoint, a reserved connection, a failing statement and
@@ -7,8 +7,8 @@
  */
 import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { createLogger } from '../../services/kit/logger';
-import { operationName } from '../../services/kit/sql-telemetry';
+import { createLogger } from '../../services/kit/base';
+import { operationName } from '../../services/kit/db';
 import { inSpan, startTelemetry, type Telemetry } from '../../services/kit/telemetry';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 

@@ -10,9 +10,9 @@
 import { randomUUID } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ErrorDetailSchema, ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import type { Sql } from '../../services/kit/database';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import type { Sql } from '../../services/kit/db';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { testLogger } from '../support/bus';
 import { DeletionRequests } from '../../services/notifications/deletion-requests';
 import { ATTEMPTS_SHOWN, deliveryByEventId, deliveryLogPage } from '../../services/notifications/delivery-log';
@@ -113,7 +113,7 @@ describe('delivery log', () => {
     expect(delivered.items.map((d) => d.event_id)).toEqual([made[3]!.eventId, made[1]!.eventId]);
   });
 
-  // Bad paging and workspace ids are refused by the .proto's rules before a handler runs (services/kit/validation.test.ts).
+  // Bad paging and workspace ids are refused by the .proto's rules before a handler runs (services/kit/rpc/validation.test.ts).
   test('unknown, malformed and foreign event_ids are one NOT_FOUND', async () => {
     const ws = randomUUID();
     const other = await delivery(randomUUID());

@@ -12,8 +12,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type EndpointHealth, EndpointHealthSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 import { presentMessage } from '../../bin/cli/present';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { DeliveryDispatcher } from '../../services/notifications/dispatcher';
 import { notificationsModule } from '../../services/notifications/module';
 import { EndpointRegistry } from '../../services/notifications/registration';

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 import { WebhookEventType, EndpointStatus } from '../../gen/psync/notifications/v1/notifications_pb';
 import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { SystemClients, errorShape, psync, psyncFails, rpcError, startWebhookSystem, webhookEnv } from './support/harness';

@@ -19,9 +19,9 @@ import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, 
 import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking, type GetErasureResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ListEventsRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import type { ReceivedEvent } from '../../services/kit/bus';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import type { ReceivedEvent } from '../../services/kit/events';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import type { EventOwner } from '../../services/notifications/event-proof';
 import { listEvents, pruneEventFeedOnce } from '../../services/notifications/event-feed';
 import { notificationsModule } from '../../services/notifications/module';

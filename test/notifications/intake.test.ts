@@ -18,9 +18,9 @@ import { BookingCancelledSchema, BookingConfirmedSchema, CancellationInitiator, 
 import { BookingSchema, BookingStatus, GetErasureResponseSchema, type Booking } from '../../gen/psync/calendar/v1/calendar_pb';
 import type { EventOwner } from '../../services/notifications/event-proof';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import type { ReceivedEvent } from '../../services/kit/bus';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import type { ReceivedEvent } from '../../services/kit/events';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { notificationsModule } from '../../services/notifications/module';
 import { CALENDAR_SUBJECTS, DeliveryIntake, INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { testLogger } from '../support/bus';

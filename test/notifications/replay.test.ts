@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DeliveryState, EndpointStatus, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 import { scrubGuestName } from '../../services/notifications/envelope';
 import { backends, jsonLogs, linesOf } from '../support/system';
 import { errorShape, eventually, psync, psyncFails, rpcError, sleep, type EventDriver } from './support/harness';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { notificationsModule } from '../../services/notifications/module';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { resealSecrets } from '../../services/notifications/reseal';
 import { mintSigningSecret, SecretBox } from '../../services/notifications/secret-box';
 import { startTestDatabase, type TestDatabase } from '../support/database';

@@ -20,8 +20,8 @@
  * Assertions are on orderings and counts, never on how fast a loaded machine runs.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { runMigrations } from '../../services/kit/migrate';
-import { KIT_MIGRATIONS } from '../../services/kit/migration-files';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { BREAKER_THRESHOLD } from '../../services/notifications/endpoint-health';
 import { DeliveryDispatcher } from '../../services/notifications/dispatcher';
 import { PER_ENDPOINT_CONCURRENCY } from '../../services/notifications/delivery-limits';

@@ -6,7 +6,7 @@
  * could have used, again on a second run; the notifications intake's durable consumer
  * is deleted on NATS (the in-process bus keeps none between runs: false).
  *
- * It runs only for the operator and only on a stopped system (services/kit/after-restore-guard.ts):
+ * It runs only for the operator and only on a stopped system (services/kit/runtime/after-restore-guard.ts):
  * without the operator credential (PSYNC_TOKEN) it refuses; while the system serves it
  * refuses, naming what answers; `--force` proceeds with a warning on a real PostgreSQL
  * (and the running notifications recreates its consumer), never on the embedded one.

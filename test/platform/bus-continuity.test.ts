@@ -1,5 +1,5 @@
 /**
- * The in-process bus across runs (services/kit/bus-continuity.ts): its log is in
+ * The in-process bus across runs (services/kit/events/bus-continuity.ts): its log is in
  * memory, so a run that does not end drained — here, killed with SIGKILL — makes the
  * next start publish the retained outbox rows again; a run that ends drained leaves
  * the marker and the next start publishes nothing again.

@@ -9,7 +9,7 @@
  * then starts again; NATS is NATS_URL when set, else the in-process bus. Every route is
  * fired with a valid request of a provisioned partner, so an answer other than 503 can
  * only come from the failure path. During the outage the services' error interceptor
- * (services/kit/errors.ts) must answer UNAVAILABLE, and log it with the gateway's
+ * (services/kit/rpc/errors.ts) must answer UNAVAILABLE, and log it with the gateway's
  * request id; nothing may be answered INTERNAL.
  */
 import { randomUUID } from 'node:crypto';

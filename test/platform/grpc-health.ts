@@ -21,7 +21,7 @@ let definition: protoLoader.PackageDefinition | undefined;
 /**
  * A client for the server at `baseUrl` (http://host:port); with `token`, every call
  * carries `authorization: Bearer <token>` (an authenticated caller is told about one
- * service; an anonymous one about the whole process: services/kit/health.ts).
+ * service; an anonymous one about the whole process: services/kit/rpc/health.ts).
  */
 export function healthClient(baseUrl: string, token?: string): HealthClient {
   definition ??= protoLoader.loadSync(join(ROOT, 'proto/grpc/health/v1/health.proto'), {

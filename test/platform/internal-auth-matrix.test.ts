@@ -1,5 +1,5 @@
 /**
- * The internal API's trust boundary, RPC by RPC (services/kit/access-policy.ts,
+ * The internal API's trust boundary, RPC by RPC (services/kit/rpc/access-policy.ts,
  * docs/security/internal-access.md): every RPC of every service × every caller role ×
  * no credential × a credential nobody issued, against a running system — the
  * all-in-one on whatever backend the environment gives, and (with DATABASE_URL and
@@ -22,8 +22,8 @@ import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { NotificationsService } from '../../gen/psync/notifications/v1/notifications_pb';
-import { isAllowed, ROLES, type Role } from '../../services/kit/access-policy';
-import { createSql } from '../../services/kit/database';
+import { isAllowed, ROLES, type Role } from '../../services/kit/rpc';
+import { createSql } from '../../services/kit/db';
 import { credentialInterceptor, TEST_TOKENS, testRoleFor } from '../support/credentials';
 import { canSplit, startSplitSystem, type SplitSystem } from '../support/split-system';
 import { healthClient } from './grpc-health';

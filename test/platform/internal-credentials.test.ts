@@ -18,8 +18,8 @@ import { join } from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { InternalClients } from '../../services/kit/internal-client';
-import { operatorTokenPath } from '../../services/kit/operator-token';
+import { InternalClients } from '../../services/kit/rpc';
+import { operatorTokenPath } from '../../services/kit/base';
 import { callerEntry } from '../support/credentials';
 import { backends, createScratchDatabase, jsonLogs, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 

@@ -12,7 +12,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
-import { InternalClients, type InternalTls } from '../../services/kit/internal-client';
+import { InternalClients, type InternalTls } from '../../services/kit/rpc';
 import { credentialInterceptor } from '../support/credentials';
 import { canSplit, startSplitSystem, type SplitSystem } from '../support/split-system';
 import { backends, jsonLogs, startSystem, stopAllSystems, type RunningSystem } from '../support/system';

@@ -1,5 +1,5 @@
 /**
- * DATA_DIR is private (services/kit/private-dir.ts, embedded-postgres.ts): after a
+ * DATA_DIR is private (services/kit/base/private-dir.ts, embedded-postgres.ts): after a
  * first start with writes, and after a restart, `find DATA_DIR -perm /077` prints
  * nothing; what an operator loosened is narrowed at the next start with one log line;
  * the embedded database is reachable only through a 0600 Unix socket inside DATA_DIR

@@ -1,5 +1,5 @@
 /**
- * gRPC server reflection (services/kit/reflection.ts; docs/marketplace.md
+ * gRPC server reflection (services/kit/rpc/reflection.ts; docs/marketplace.md
  * "Reflection"), as a marketplace engineer meets it: `buf curl` from a directory with
  * no `.proto` files lists the marketplace's RPCs and calls one, over both protocol
  * names (v1, and v1alpha that older tools ask for), and shows a refusal's error
@@ -17,8 +17,8 @@ import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-no
 import { ServerReflection, ServerReflectionRequestSchema, type ServerReflectionResponse } from '../../gen/grpc/reflection/v1/reflection_pb';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ConflictDetailSchema, ErrorDetailSchema, ErrorReason } from '../../gen/psync/common/v1/errors_pb';
-import { ACCESS_POLICY } from '../../services/kit/access-policy';
-import { answer, ReflectionIndex } from '../../services/kit/reflection';
+import { ACCESS_POLICY } from '../../services/kit/rpc';
+import { answer, ReflectionIndex } from '../../services/kit/rpc';
 import { TEST_TOKENS, credentialInterceptor } from '../support/credentials';
 import { createWorkspace, type InternalClients } from '../support/internal-clients';
 import { ROOT } from '../support/process';

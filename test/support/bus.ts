@@ -9,10 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import pino from 'pino';
-import type { BusEvent, EventBus } from '../../services/kit/bus';
-import { createMemoryBus } from '../../services/kit/bus-memory';
-import { connectNatsBus } from '../../services/kit/bus-nats';
-import type { Logger } from '../../services/kit/logger';
+import type { BusEvent, EventBus } from '../../services/kit/events';
+import { createMemoryBus } from '../../services/kit/events';
+import { connectNatsBus } from '../../services/kit/events';
+import type { Logger } from '../../services/kit/base';
 
 export interface TestBus {
   bus: EventBus;

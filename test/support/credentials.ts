@@ -5,12 +5,12 @@
  * operator's as OPERATOR_TOKEN, the others' hashes in INTERNAL_CALLERS), and a process
  * of role R sends TEST_TOKENS[R] as its INTERNAL_TOKEN. Test clients call with
  * credentialInterceptor(): each RPC with the token of a role allowed to call it
- * (services/kit/access-policy.ts), preferring the operator's, then the marketplace's —
+ * (services/kit/rpc/access-policy.ts), preferring the operator's, then the marketplace's —
  * the callers a test stands in for.
  */
 import type { Interceptor } from '@connectrpc/connect';
-import { ACCESS_POLICY, ROLES, UNAUTHENTICATED_SERVICES, type Role } from '../../services/kit/access-policy';
-import { tokenSha256 } from '../../services/kit/internal-auth';
+import { ACCESS_POLICY, ROLES, UNAUTHENTICATED_SERVICES, type Role } from '../../services/kit/rpc';
+import { tokenSha256 } from '../../services/kit/rpc';
 
 /** One fixed credential per role (≥ 32 characters, as the configuration requires). */
 export const TEST_TOKENS: Readonly<Record<Role, string>> = Object.fromEntries(ROLES.map((r) => [r, `psync-test-credential-${r}-0123456789abcdef0123456789abcdef`])) as Record<

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createSql, Sql } from '../../services/kit/database';
+import { createSql, Sql } from '../../services/kit/db';
 import { ROOT, waitForLine } from './process';
 
 export interface TestDatabase {

@@ -2,7 +2,7 @@
  * Child process for tests: serves an embedded PGlite database from the directory in
  * argv[2] on a loopback port and prints `url <postgres-url>`; SIGTERM stops it.
  */
-import { startEmbeddedPostgres } from '../../services/kit/embedded-postgres';
+import { startEmbeddedPostgres } from '../../services/kit/db';
 
 async function main(): Promise<void> {
   const dir = process.argv[2];

@@ -16,7 +16,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import type { OtlpProtocol } from '../../services/kit/otel-env';
+import type { OtlpProtocol } from '../../services/kit/telemetry';
 
 /** One span as received. */
 export interface ReceivedSpan {

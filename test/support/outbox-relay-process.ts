@@ -8,10 +8,10 @@
  * SIGTERM stops cleanly.
  */
 import pino from 'pino';
-import type { EventBus } from '../../services/kit/bus';
-import { connectNatsBus } from '../../services/kit/bus-nats';
-import { createSql } from '../../services/kit/database';
-import { OutboxRelay } from '../../services/kit/outbox-relay';
+import type { EventBus } from '../../services/kit/events';
+import { connectNatsBus } from '../../services/kit/events';
+import { createSql } from '../../services/kit/db';
+import { OutboxRelay } from '../../services/kit/events';
 
 function env(name: string): string {
   const v = process.env[name];

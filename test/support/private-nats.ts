@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inboxPrefixOf } from '../../services/kit/bus-nats';
+import { inboxPrefixOf } from '../../services/kit/events';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { spawnNatsServer } from './plain-nats';
 

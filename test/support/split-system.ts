@@ -6,7 +6,7 @@
  * shared between processes); a scratch database and a unique bus prefix are created
  * here and removed by `stop()`.
  */
-import { SERVICE_ROLES } from '../../services/kit/access-policy';
+import { SERVICE_ROLES } from '../../services/kit/rpc';
 import { createScratchDatabase, deleteBusStream, freePort, randomKey, startSystem, uniqueBusPrefix, type RunningSystem } from './system';
 
 export type ServiceRole = (typeof SERVICE_ROLES)[number];

@@ -32,10 +32,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 import { ROOT, waitForLine } from './process';
 import { TEST_TOKENS, testCallerEnv } from './credentials';
-import { isRole } from '../../services/kit/access-policy';
+import { isRole } from '../../services/kit/rpc';
 import { internalClients, type InternalClients } from './internal-clients';
 
 export interface StartOptions {

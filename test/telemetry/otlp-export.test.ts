@@ -1,5 +1,5 @@
 /**
- * Telemetry by the OpenTelemetry environment (services/kit/otel-env.ts; docs/operations.md
+ * Telemetry by the OpenTelemetry environment (services/kit/telemetry/otel-env.ts; docs/operations.md
  * "Telemetry"): the system started with the variables the chart sets — OTEL_SERVICE_NAME,
  * OTEL_RESOURCE_ATTRIBUTES with the pod, namespace and version, OTEL_EXPORTER_OTLP_PROTOCOL,
  * OTEL_EXPORTER_OTLP_ENDPOINT — and OTEL_METRICS_EXPORTER=otlp sends its spans and its
@@ -15,8 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { CatalogService } from '../../gen/psync/catalog/v1/catalog_pb';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
-import { InternalClients } from '../../services/kit/internal-client';
-import { OTLP_PROTOCOLS, type OtlpProtocol } from '../../services/kit/otel-env';
+import { InternalClients } from '../../services/kit/rpc';
+import { OTLP_PROTOCOLS, type OtlpProtocol } from '../../services/kit/telemetry';
 import { validBlock } from '../gateway/fixtures';
 import { jsonRequest, send } from '../gateway/http-client';
 import { credentialInterceptor } from '../support/credentials';
@@ -129,7 +129,7 @@ test('a bad OTEL_EXPORTER_OTLP_PROTOCOL stops start-up with one line naming it',
     expect(byId.get(putBlock.parentSpanId)?.service).toBe('psync-gateway');
     const authorize = trace.find((s) => s.service === 'psync-identity' && s.name.includes('IdentityService/Authorize'));
     expect(byId.get(authorize!.parentSpanId)?.service).toBe('psync-gateway');
-    // The calendar's statements are CLIENT spans under its PutBlock span (services/kit/sql-telemetry.ts: `<OPERATION> <database>`).
+    // The calendar's statements are CLIENT spans under its PutBlock span (services/kit/db/sql-telemetry.ts: `<OPERATION> <database>`).
     const statements = await eventually(
       async () => {
         const t = spans().filter((s) => s.traceId === putBlock.traceId && s.parentSpanId === putBlock.spanId && /^(SELECT|INSERT|UPDATE|DELETE|WITH|CALL) \S+$/.test(s.name));

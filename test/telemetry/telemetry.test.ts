@@ -5,7 +5,7 @@
  *   a 429 with a quota of 3), then a scrape of /metrics on METRICS_PORT finds the
  *   names the chart's alerts and dashboard query.
  * - Traces: with PSYNC_TRACE_EXPORT_FILE the process writes every finished span as a
- *   JSON line (the debugging aid of services/kit/telemetry.ts); one PUT /v1/blocks
+ *   JSON line (the debugging aid of services/kit/telemetry/telemetry.ts); one PUT /v1/blocks
  *   shows gateway → IdentityService/Authorize → CalendarService/PutBlock as one trace,
  *   client and server span of each hop linked, and the trace id in the access log.
  */

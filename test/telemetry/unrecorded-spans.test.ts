@@ -4,10 +4,10 @@
  * trace and span ids (logs carry the trace id, `traceparent` goes on with flag 00), and
  * spans nested inside it — the kit's CLIENT span, the SERVER span of a call served in
  * process — run under the enclosing span instead of minting ids nobody records
- * (services/kit/telemetry.ts `inSpan`).
+ * (services/kit/telemetry/telemetry.ts `inSpan`).
  */
 import { context, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
-import { createLogger } from '../../services/kit/logger';
+import { createLogger } from '../../services/kit/base';
 import { contextFromHeaders, currentTraceHeaders, inSpan, startTelemetry, type Telemetry } from '../../services/kit/telemetry';
 
 const log = createLogger({ level: 'silent', name: 'unrecorded-spans-test' });

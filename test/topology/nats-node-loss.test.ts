@@ -21,7 +21,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import { createSql, type Sql } from '../../services/kit/database';
+import { createSql, type Sql } from '../../services/kit/db';
 import { Partners } from '../gateway/partners';
 import { SystemClients } from '../notifications/support/harness';
 import { Receiver } from '../notifications/support/receiver';

@@ -7,7 +7,7 @@
  *
  * As `helm upgrade` does it: this change's migrations run first (`main.ts migrate`, the
  * hook Job) while nothing of the new release serves, its repeatable SQL files
- * (services/kit/sql-functions.ts) recorded at their versions, which the old release's
+ * (services/kit/db/sql-functions.ts) recorded at their versions, which the old release's
  * own start-up migration leaves in place; then the old release alone serves
  * the contract smoke (token, property, blocks, webhook registration with its challenge, a
  * signed booking delivery, an erasure acknowledged). Then the new release starts beside
@@ -30,7 +30,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSql } from '../../services/kit/database';
+import { createSql } from '../../services/kit/db';
 import { currentFunctionFiles, currentMigrations } from '../../tools/migration-manifest';
 import { validProperty } from '../gateway/fixtures';
 import { jsonRequest, send, type Received as Answer, type SentRequest } from '../gateway/http-client';

@@ -141,7 +141,7 @@ spec:
             {{- if not $isGateway }}
             {{- if $root.Values.database.perServiceRoles.enabled }}
             {{- $dbRef := include "psync.serviceDatabaseRef" . | fromYaml }}
-            # Its own PostgreSQL role only, under both names (services/kit/config.ts).
+            # Its own PostgreSQL role only, under both names (services/kit/runtime/config.ts).
             {{- include "psync.secretEnv" (dict "root" $root "env" "DATABASE_URL" "ref" $dbRef) | nindent 12 }}
             {{- include "psync.secretEnv" (dict "root" $root "env" (printf "%s_DATABASE_URL" (upper $name)) "ref" $dbRef) | nindent 12 }}
             {{- else }}

@@ -6,7 +6,7 @@ per-service database roles.
 One table, psync.callees, says which services each component calls over the
 network. The NetworkPolicies (egress to callees, ingress from callers), the service
 URLs a pod is given and each server's INTERNAL_CALLERS are all derived from it, and
-test/helm/chart.test.ts pins it to services/kit/access-policy.ts.
+test/helm/chart.test.ts pins it to services/kit/rpc/access-policy.ts.
 */}}
 
 {{/* Services each component calls over the network (a service calls itself in process). YAML: component → list. */}}
@@ -78,7 +78,7 @@ catalog calendar notifications
 {{/*
 A generated token (only when the role has no existingSecret): the one already in the
 release's Secret when `lookup` finds it (install/upgrade), else a new random one
-("psop_" for the operator, as services/kit/operator-token.ts generates, "psin_"
+("psop_" for the operator, as services/kit/base/operator-token.ts generates, "psin_"
 otherwise; 43 alphanumerics ≈ 256 bits). Memoised in .Values for the render, so the
 Secret and every hash of it agree across template files.
 */}}

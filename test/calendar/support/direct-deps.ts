@@ -2,7 +2,7 @@
  * CalendarDeps for calling the calendar's domain functions directly on a test database,
  * below the service: every listing counts as owned, commits wake nothing.
  */
-import type { Sql } from '../../../services/kit/database';
+import type { Sql } from '../../../services/kit/db';
 import type { CalendarDeps } from '../../../services/calendar/calendar-deps';
 import type { ListingDirectory } from '../../../services/calendar/listings';
 import { testLogger } from '../../support/bus';

@@ -11,7 +11,7 @@
  * Reads the plain bodies (migration 0008 on); rows written as bytes before it are not
  * expected in a fresh test database.
  */
-import type { Sql } from '../../../services/kit/database';
+import type { Sql } from '../../../services/kit/db';
 
 interface NightRange {
   check_in: string;

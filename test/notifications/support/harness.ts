@@ -6,7 +6,7 @@
 import { credentialInterceptor, TEST_TOKENS } from '../../support/credentials';
 import { randomBytes } from 'node:crypto';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { InternalClients } from '../../../services/kit/internal-client';
+import { InternalClients } from '../../../services/kit/rpc';
 import { NotificationsService } from '../../../gen/psync/notifications/v1/notifications_pb';
 import { Environment } from '../../../gen/psync/common/v1/environment_pb';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';

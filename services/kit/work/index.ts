@@ -1,0 +1,8 @@
+/**
+ * The background loop every worker runs on (worker.ts) and the timed jobs (periodic.ts).
+ *
+ * This file is the module's whole public surface: code outside services/kit/work/ imports
+ * from here, never from a file inside (eslint.config.mjs, docs/architecture.md "Modules").
+ */
+export { BatchPruner, PeriodicJob } from './periodic';
+export { backoffMs, type RoundResult, WakeSignal, Worker } from './worker';
