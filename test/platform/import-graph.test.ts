@@ -3,7 +3,9 @@
  * graph of the production code (main.ts, services/, gateway/, bin/cli/; tests aside):
  *  - no import circle: every strongly connected component is one file;
  *  - main.ts, the composition root, is imported by nothing: the one place that knows
- *    both the services and the gateway stands above them.
+ *    both the services and the gateway stands above them;
+ *  - a module (a folder of services/kit/, and services/domain/) is reached from outside
+ *    only through its index.ts (docs/architecture.md "Modules").
  * Imports are read with TypeScript's own pre-processor (ts.preProcessFile: import,
  * export … from, import() with a literal); only the repository's relative imports count.
  */
@@ -80,6 +82,23 @@ describe('the import graph of the production code', () => {
 
   test('has no circle', () => {
     expect(circles()).toEqual([]);
+  });
+
+  test('a module is reached from outside only through its index.ts', () => {
+    const modules = [...readdirSync(join(ROOT, 'services', 'kit')).map((d) => join(ROOT, 'services', 'kit', d)), join(ROOT, 'services', 'domain')].filter((d) =>
+      existsSync(join(d, 'index.ts')),
+    );
+    expect(modules.length).toBeGreaterThanOrEqual(9);
+    const moduleOf = (f: string) => modules.find((m) => f.startsWith(`${m}/`));
+    const past = [...graph.entries()].flatMap(([from, deps]) =>
+      deps
+        .filter((to) => {
+          const m = moduleOf(to);
+          return m !== undefined && moduleOf(from) !== m && to !== join(m, 'index.ts');
+        })
+        .map((to) => `${relative(ROOT, from)} → ${relative(ROOT, to)}`),
+    );
+    expect(past).toEqual([]);
   });
 
   test('nothing imports the composition root, main.ts', () => {
