@@ -24,6 +24,7 @@ import { echoAndAccept, echoThen } from '../notifications/support/receiver';
 import { webhookSuite } from '../notifications/support/suite';
 import { renewInMs } from '../../console/src/renewal';
 import { launchChromium } from '../support/browser';
+import { eventually } from '../support/eventually';
 import { ROOT } from '../support/process';
 
 const TOKEN_TTL_SECONDS = 40;
@@ -211,8 +212,15 @@ describe('the sandbox console', () => {
     await page.getByRole('heading', { name: 'March 2032' }).waitFor();
     const grid = page.getByRole('grid');
     await grid.locator('[data-date="2032-03-31"]').waitFor();
-    const states = await grid.locator('[data-date]').evaluateAll((cells) => Object.fromEntries(cells.map((c) => [c.getAttribute('data-date'), c.getAttribute('data-state')])));
-    expect(Object.keys(states)).toHaveLength(31);
+    // Read once the month's 31 nights are all drawn: the grid may draw again as its data arrives.
+    const states = await eventually(
+      async () => {
+        const drawn = await grid.locator('[data-date]').evaluateAll((cells) => Object.fromEntries(cells.map((c) => [c.getAttribute('data-date'), c.getAttribute('data-state')])));
+        return Object.keys(drawn).length === 31 && drawn;
+      },
+      10_000,
+      "March 2032's 31 nights in the grid",
+    );
     const taken = Object.fromEntries(Object.entries(states).filter(([, s]) => s !== 'free'));
     expect(taken).toEqual({ '2032-03-02': 'blocked', '2032-03-03': 'blocked', '2032-03-10': 'booked', '2032-03-11': 'booked', '2032-03-15': 'held' });
     expect(await grid.locator('[data-date="2032-03-10"]').textContent()).toContain(reference);
