@@ -12,8 +12,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { nanos, type NatsConnection } from '@nats-io/nats-core';
-import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { nanos, NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/nats-core';
+import { AckPolicy, DiscardPolicy, jetstream, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import pino from 'pino';
 import { connectNatsBus } from '../../services/kit/events';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
@@ -58,13 +58,19 @@ async function startCluster(): Promise<void> {
  * meta group, a stream's or consumer's group after its peers change); a client asks
  * again, as this does, up to `tries` times.
  */
+/** A request the cluster did not answer in time, or answered "unavailable" (no leader yet), at any depth of causes. */
+function unanswered(err: unknown): boolean {
+  if (err instanceof TimeoutError || err instanceof NoRespondersError) return true;
+  if (err instanceof JetStreamApiError && err.status === 503) return true;
+  return err instanceof Error && err.cause !== undefined && unanswered(err.cause);
+}
+
 async function asking<T>(fn: () => Promise<T>, tries = 10): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (i >= tries || (code !== 'TIMEOUT' && code !== '503')) throw err;
+      if (i >= tries || !unanswered(err)) throw err;
       await new Promise((r) => setTimeout(r, 500));
     }
   }
