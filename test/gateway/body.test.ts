@@ -28,7 +28,6 @@ beforeAll(async () => {
     ctx.type = 'application/json';
     ctx.body = JSON.stringify({ received: read.value });
   });
-  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
   server = http.createServer(app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

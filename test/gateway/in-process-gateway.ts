@@ -24,7 +24,6 @@ export async function startInProcessGateway(config: Config, log: Logger, console
   const dead = `http://127.0.0.1:${await freePort()}`;
   const clients = new InternalClients([credentialInterceptor()], 2000);
   const app = createGatewayApp({ config, log, clients, urls: { identity: dead, catalog: dead, calendar: dead, notifications: dead } }, () => false, undefined, consoleFiles);
-  // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler settles every request itself (ctx.onerror); its promise never rejects.
   const server = http.createServer(app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
