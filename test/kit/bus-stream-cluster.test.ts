@@ -12,10 +12,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { nanos, NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/nats-core';
-import { AckPolicy, DiscardPolicy, jetstream, JetStreamApiError, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { AckPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import pino from 'pino';
 import { connectNatsBus } from '../../services/kit/events';
+import { isUnavailableFailure } from '../../services/kit/rpc';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';
@@ -58,19 +59,12 @@ async function startCluster(): Promise<void> {
  * meta group, a stream's or consumer's group after its peers change); a client asks
  * again, as this does, up to `tries` times.
  */
-/** A request the cluster did not answer in time, or answered "unavailable" (no leader yet), at any depth of causes. */
-function unanswered(err: unknown): boolean {
-  if (err instanceof TimeoutError || err instanceof NoRespondersError) return true;
-  if (err instanceof JetStreamApiError && err.status === 503) return true;
-  return err instanceof Error && err.cause !== undefined && unanswered(err.cause);
-}
-
 async function asking<T>(fn: () => Promise<T>, tries = 10): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
     } catch (err) {
-      if (i >= tries || !unanswered(err)) throw err;
+      if (i >= tries || !isUnavailableFailure(err)) throw err; // not answered in time, or no leader yet
       await new Promise((r) => setTimeout(r, 500));
     }
   }

@@ -194,6 +194,7 @@ const UNAVAILABLE_CASES: [string, () => unknown][] = [
   ['nats.js RequestError "connection closed"', () => new natsErrors.RequestError('connection closed', { cause: new natsErrors.RequestError('connection closed') })],
   ['nats.js RequestError "connection disconnected"', () => new natsErrors.RequestError('connection disconnected')],
   ['nats.js no responders (JetStream without a leader), as @nats-io/jetstream reports it', () => jetStreamNoResponders()],
+  ['a JetStream API 503 (no leader elected yet)', () => new JetStreamApiError({ code: 503, err_code: 10008, description: 'JetStream system temporarily unavailable' })],
   [
     'an AggregateError of refused connections (Node happy eyeballs)',
     () => Object.assign(new AggregateError([pgConnectionError('ECONNREFUSED')], 'connect failed'), { code: 'ECONNREFUSED' }),
@@ -372,6 +373,7 @@ describe('isUnavailableFailure', () => {
     expect(isUnavailableFailure(new ConnectError('x', Code.Unavailable))).toBe(false);
     expect(isUnavailableFailure(pgServerError('40001', 'could not serialize'))).toBe(false);
     expect(isUnavailableFailure(Object.assign(new Error('x'), { code: '503' }))).toBe(false);
+    expect(isUnavailableFailure(new JetStreamApiError({ code: 404, err_code: 10059, description: 'stream not found' }))).toBe(false);
     // The platform's own TimeoutError (AbortSignal.timeout) is not a bus time-out.
     expect(isUnavailableFailure(new DOMException('The operation timed out.', 'TimeoutError'))).toBe(false);
     expect(isUnavailableFailure(Object.assign(new Error('connection closed'), { name: 'ConnectionError' }))).toBe(false);

@@ -16,6 +16,7 @@
  */
 import { Code, ConnectError, type Interceptor, type StreamResponse, type UnaryResponse } from '@connectrpc/connect';
 import { errors as natsErrors } from '@nats-io/nats-core';
+import { JetStreamApiError } from '@nats-io/jetstream';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';
 import { LogSampler } from '../base';
 import type { Logger } from '../base';
@@ -132,8 +133,16 @@ function natsRequestCutOff(err: object): boolean {
   return err instanceof natsErrors.RequestError && err.cause === undefined;
 }
 
+/**
+ * JetStream's API answering 503 (`JetStream system temporarily unavailable`, err_code
+ * 10008): the server is up but its JetStream has no leader yet (a cluster electing one).
+ */
+function jetStreamLeaderless(err: object): boolean {
+  return err instanceof JetStreamApiError && err.status === 503;
+}
+
 function natsUnreachable(err: object): boolean {
-  return NATS_UNAVAILABLE_CLASSES.some((c) => err instanceof c) || natsRequestCutOff(err);
+  return NATS_UNAVAILABLE_CLASSES.some((c) => err instanceof c) || natsRequestCutOff(err) || jetStreamLeaderless(err);
 }
 
 function unreachable(err: object): boolean {
