@@ -73,6 +73,7 @@ export function contractRouter(routes: Route[], opts: RouterOptions): Middleware
       if (!params) continue;
       if (c.route.method === method) {
         ctx.state.route = c.label;
+        ctx.state.routePath = c.route.path;
         await c.route.handle(ctx, params);
         return;
       }
@@ -83,6 +84,7 @@ export function contractRouter(routes: Route[], opts: RouterOptions): Middleware
     const allowed = [...new Set(candidates.map((r) => r.method))];
     if (allowed.includes('GET')) allowed.push('HEAD' as HttpMethod);
     ctx.state.route = `* ${candidates[0]!.path}`;
+    ctx.state.routePath = candidates[0]!.path;
     throw new ProblemError('method_not_allowed', { headers: { Allow: allowed.join(', ') } });
   };
 }

@@ -96,9 +96,9 @@ function httpMethod(method: string): string {
   return KNOWN_METHODS.has(method) ? method : '_OTHER';
 }
 
-/** The path template of a route label (`GET /v1/blocks` → `/v1/blocks`; contract-router.ts). */
-function routeTemplate(route: string | undefined): string | undefined {
-  return route === undefined ? undefined : route.slice(route.indexOf(' ') + 1);
+/** The matched route's label and path template (contract-router.ts), for the metrics. */
+function routeOf(state: GatewayState): { label: string; template: string } | undefined {
+  return state.route !== undefined && state.routePath !== undefined ? { label: state.route, template: state.routePath } : undefined;
 }
 
 export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> {
@@ -110,10 +110,10 @@ export function errorMapper(opts: ErrorMapperOptions): Middleware<GatewayState> 
     await inSpan(method === '_OTHER' ? 'HTTP' : method, { kind: SpanKind.SERVER, parent: ROOT_CONTEXT, attributes }, async (span) => {
       await handle(ctx, next);
       // The conventions' span name: `{method} {route template}`, the method alone when no route matched.
-      const template = routeTemplate(ctx.state.route);
-      if (template !== undefined) {
-        span.updateName(ctx.state.route!);
-        span.setAttribute('http.route', template);
+      const { route, routePath } = ctx.state;
+      if (route !== undefined && routePath !== undefined) {
+        span.updateName(route);
+        span.setAttribute('http.route', routePath);
       }
       span.setAttribute('http.response.status_code', ctx.status);
       span.setAttribute('psync.request_id', ctx.state.requestId);
@@ -152,7 +152,7 @@ function answer(opts: ErrorMapperOptions): (ctx: GatewayContext, next: Next) => 
       }
       logAccess(opts.log, ctx);
       if (!ctx.state.operational) {
-        recordHttpRequest(httpMethod(ctx.method), ctx.state.route, ctx.status, ctx.protocol, (performance.now() - ctx.state.startedAt) / 1000);
+        recordHttpRequest(httpMethod(ctx.method), routeOf(ctx.state), ctx.status, ctx.protocol, (performance.now() - ctx.state.startedAt) / 1000);
         if (ctx.status === 429) recordRateLimitRefusal();
         opts.onAnswered?.(ctx);
       }

@@ -22,6 +22,8 @@ export interface GatewayState {
   startedAt: number;
   /** Route template for logs, e.g. "PUT /v1/blocks/:external_uid"; undefined when none matched. */
   route?: string;
+  /** The matched route's path template, e.g. "/v1/blocks/:external_uid" (the `http.route` of telemetry); set with `route`. */
+  routePath?: string;
   /** The API key behind the request, once known (safe to log; never the token). */
   keyId?: string;
   /** The token's workspace, once a contract route authorised it: the request is then recorded (request-log.ts). */

@@ -243,17 +243,18 @@ export function bindMeterProvider(provider: MeterProvider, env: Record<string, s
 }
 
 /**
- * One answered gateway request: `route` is the route's label, `GET /v1/blocks`
- * (gateway/contract-router.ts; undefined when none matched), its path the `http.route`;
- * `code` the status. Recorded as `http.server.request.duration` (semconv.ts) and, while
- * the old names are kept, as psync_http_requests_total{route,code} and
- * psync_http_request_duration_seconds{route} (`route` "unmatched" when none matched).
+ * One answered gateway request: `route` is the route's label and path template
+ * (`GET /v1/blocks` and `/v1/blocks`, gateway/contract-router.ts; undefined when none
+ * matched), `code` the status. Recorded as `http.server.request.duration` (semconv.ts,
+ * `http.route` the template) and, while the old names are kept, as
+ * psync_http_requests_total{route,code} and psync_http_request_duration_seconds{route}
+ * (`route` the label, "unmatched" when none matched).
  */
-export function recordHttpRequest(method: string, route: string | undefined, code: number, scheme: string, seconds: number): void {
+export function recordHttpRequest(method: string, route: { label: string; template: string } | undefined, code: number, scheme: string, seconds: number): void {
   if (!current) return;
-  recordHttpServerRequest(method, route?.slice(route.indexOf(' ') + 1), code, scheme, seconds);
+  recordHttpServerRequest(method, route?.template, code, scheme, seconds);
   if (!legacyHttpSeries()) return;
-  const attrs: Attributes = { route: route ?? 'unmatched', code: String(code) };
+  const attrs: Attributes = { route: route?.label ?? 'unmatched', code: String(code) };
   current.httpRequests.add(1, attrs);
   current.httpDuration.record(seconds, { route: attrs.route });
 }

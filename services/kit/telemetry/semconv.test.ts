@@ -29,7 +29,7 @@ async function namesRecorded(optIn: string | undefined): Promise<string[]> {
   const provider = new MeterProvider({ readers: [reader] });
   const unbind = bindMeterProvider(provider);
   try {
-    recordHttpRequest('GET', 'GET /v1/blocks', 200, 'https', 0.004);
+    recordHttpRequest('GET', { label: 'GET /v1/blocks', template: '/v1/blocks' }, 200, 'https', 0.004);
     await reader.forceFlush();
     return exporter
       .getMetrics()
