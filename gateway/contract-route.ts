@@ -38,8 +38,6 @@ export interface ContractSpec<P, Q, B> {
   path: string;
   params: Validator<P>;
   query: Validator<Q>;
-  /** Query parameters the schema types as integers (digit strings become numbers). */
-  integerQuery?: readonly string[];
   /** The JSON body, when the endpoint has one (never read otherwise). */
   body?: { schema: Validator<B>; empty: ReadJsonOptions['empty'] };
   /**
@@ -102,7 +100,7 @@ export function contractRoute<P, Q, B = undefined>(spec: ContractSpec<P, Q, B>, 
         // A parameter already refused above is not reported a second time as missing.
         ...spec.params.violations(decoded.values).filter((v) => !(refused.has(v.field) && v.code === 'required')),
       ];
-      const query = queryForSchema(ctx.query, spec.integerQuery ?? []);
+      const query = queryForSchema(ctx.query, spec.query.integerNames);
       const queryViolations = spec.query.violations(query);
       violations.push(...queryViolations);
       if (spec.queryRules) violations.push(...spec.queryRules(query, queryViolations));

@@ -22,9 +22,10 @@
  *
  * Three conventions, and nothing else, are applied while assembling:
  *
- * - `{"$embed": "<file>#<JSON pointer>"}` is replaced by that object of the gateway's
- *   own `schemas/<file>`: the very object ajv compiled (not a copy), so a request body
- *   or parameter schema in the document is the validator's. Never mutate them.
+ * - `{"$embed": "<name>#<JSON pointer>"}` is replaced by that object of the request
+ *   schema `name` (REQUEST_SCHEMAS, requests/index.ts): the very object ajv compiled (not
+ *   a copy), so a request body or parameter schema in the document is the validator's.
+ *   Never mutate them.
  * - `{{NAME}}` in a string is replaced by the value named NAME in VALUES below (a string
  *   that is exactly `{{NAME}}` becomes the value itself, a number where the value is
  *   one). These are values the code owns — limits (services/kit/base/limits.ts), the
@@ -60,12 +61,7 @@
  * test/gateway/openapi*.test.ts. The route itself lives in gateway/routes/; the
  * coverage test fails until route and document agree.
  */
-import acknowledgeSchema from './schemas/acknowledge.json';
-import blockSchema from './schemas/block.json';
-import parametersSchema from './schemas/parameters.json';
-import propertySchema from './schemas/property.json';
-import testEventSchema from './schemas/test-event.json';
-import webhookEndpointSchema from './schemas/webhook-endpoint.json';
+import { COMPLETED_AT_MAX_AHEAD_MS, REQUEST_SCHEMAS } from './requests';
 import documentData from './openapi/document.json';
 import securitySchemesData from './openapi/components/security-schemes.json';
 import schemasData from './openapi/components/schemas.json';
@@ -93,7 +89,6 @@ import metaTag from './openapi/tags/meta.json';
 import metaExamples from './openapi/examples/meta.json';
 import { BODY_LIMIT_BYTES } from './body';
 import { WWW_AUTHENTICATE } from './connect-errors';
-import { COMPLETED_AT_MAX_AHEAD_MS } from './routes/deletion-requests';
 import type { Json, JsonObject } from './json';
 import { settings } from '../services/kit/runtime';
 import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/base';
@@ -146,15 +141,8 @@ export const VALUES: Readonly<Record<string, string | number>> = {
   WWW_AUTHENTICATE,
 };
 
-/** The gateway's schema files an `$embed` may name. */
-const EMBEDDABLE: Record<string, unknown> = {
-  'acknowledge.json': acknowledgeSchema,
-  'block.json': blockSchema,
-  'parameters.json': parametersSchema,
-  'property.json': propertySchema,
-  'test-event.json': testEventSchema,
-  'webhook-endpoint.json': webhookEndpointSchema,
-};
+/** The request schemas an `$embed` may name (requests/index.ts). */
+const EMBEDDABLE: Record<string, unknown> = REQUEST_SCHEMAS;
 
 /** Each tag's operations and their examples, in the order of the document's paths. */
 const TAGS: { operations: unknown; examples: unknown }[] = [
@@ -209,8 +197,8 @@ function fill(v: unknown): Json {
   if (v === null || typeof v !== 'object') return v as Json;
   const o = v as Record<string, unknown>;
   if (typeof o.$embed === 'string') {
-    const [file, pointer = ''] = o.$embed.split('#');
-    const schema = EMBEDDABLE[file!];
+    const [name, pointer = ''] = o.$embed.split('#');
+    const schema = EMBEDDABLE[name!];
     if (!schema || Object.keys(o).length !== 1) throw new Error(`openapi: bad $embed ${o.$embed}`);
     return atPointer(schema, pointer, `$embed ${o.$embed}`);
   }

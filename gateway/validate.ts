@@ -15,17 +15,13 @@
  * replaces the code of a failed `pattern`/`format` (the webhook URL's one generic
  * `invalid`, spec "PUT /webhooks/endpoint").
  */
+import type { TSchema } from '@sinclair/typebox';
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { isAbsoluteUri } from '../services/kit/base';
 import { storableDate, storableDateTime } from './instant-formats';
 import type { Violation, ViolationCode } from './problems';
-import propertySchema from './schemas/property.json';
-import blockSchema from './schemas/block.json';
-import webhookEndpointSchema from './schemas/webhook-endpoint.json';
-import acknowledgeSchema from './schemas/acknowledge.json';
-import parametersSchema from './schemas/parameters.json';
-import testEventSchema from './schemas/test-event.json';
+import type { Validated } from './request-schema';
 
 /** At most this many violations are reported for one request (the rest add nothing a client can act on). */
 export const MAX_VIOLATIONS = 100;
@@ -41,30 +37,30 @@ ajv.addFormat('date-time', storableDateTime);
 ajv.addFormat('uri', isAbsoluteUri);
 ajv.addKeyword({ keyword: 'x-error-field', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
-/** Every JSON Schema of the contract (contract-field-names.ts reads their field names). */
-export const CONTRACT_SCHEMAS: readonly object[] = [propertySchema, blockSchema, webhookEndpointSchema, acknowledgeSchema, testEventSchema, parametersSchema];
-for (const s of CONTRACT_SCHEMAS) ajv.addSchema(s);
-
 /**
- * A compiled schema reporting public violations. `T` is the shape a document has once
- * it has none (filled with the schema's defaults: validation may add them).
+ * A compiled request schema reporting public violations. `T` is the shape a document
+ * has once it has none (filled with the schema's defaults: validation may add them;
+ * request-schema.ts derives it from the schema).
  */
 export interface Validator<T> {
+  /** The schema it checks (the OpenAPI document embeds this very object). */
+  readonly schema: TSchema;
+  /** The names of the properties the schema types as integers (a query string's digits become numbers for them). */
+  readonly integerNames: readonly string[];
   violations(data: unknown): Violation[];
   /** Type-level only: the validated shape. */
   readonly shape?: T;
 }
 
-function compiled(ref: string): ValidateFunction {
-  const fn = ajv.getSchema(ref);
-  if (!fn) throw new Error(`schema ${ref} is not registered`);
-  return fn;
-}
-
-/** A validator for the schema at `ref` (an `$id`, optionally with a `#/$defs/…` pointer); `root` names the document itself in violations. */
-export function validator<T>(ref: string, root = 'body'): Validator<T> {
-  const fn = compiled(ref);
-  return { violations: (data: unknown) => (fn(data) ? [] : toViolations(fn.errors ?? [], data, root)) };
+/** A validator for `schema` (compiled once); `root` names the document itself in violations. */
+export function validator<S extends TSchema>(schema: S, root: 'body' | 'path' | 'query' = 'body'): Validator<Validated<S>> {
+  const fn: ValidateFunction = ajv.compile(schema);
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return {
+    schema,
+    integerNames: Object.keys(properties).filter((name) => properties[name]!.type === 'integer'),
+    violations: (data: unknown) => (fn(data) ? [] : toViolations(fn.errors ?? [], data, root)),
+  };
 }
 
 const KEYWORD_CODES: Record<string, ViolationCode> = {
@@ -135,30 +131,6 @@ export function toViolations(errors: ErrorObject[], data: unknown, root = 'body'
   return out;
 }
 
-const PARAMETERS = 'https://schemas.partner-sync.example/v1/parameters.json';
-
-/** The compiled schemas of the contract, by what they check. */
-export const schemas = {
-  property: validator<PropertyBody>('https://schemas.partner-sync.example/v1/property.json'),
-  block: validator<BlockBody>('https://schemas.partner-sync.example/v1/block.json'),
-  webhookEndpoint: validator<WebhookEndpointBody>('https://schemas.partner-sync.example/v1/webhook-endpoint.json'),
-  acknowledge: validator<AcknowledgeBody>('https://schemas.partner-sync.example/v1/acknowledge.json'),
-  testEvent: validator<TestEventBody>('https://schemas.partner-sync.example/v1/test-event.json'),
-  propertyPath: validator<{ provider_id: string }>(`${PARAMETERS}#/$defs/property_path`, 'path'),
-  blockPath: validator<{ external_uid: string }>(`${PARAMETERS}#/$defs/block_path`, 'path'),
-  deletionRequestPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/deletion_request_path`, 'path'),
-  noParameters: validator<Record<string, never>>(`${PARAMETERS}#/$defs/no_parameters`, 'query'),
-  blocksQuery: validator<BlocksQuery>(`${PARAMETERS}#/$defs/blocks_query`, 'query'),
-  propertiesQuery: validator<PropertiesQuery>(`${PARAMETERS}#/$defs/properties_query`, 'query'),
-  listingPath: validator<{ listing_id: string }>(`${PARAMETERS}#/$defs/listing_path`, 'path'),
-  listingNightsQuery: validator<ListingNightsQuery>(`${PARAMETERS}#/$defs/listing_nights_query`, 'query'),
-  deliveryPath: validator<{ event_id: string }>(`${PARAMETERS}#/$defs/delivery_path`, 'path'),
-  deliveriesQuery: validator<DeliveriesQuery>(`${PARAMETERS}#/$defs/deliveries_query`, 'query'),
-  eventsQuery: validator<EventsQuery>(`${PARAMETERS}#/$defs/events_query`, 'query'),
-  endpointCheckPath: validator<{ id: string }>(`${PARAMETERS}#/$defs/endpoint_check_path`, 'path'),
-  requestsQuery: validator<RequestsQuery>(`${PARAMETERS}#/$defs/requests_query`, 'query'),
-};
-
 /**
  * A query string as the schema sees it: integer parameters of `schema` given as
  * digit strings become numbers; anything else stays as sent (a repeated parameter
@@ -172,114 +144,4 @@ export function queryForSchema(query: Record<string, string | string[] | undefin
     out[name] = integerNames.includes(name) && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
   }
   return out;
-}
-
-// ---- Public JSON shapes the schemas guarantee (kept in step with schemas/*.json) ----
-
-export interface MoneyBody {
-  value: string;
-  currency: string;
-}
-
-export interface PropertyBody {
-  name: string;
-  description?: string;
-  property_type: string;
-  address: {
-    line1: string;
-    city: string;
-    region?: string;
-    postal_code?: string;
-    country: string;
-    latitude: number;
-    longitude: number;
-  };
-  occupancy: { max_guests: number; bedrooms: number; beds: number; bathrooms: number };
-  base_rate?: MoneyBody;
-  amenities?: string[];
-  photos?: { url: string; position: number }[];
-  check_in_time: string;
-  check_out_time: string;
-  status: 'listed' | 'unlisted';
-}
-
-export type BlockReasonName = 'reserved' | 'maintenance' | 'owner_stay' | 'other';
-
-export interface BlockBody {
-  provider_id?: string;
-  listing_id?: string;
-  check_in: string;
-  check_out: string;
-  /** Filled with the default `reserved` by validation when absent. */
-  reason: BlockReasonName;
-}
-
-export type WebhookEventName = 'booking.confirmed' | 'booking.cancelled' | 'user.erased';
-
-export interface WebhookEndpointBody {
-  url: string;
-  events: WebhookEventName[];
-}
-
-export interface AcknowledgeBody {
-  completed_at?: string;
-}
-
-export interface BlocksQuery {
-  from?: string;
-  to?: string;
-  /** Default 1 (filled by validation). */
-  page: number;
-  /** Default 50 (filled by validation). */
-  page_size: number;
-}
-
-export interface PropertiesQuery {
-  /** Default 1 (filled by validation). */
-  page: number;
-  /** Default 50 (filled by validation). */
-  page_size: number;
-}
-
-export interface ListingNightsQuery {
-  from: string;
-  /** Exclusive. */
-  to: string;
-}
-
-export interface TestEventBody {
-  event_type: WebhookEventName;
-  listing_id: string;
-  booking_reference?: string;
-  check_in?: string;
-  check_out?: string;
-  initiated_by?: 'guest' | 'host';
-}
-
-/** GET /v1/events. */
-export interface EventsQuery {
-  /** A previous page's `next_after` (digits); absent: from the oldest event kept. */
-  after?: string;
-  /** Default 50 (filled by validation). */
-  limit: number;
-}
-
-export type DeliveryStateName = 'pending' | 'delivered' | 'abandoned';
-
-export interface DeliveriesQuery {
-  state?: DeliveryStateName;
-  event_type?: WebhookEventName;
-  /** Default 1 (filled by validation). */
-  page: number;
-  /** Default 50 (filled by validation). */
-  page_size: number;
-}
-
-export interface RequestsQuery {
-  status?: number;
-  code?: string;
-  /** Default 50 (filled by validation). */
-  limit: number;
-  /** The `next_cursor` of the previous page. */
-  after?: string;
 }

@@ -5,11 +5,12 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Block, ListBlocksRequestSchema, ListBlocksResponse, PutBlockRequestSchema, PutBlockResponse } from '../../gen/psync/calendar/v1/calendar_pb';
-import type { BlockBody, BlockReasonName, BlocksQuery } from '../validate';
-import { blockReasons, upsertResults } from './enums';
+import type { BlockReasonName } from '../public-enums';
+import type { BlockInput as BlockBody, BlocksQueryInput as BlocksQuery } from '../requests/blocks';
+import { blockReasons, upsertResults } from '../public-enums';
 import { PAGE_SIZE_DEFAULT } from '../../services/kit/base';
 
-export { blockReasons } from './enums';
+export { blockReasons } from '../public-enums';
 
 /** The largest page number passed on (the internal field is an int32); any page that far is past the end. */
 const MAX_PAGE = 2_147_483_647;

@@ -7,7 +7,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { AcknowledgeDeletionRequestSchema, AcknowledgeDeletionResponse } from '../../gen/psync/notifications/v1/notifications_pb';
 import { instantMs } from '../instant-formats';
-import type { AcknowledgeBody } from '../validate';
+import type { AcknowledgeInput as AcknowledgeBody } from '../requests/deletion-requests';
 
 /** The 200 body of the acknowledge call. */
 export interface AcknowledgementJson {

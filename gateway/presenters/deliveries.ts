@@ -13,10 +13,11 @@ import {
   type ListDeliveryLogResponse,
   type TriggerTestEventRequestSchema,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { DeliveriesQuery, DeliveryStateName, TestEventBody, WebhookEventName } from '../validate';
-import { cancellationInitiators as initiators, deliveryStates, webhookEvents } from './enums';
+import type { DeliveryStateName, WebhookKindName } from '../public-enums';
+import type { DeliveriesQueryInput as DeliveriesQuery, TestEventInput as TestEventBody } from '../requests/sandbox';
+import { cancellationInitiators as initiators, deliveryStates, webhookEvents } from '../public-enums';
 
-export { deliveryStates } from './enums';
+export { deliveryStates } from '../public-enums';
 
 /** The largest page number passed on (the internal field is an int32); any page that far is past the end. */
 const MAX_PAGE = 2_147_483_647;
@@ -33,7 +34,7 @@ export interface DeliveryAttemptJson {
 /** One delivery of the log (also the body of a trigger's and a resend's 202). */
 export interface DeliveryJson {
   event_id: string;
-  event_type: WebhookEventName;
+  event_type: WebhookKindName;
   test: boolean;
   state: DeliveryStateName;
   occurred_at: string;

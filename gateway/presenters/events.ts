@@ -6,7 +6,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ListEventsRequestSchema, ListEventsResponse } from '../../gen/psync/notifications/v1/notifications_pb';
 import type { Json } from '../json';
-import type { EventsQuery } from '../validate';
+import type { EventsQueryInput as EventsQuery } from '../requests/events';
 
 /** One page of the feed. */
 export interface EventListJson {

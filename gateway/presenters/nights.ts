@@ -7,7 +7,7 @@
  * which reads as `booked` with its reference and `withdrawn: true`.
  */
 import { ListingNightState, type ListingNight, type ListListingNightsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
-import { listingNightStates, type ListingNightStateName } from './enums';
+import { listingNightStates, type ListingNightStateName } from '../public-enums';
 
 /** One night. */
 export interface ListingNightJson {

@@ -5,11 +5,11 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { UpsertPropertyRequestSchema, UpsertPropertyResponse } from '../../gen/psync/catalog/v1/catalog_pb';
-import type { PropertyBody } from '../validate';
-import { missingReasons, photoRejectionReasons, propertyStatuses, upsertResults, type MissingName, type PhotoRejectionName, type PropertyStatusName } from './enums';
+import type { PropertyInput as PropertyBody } from '../requests/properties';
+import { missingReasons, photoRejectionReasons, propertyStatuses, upsertResults, type MissingName, type PhotoRejectionName, type PropertyStatusName } from '../public-enums';
 
-export type { MissingName, PhotoRejectionName, PropertyStatusName } from './enums';
-export { missingReasons, photoRejectionReasons, propertyStatuses } from './enums';
+export type { MissingName, PhotoRejectionName, PropertyStatusName } from '../public-enums';
+export { missingReasons, photoRejectionReasons, propertyStatuses } from '../public-enums';
 
 /** The 200 body of PUT /v1/properties/{provider_id}. */
 export interface PropertyUpsertJson {

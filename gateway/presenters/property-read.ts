@@ -10,8 +10,8 @@
  */
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { ListPropertiesResponse, PhotoStatus, Property, PropertyRecord } from '../../gen/psync/catalog/v1/catalog_pb';
-import type { PropertyBody } from '../validate';
-import { missingReasons, photoRejectionReasons, photoStates, propertyStatuses, type MissingName, type PhotoRejectionName, type PhotoStateName } from './enums';
+import type { PropertyInput as PropertyBody } from '../requests/properties';
+import { missingReasons, photoRejectionReasons, photoStates, propertyStatuses, type MissingName, type PhotoRejectionName, type PhotoStateName } from '../public-enums';
 
 /** One photo's state: `reason` only when `rejected`. */
 export interface PhotoStateJson {

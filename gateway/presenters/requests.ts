@@ -6,7 +6,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { ListRequestsRequestSchema, ListRequestsResponse, RecordedRequest } from '../../gen/psync/identity/v1/identity_pb';
 import { instanceUrn } from '../problems';
-import type { RequestsQuery } from '../validate';
+import type { RequestsQueryInput as RequestsQuery } from '../requests/requests';
 
 /** One recorded request. */
 export interface RecordedRequestJson {

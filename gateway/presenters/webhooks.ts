@@ -4,16 +4,17 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { PutEndpointRequestSchema, PutEndpointResponse } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { WebhookEndpointBody, WebhookEventName } from '../validate';
-import { endpointStatuses, webhookEvents, type EndpointStatusName } from './enums';
+import type { WebhookKindName } from '../public-enums';
+import type { WebhookEndpointInput as WebhookEndpointBody } from '../requests/webhooks';
+import { endpointStatuses, webhookEvents, type EndpointStatusName } from '../public-enums';
 
-export type { EndpointStatusName } from './enums';
-export { endpointStatuses, webhookEvents } from './enums';
+export type { EndpointStatusName } from '../public-enums';
+export { endpointStatuses, webhookEvents } from '../public-enums';
 
 /** The 200 body of PUT /v1/webhooks/endpoint; `signing_secret` only on the call that first issues it. */
 export interface EndpointJson {
   url: string;
-  events: WebhookEventName[];
+  events: WebhookKindName[];
   status: EndpointStatusName;
   signing_secret?: string;
 }

@@ -14,9 +14,15 @@ import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest } from '../presenters/blocks';
 import { sendJson, sendNoContent } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { BlockBody, BlockPath, BlocksQuery } from '../requests/blocks';
+import { noPath, noQuery } from './shared-parameters';
 import { checkRange } from '../../services/domain';
+
+const blockBody = validator(BlockBody);
+const blockPath = validator(BlockPath, 'path');
+const blocksQuery = validator(BlocksQuery, 'query');
 
 /**
  * The night count, reported on `check_out` (docs/contract-gaps.md): not after
@@ -38,9 +44,9 @@ export function blockRoutes(deps: RouteDeps): Route[] {
       {
         method: 'PUT',
         path: '/v1/blocks/:external_uid',
-        params: schemas.blockPath,
-        query: schemas.noParameters,
-        body: { schema: schemas.block, empty: 'required' },
+        params: blockPath,
+        query: noQuery,
+        body: { schema: blockBody, empty: 'required' },
         rules: blockRangeViolations,
         // Addressing by provider_id is published but not enabled (spec "What the service
         // does"): the calendar decides it, after validating (services/calendar/blocks.ts),
@@ -57,8 +63,8 @@ export function blockRoutes(deps: RouteDeps): Route[] {
       {
         method: 'DELETE',
         path: '/v1/blocks/:external_uid',
-        params: schemas.blockPath,
-        query: schemas.noParameters,
+        params: blockPath,
+        query: noQuery,
         internalFields: sameNames('external_uid'),
         async call(ctx, { params }, caller) {
           await calendar.deleteBlock({ workspaceId: caller.workspaceId, externalUid: params.external_uid });
@@ -71,9 +77,8 @@ export function blockRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/blocks',
-        params: schemas.noParameters,
-        query: schemas.blocksQuery,
-        integerQuery: ['page', 'page_size'],
+        params: noPath,
+        query: blocksQuery,
         internalFields: sameNames('from', 'to', 'page', 'page_size'),
         async call(ctx, { query }, caller) {
           const res = await calendar.listBlocks(listBlocksRequest(caller.workspaceId, query));

@@ -10,15 +10,13 @@ import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { acknowledgeDeletionRequest, dateTimeMs, presentAcknowledgement } from '../presenters/deletion-requests';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { AcknowledgeBody, COMPLETED_AT_MAX_AHEAD_MS, DeletionRequestPath } from '../requests/deletion-requests';
+import { noQuery } from './shared-parameters';
 
-/**
- * How far ahead of the gateway's clock `completed_at` may be (clock skew); the
- * notifications service applies the same bound (COMPLETED_AT_MAX_AHEAD_MS; a test pins
- * both). Deletion cannot have been completed after it is acknowledged.
- */
-export const COMPLETED_AT_MAX_AHEAD_MS = 5 * 60_000;
+const acknowledgeBody = validator(AcknowledgeBody);
+const deletionRequestPath = validator(DeletionRequestPath, 'path');
 
 /**
  * `completed_at` beyond the schema's `date-time` (which already refuses instants
@@ -39,9 +37,9 @@ export function deletionRequestRoutes(deps: RouteDeps): Route[] {
       {
         method: 'POST',
         path: '/v1/deletion-requests/:event_id/acknowledge',
-        params: schemas.deletionRequestPath,
-        query: schemas.noParameters,
-        body: { schema: schemas.acknowledge, empty: 'empty-object' },
+        params: deletionRequestPath,
+        query: noQuery,
+        body: { schema: acknowledgeBody, empty: 'empty-object' },
         rules: acknowledgeViolations,
         internalFields: sameNames('event_id', 'completed_at'),
         async call(ctx, { params, body }, caller) {

@@ -10,8 +10,12 @@ import { sameNames } from '../internal-fields';
 import type { Route } from '../contract-router';
 import { listEventsRequest, presentEventList } from '../presenters/events';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { EventsQuery } from '../requests/events';
+import { noPath } from './shared-parameters';
+
+const eventsQuery = validator(EventsQuery, 'query');
 
 export function eventRoutes(deps: RouteDeps): Route[] {
   return [
@@ -19,9 +23,8 @@ export function eventRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/events',
-        params: schemas.noParameters,
-        query: schemas.eventsQuery,
-        integerQuery: ['limit'],
+        params: noPath,
+        query: eventsQuery,
         internalFields: sameNames('after', 'limit'),
         async call(ctx, { query }, caller) {
           const res = await deps.upstreams.notifications.listEvents(listEventsRequest(caller.workspaceId, query));

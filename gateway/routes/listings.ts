@@ -12,8 +12,12 @@ import { sameNames } from '../internal-fields';
 import type { Violation } from '../problems';
 import { presentListingNights } from '../presenters/nights';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { ListingNightsQuery, ListingPath } from '../requests/listings';
+
+const listingPath = validator(ListingPath, 'path');
+const listingNightsQuery = validator(ListingNightsQuery, 'query');
 
 /**
  * The range, reported on `to` as a block's on `check_out` (docs/contract-gaps.md "reading a
@@ -35,8 +39,8 @@ export function listingRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/listings/:listing_id/nights',
-        params: schemas.listingPath,
-        query: schemas.listingNightsQuery,
+        params: listingPath,
+        query: listingNightsQuery,
         queryRules: nightRangeViolations,
         internalFields: sameNames('listing_id', 'from', 'to'),
         async call(ctx, { params, query }, caller) {

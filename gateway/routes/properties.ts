@@ -15,8 +15,14 @@ import { presentPropertyList, presentStoredProperty } from '../presenters/proper
 import { pageRequest } from '../presenters/blocks';
 import { sameNames } from '../internal-fields';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { PropertiesQuery, PropertyBody, PropertyPath } from '../requests/properties';
+import { noPath, noQuery } from './shared-parameters';
+
+const propertyBody = validator(PropertyBody);
+const propertyPath = validator(PropertyPath, 'path');
+const propertiesQuery = validator(PropertiesQuery, 'query');
 
 /** UpsertPropertyRequest's fields in the contract's names: `property` is the body, `property.photos[0].url` is `photos[0].url`. */
 export const PROPERTY_INTERNAL_FIELDS = { provider_id: 'provider_id', property: '' } as const;
@@ -27,9 +33,9 @@ export function propertyRoutes(deps: RouteDeps): Route[] {
       {
         method: 'PUT',
         path: '/v1/properties/:provider_id',
-        params: schemas.propertyPath,
-        query: schemas.noParameters,
-        body: { schema: schemas.property, empty: 'required' },
+        params: propertyPath,
+        query: noQuery,
+        body: { schema: propertyBody, empty: 'required' },
         internalFields: PROPERTY_INTERNAL_FIELDS,
         async call(ctx, { params, body }, caller) {
           const res = await deps.upstreams.catalog.upsertProperty(upsertPropertyRequest(caller.workspaceId, params.provider_id, body));
@@ -42,8 +48,8 @@ export function propertyRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/properties/:provider_id',
-        params: schemas.propertyPath,
-        query: schemas.noParameters,
+        params: propertyPath,
+        query: noQuery,
         internalFields: sameNames('provider_id'),
         async call(ctx, { params }, caller) {
           const res = await deps.upstreams.catalog.getProperty({ workspaceId: caller.workspaceId, providerId: params.provider_id });
@@ -56,9 +62,8 @@ export function propertyRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/properties',
-        params: schemas.noParameters,
-        query: schemas.propertiesQuery,
-        integerQuery: ['page', 'page_size'],
+        params: noPath,
+        query: propertiesQuery,
         internalFields: sameNames('page', 'page_size'),
         async call(ctx, { query }, caller) {
           const res = await deps.upstreams.catalog.listProperties({ workspaceId: caller.workspaceId, ...pageRequest(query) });

@@ -11,8 +11,12 @@ import type { Route } from '../contract-router';
 import { sameNames } from '../internal-fields';
 import { listRequestsRequest, presentRecordedRequestList } from '../presenters/requests';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { RequestsQuery } from '../requests/requests';
+import { noPath } from './shared-parameters';
+
+const requestsQuery = validator(RequestsQuery, 'query');
 
 export function requestLogRoutes(deps: RouteDeps): Route[] {
   return [
@@ -20,9 +24,8 @@ export function requestLogRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/requests',
-        params: schemas.noParameters,
-        query: schemas.requestsQuery,
-        integerQuery: ['status', 'limit'],
+        params: noPath,
+        query: requestsQuery,
         internalFields: sameNames('status', 'code', 'limit', 'after'),
         async call(ctx, { query }, caller) {
           const res = await deps.upstreams.identity.listRequests(listRequestsRequest(caller.workspaceId, query));

@@ -24,8 +24,15 @@ import type { Violation } from '../problems';
 import { listDeliveryLogRequest, presentDelivery, presentDeliveryList, triggerTestEventRequest } from '../presenters/deliveries';
 import { presentEndpointCheckRun } from '../presenters/endpoint-checks';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { DeliveriesQuery, DeliveryPath, EndpointCheckPath, TestEventBody } from '../requests/sandbox';
+import { noPath, noQuery } from './shared-parameters';
+
+const testEventBody = validator(TestEventBody);
+const deliveriesQuery = validator(DeliveriesQuery, 'query');
+const deliveryPath = validator(DeliveryPath, 'path');
+const endpointCheckPath = validator(EndpointCheckPath, 'path');
 
 /** The fields only one kind takes: the stay is a booking's, the initiator a cancellation's. */
 const ONLY_FOR: Record<string, string> = { check_in: 'booking.confirmed', check_out: 'booking.confirmed', initiated_by: 'booking.cancelled' };
@@ -55,9 +62,9 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
       {
         method: 'POST',
         path: '/v1/sandbox/events',
-        params: schemas.noParameters,
-        query: schemas.noParameters,
-        body: { schema: schemas.testEvent, empty: 'required' },
+        params: noPath,
+        query: noQuery,
+        body: { schema: testEventBody, empty: 'required' },
         rules: testEventViolations,
         internalFields: sameNames('listing_id', 'event_type', 'booking_reference', 'check_in', 'check_out', 'initiated_by'),
         async call(ctx, { body }, caller) {
@@ -71,9 +78,8 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/webhooks/deliveries',
-        params: schemas.noParameters,
-        query: schemas.deliveriesQuery,
-        integerQuery: ['page', 'page_size'],
+        params: noPath,
+        query: deliveriesQuery,
         internalFields: sameNames('page', 'page_size', 'state', 'event_type'),
         async call(ctx, { query }, caller) {
           const res = await notifications.listDeliveryLog(listDeliveryLogRequest(caller.workspaceId, query));
@@ -86,8 +92,8 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/webhooks/deliveries/:event_id',
-        params: schemas.deliveryPath,
-        query: schemas.noParameters,
+        params: deliveryPath,
+        query: noQuery,
         internalFields: sameNames('event_id'),
         async call(ctx, { params }, caller) {
           const res = await notifications.getDelivery({ workspaceId: caller.workspaceId, eventId: params.event_id.toLowerCase() });
@@ -100,8 +106,8 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
       {
         method: 'POST',
         path: '/v1/webhooks/deliveries/:event_id/resend',
-        params: schemas.deliveryPath,
-        query: schemas.noParameters,
+        params: deliveryPath,
+        query: noQuery,
         internalFields: sameNames('event_id'),
         async call(ctx, { params }, caller) {
           const res = await notifications.resendDelivery({ workspaceId: caller.workspaceId, eventId: params.event_id.toLowerCase() });
@@ -114,8 +120,8 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
       {
         method: 'POST',
         path: '/v1/sandbox/endpoint-checks',
-        params: schemas.noParameters,
-        query: schemas.noParameters,
+        params: noPath,
+        query: noQuery,
         internalFields: sameNames(),
         async call(ctx, _input, caller) {
           const res = await notifications.startEndpointCheck({ workspaceId: caller.workspaceId });
@@ -130,8 +136,8 @@ export function sandboxRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/sandbox/endpoint-checks/:id',
-        params: schemas.endpointCheckPath,
-        query: schemas.noParameters,
+        params: endpointCheckPath,
+        query: noQuery,
         internalFields: sameNames('id'),
         async call(ctx, { params }, caller) {
           const res = await notifications.getEndpointCheck({ workspaceId: caller.workspaceId, id: params.id.toLowerCase() });

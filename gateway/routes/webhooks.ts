@@ -18,8 +18,12 @@ import type { Route } from '../contract-router';
 import type { Violation } from '../problems';
 import { presentEndpoint, putEndpointRequest } from '../presenters/webhooks';
 import { sendJson } from '../respond';
-import { schemas } from '../validate';
+import { validator } from '../validate';
 import type { RouteDeps } from './deps';
+import { WebhookEndpointBody } from '../requests/webhooks';
+import { noPath, noQuery } from './shared-parameters';
+
+const webhookEndpointBody = validator(WebhookEndpointBody);
 
 /** True when `url` passes the look-up-free rules of webhook URLs. */
 export function acceptableWebhookUrl(url: string): boolean {
@@ -43,9 +47,9 @@ export function webhookRoutes(deps: RouteDeps): Route[] {
       {
         method: 'PUT',
         path: '/v1/webhooks/endpoint',
-        params: schemas.noParameters,
-        query: schemas.noParameters,
-        body: { schema: schemas.webhookEndpoint, empty: 'required' },
+        params: noPath,
+        query: noQuery,
+        body: { schema: webhookEndpointBody, empty: 'required' },
         rules: webhookUrlViolations,
         internalFields: sameNames('url', 'events'),
         async call(ctx, { body }, caller) {
@@ -59,8 +63,8 @@ export function webhookRoutes(deps: RouteDeps): Route[] {
       {
         method: 'GET',
         path: '/v1/webhooks/endpoint',
-        params: schemas.noParameters,
-        query: schemas.noParameters,
+        params: noPath,
+        query: noQuery,
         internalFields: {},
         async call(ctx, _input, caller) {
           const res = await deps.upstreams.notifications.getEndpoint({ workspaceId: caller.workspaceId });

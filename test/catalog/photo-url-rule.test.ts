@@ -15,10 +15,10 @@ import { ruleViolations } from '../../services/kit/rpc';
 import { inContractNames, publicField } from '../../gateway/internal-fields';
 import { upsertPropertyRequest } from '../../gateway/presenters/properties';
 import { PROPERTY_INTERNAL_FIELDS } from '../../gateway/routes/properties';
-import { schemas } from '../../gateway/validate';
+import { schemas } from '../support/request-validators';
 import { validationFailed } from '../../services/kit/rpc';
 import { ProblemError } from '../../gateway/problems';
-import propertySchema from '../../gateway/schemas/property.json';
+import { REQUEST_SCHEMAS } from '../../gateway/requests';
 import { ROOT } from '../support/process';
 import { fuzzSeed, Rng } from '../support/fuzz';
 
@@ -116,7 +116,7 @@ function fieldPaths(desc: DescMessage, prefix: string, depth = 0): string[] {
 
 /** Whether `path` (`photos[0].url`) names a field of the public property schema. */
 function inPublicSchema(path: string): boolean {
-  let node: Record<string, unknown> | undefined = propertySchema;
+  let node: Record<string, unknown> | undefined = REQUEST_SCHEMAS.property;
   for (const seg of path.split('.')) {
     const m = /^([a-z0-9_]+)(\[\d+\])?$/.exec(seg);
     if (!m || !node) return false;

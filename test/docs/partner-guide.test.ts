@@ -28,7 +28,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROBLEM_CODES, VIOLATION_CODES } from '../../gateway/problems';
-import { schemas } from '../../gateway/validate';
+import { schemas } from '../support/request-validators';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE } from '../../services/kit/runtime';
 import { send } from '../gateway/http-client';
 import { Partners } from '../gateway/partners';

@@ -34,7 +34,7 @@ import {
   propertyStatuses,
   upsertResults,
   webhookEvents,
-} from '../../gateway/presenters/enums';
+} from '../../gateway/public-enums';
 import { INVALID_API_KEY, TOKEN_CEILING_REACHED, TOKEN_NOT_CONFIGURED, TOO_MANY_FAILURES } from '../../gateway/routes/token';
 import { settings } from '../../services/kit/runtime';
 import { ROOT } from '../support/process';

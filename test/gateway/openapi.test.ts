@@ -15,8 +15,8 @@
  *   against its schema; request bodies also pass the gateway's own validators.
  *   (openapi-examples.test.ts sends them to a running system.)
  * - Its schemas are the validator's own: the body schemas deep-equal the files in
- *   gateway/schemas/ and are the very objects validate.ts compiled; every parameter's
- *   schema is the parameters.json entry that validates it.
+ *   gateway/requests/ and are the very objects validate.ts compiled; every parameter's
+ *   schema is the request schema's property that validates it.
  * - Every route the contract router knows is an operation of the document, and every
  *   operation is a route the gateway answers.
  * - What the presenters, the problem renderer and the webhook envelopes produce fits
@@ -52,7 +52,9 @@ import {
   WebhookEventType,
 } from '../../gen/psync/notifications/v1/notifications_pb';
 import { buildOpenApiDocument, OPENAPI_FILE, openApiDocument, openApiFileText, SPEC_DATE } from '../../gateway/openapi';
-import { schemas as gatewayValidators } from '../../gateway/validate';
+import { schemas as gatewayValidators } from '../support/request-validators';
+import { REQUEST_SCHEMAS, type RequestSchemaName } from '../../gateway/requests';
+import { NoParameters } from '../../gateway/request-schema';
 import { settings } from '../../services/kit/runtime';
 import { documentAjv, exampleCall, operations, requestExamples, resolve, responseExamples } from './openapi-walk';
 import { presentBlockList, presentBlockPut } from '../../gateway/presenters/blocks';
@@ -64,11 +66,6 @@ import { presentEndpoint } from '../../gateway/presenters/webhooks';
 import { PROBLEM_CODES, type ProblemCode, problemDocument, ProblemError } from '../../gateway/problems';
 import { contractRoutes, type RouteDeps } from '../../gateway/routes';
 import { openApiRoutes } from '../../gateway/routes/openapi';
-import acknowledgeSchema from '../../gateway/schemas/acknowledge.json';
-import blockSchema from '../../gateway/schemas/block.json';
-import parametersSchema from '../../gateway/schemas/parameters.json';
-import propertySchema from '../../gateway/schemas/property.json';
-import webhookEndpointSchema from '../../gateway/schemas/webhook-endpoint.json';
 import { loadConfig } from '../../services/kit/runtime';
 import type { Config } from '../../services/kit/runtime';
 import { createLogger } from '../../services/kit/base';
@@ -83,7 +80,8 @@ let served: Received;
 /** The served document (parsed). */
 let doc: any;
 
-const read = (file: string): unknown => JSON.parse(readFileSync(join(ROOT, 'gateway/schemas', file), 'utf8'));
+/** A request schema as plain JSON (what the document serialises). */
+const read = (name: RequestSchemaName): unknown => JSON.parse(JSON.stringify(REQUEST_SCHEMAS[name]));
 const METHODS = ['get', 'put', 'post', 'delete'] as const;
 const CONTRACT_ERRORS = ['400', '401', '403', '429', '500', '501', '503'];
 
@@ -208,12 +206,12 @@ describe('docs/openapi.json', () => {
 describe('built from the schemas the gateway validates with', () => {
   test('the request bodies are the schema files, unchanged', () => {
     const s = doc.components.schemas;
-    expect(s.Property).toEqual(read('property.json'));
-    expect(s.Block).toEqual(read('block.json'));
-    expect(s.WebhookEndpoint).toEqual(read('webhook-endpoint.json'));
-    expect(s.DeletionAcknowledgement).toEqual(read('acknowledge.json'));
-    expect(s.TestEvent).toEqual(read('test-event.json'));
-    expect(s.Money).toEqual((read('property.json') as any).properties.base_rate);
+    expect(s.Property).toEqual(read('property'));
+    expect(s.Block).toEqual(read('block'));
+    expect(s.WebhookEndpoint).toEqual(read('webhookEndpoint'));
+    expect(s.DeletionAcknowledgement).toEqual(read('acknowledge'));
+    expect(s.TestEvent).toEqual(read('testEvent'));
+    expect(s.Money).toEqual((read('property') as any).properties.base_rate);
     const body = (path: string, method: string) => doc.paths[path][method].requestBody.content['application/json'].schema.$ref;
     expect(body('/properties/{provider_id}', 'put')).toBe('#/components/schemas/Property');
     expect(body('/blocks/{external_uid}', 'put')).toBe('#/components/schemas/Block');
@@ -222,22 +220,22 @@ describe('built from the schemas the gateway validates with', () => {
     expect(body('/sandbox/events', 'post')).toBe('#/components/schemas/TestEvent');
   });
 
-  test('in-process they are the very objects validate.ts compiled (the same JSON modules), not copies', () => {
+  test('in-process they are the very objects validate.ts compiled (gateway/requests/), not copies', () => {
     const built = buildOpenApiDocument();
-    expect(built.components.schemas.Property).toBe(propertySchema);
-    expect(built.components.schemas.Block).toBe(blockSchema);
-    expect(built.components.schemas.WebhookEndpoint).toBe(webhookEndpointSchema);
-    expect(built.components.schemas.DeletionAcknowledgement).toBe(acknowledgeSchema);
+    expect(built.components.schemas.Property).toBe(REQUEST_SCHEMAS.property);
+    expect(built.components.schemas.Block).toBe(REQUEST_SCHEMAS.block);
+    expect(built.components.schemas.WebhookEndpoint).toBe(REQUEST_SCHEMAS.webhookEndpoint);
+    expect(built.components.schemas.DeletionAcknowledgement).toBe(REQUEST_SCHEMAS.acknowledge);
     const p = built.components.parameters as Record<string, { schema: unknown }>;
-    expect(p.provider_id!.schema).toBe(parametersSchema.$defs.property_path.properties.provider_id);
-    expect(p.page_size!.schema).toBe(parametersSchema.$defs.blocks_query.properties.page_size);
-    // Building the document leaves the validator's schemas as they were on disk.
-    expect(propertySchema).toEqual(read('property.json'));
-    expect(parametersSchema).toEqual(read('parameters.json'));
+    expect(p.provider_id!.schema).toBe(REQUEST_SCHEMAS.propertyPath.properties.provider_id);
+    expect(p.page_size!.schema).toBe(REQUEST_SCHEMAS.blocksQuery.properties.page_size);
+    // Building the document leaves the validator's schemas as they were declared.
+    const before = read('property');
+    buildOpenApiDocument();
+    expect(read('property')).toEqual(before);
   });
 
-  test('every path and query parameter is the parameters.json schema that validates it, and nothing else', () => {
-    const defs = (read('parameters.json') as any).$defs;
+  test('every path and query parameter is the request schema that validates it, and nothing else', () => {
     const paramsOf = (path: string, method: string) =>
       [...(doc.paths[path].parameters ?? []), ...(doc.paths[path][method].parameters ?? [])].map((p: any) => (p.$ref ? doc.components.parameters[p.$ref.split('/').pop()] : p));
     const expectParams = (path: string, method: string, where: 'path' | 'query', def: any) => {
@@ -248,14 +246,14 @@ describe('built from the schemas the gateway validates with', () => {
         expect(p.required).toBe(where === 'path');
       }
     };
-    expectParams('/properties/{provider_id}', 'put', 'path', defs.property_path);
-    expectParams('/blocks/{external_uid}', 'put', 'path', defs.block_path);
-    expectParams('/blocks/{external_uid}', 'delete', 'path', defs.block_path);
-    expectParams('/deletion-requests/{event_id}/acknowledge', 'post', 'path', defs.deletion_request_path);
-    expectParams('/blocks', 'get', 'query', defs.blocks_query);
-    expectParams('/webhooks/deliveries/{event_id}', 'get', 'path', defs.delivery_path);
-    expectParams('/webhooks/deliveries/{event_id}/resend', 'post', 'path', defs.delivery_path);
-    expectParams('/webhooks/deliveries', 'get', 'query', defs.deliveries_query);
+    expectParams('/properties/{provider_id}', 'put', 'path', read('propertyPath'));
+    expectParams('/blocks/{external_uid}', 'put', 'path', read('blockPath'));
+    expectParams('/blocks/{external_uid}', 'delete', 'path', read('blockPath'));
+    expectParams('/deletion-requests/{event_id}/acknowledge', 'post', 'path', read('deletionRequestPath'));
+    expectParams('/blocks', 'get', 'query', read('blocksQuery'));
+    expectParams('/webhooks/deliveries/{event_id}', 'get', 'path', read('deliveryPath'));
+    expectParams('/webhooks/deliveries/{event_id}/resend', 'post', 'path', read('deliveryPath'));
+    expectParams('/webhooks/deliveries', 'get', 'query', read('deliveriesQuery'));
     for (const [path, method] of [
       ['/properties/{provider_id}', 'put'],
       ['/blocks/{external_uid}', 'put'],
@@ -266,7 +264,7 @@ describe('built from the schemas the gateway validates with', () => {
       ['/webhooks/deliveries/{event_id}', 'get'],
       ['/webhooks/deliveries/{event_id}/resend', 'post'],
     ] as const) {
-      expectParams(path, method, 'query', defs.no_parameters);
+      expectParams(path, method, 'query', JSON.parse(JSON.stringify(NoParameters)));
     }
   });
 });
@@ -793,9 +791,9 @@ describe('examples', () => {
   });
 
   test("the request examples pass the gateway's own validators; the requests of the 400 examples get exactly their errors", () => {
-    const byOperation: Record<string, { params: any; query: any; integerQuery?: string[]; body?: any }> = {
+    const byOperation: Record<string, { params: any; query: any; body?: any }> = {
       'PUT /properties/{provider_id}': { params: gatewayValidators.propertyPath, query: gatewayValidators.noParameters, body: gatewayValidators.property },
-      'GET /blocks': { params: gatewayValidators.noParameters, query: gatewayValidators.blocksQuery, integerQuery: ['page', 'page_size'] },
+      'GET /blocks': { params: gatewayValidators.noParameters, query: gatewayValidators.blocksQuery },
       'PUT /blocks/{external_uid}': { params: gatewayValidators.blockPath, query: gatewayValidators.noParameters, body: gatewayValidators.block },
       'DELETE /blocks/{external_uid}': { params: gatewayValidators.blockPath, query: gatewayValidators.noParameters },
       'PUT /webhooks/endpoint': { params: gatewayValidators.noParameters, query: gatewayValidators.noParameters, body: gatewayValidators.webhookEndpoint },
@@ -805,10 +803,10 @@ describe('examples', () => {
         body: gatewayValidators.acknowledge,
       },
       'POST /sandbox/events': { params: gatewayValidators.noParameters, query: gatewayValidators.noParameters, body: gatewayValidators.testEvent },
-      'GET /webhooks/deliveries': { params: gatewayValidators.noParameters, query: gatewayValidators.deliveriesQuery, integerQuery: ['page', 'page_size'] },
+      'GET /webhooks/deliveries': { params: gatewayValidators.noParameters, query: gatewayValidators.deliveriesQuery },
       'GET /webhooks/deliveries/{event_id}': { params: gatewayValidators.deliveryPath, query: gatewayValidators.noParameters },
       'POST /webhooks/deliveries/{event_id}/resend': { params: gatewayValidators.deliveryPath, query: gatewayValidators.noParameters },
-      'GET /events': { params: gatewayValidators.noParameters, query: gatewayValidators.eventsQuery, integerQuery: ['limit'] },
+      'GET /events': { params: gatewayValidators.noParameters, query: gatewayValidators.eventsQuery },
       'POST /sandbox/endpoint-checks': { params: gatewayValidators.noParameters, query: gatewayValidators.noParameters },
       'GET /sandbox/endpoint-checks/{id}': { params: gatewayValidators.endpointCheckPath, query: gatewayValidators.noParameters },
     };
@@ -822,7 +820,7 @@ describe('examples', () => {
         if (m) path[m[1]!] = decodeURIComponent(segs[i]!);
       });
       const query: Record<string, string> = Object.fromEntries(url.searchParams);
-      const queryValues = Object.fromEntries(Object.entries(query).map(([k, x]) => [k, (v.integerQuery ?? []).includes(k) && /^-?\d+$/.test(x) ? Number(x) : x]));
+      const queryValues = Object.fromEntries(Object.entries(query).map(([k, x]) => [k, v.query.integerNames.includes(k) && /^-?\d+$/.test(x) ? Number(x) : x]));
       return [...v.params.violations(path), ...v.query.violations(queryValues), ...(v.body && call.body !== undefined ? v.body.violations(structuredClone(call.body)) : [])];
     };
     for (const op of operations(doc).filter((o) => o.key in byOperation)) {

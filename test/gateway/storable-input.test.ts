@@ -5,9 +5,10 @@
  * completed_at bound shared with the notifications service.
  */
 import { instantMs, storableDate, storableDateTime } from '../../gateway/instant-formats';
-import { acknowledgeViolations, COMPLETED_AT_MAX_AHEAD_MS } from '../../gateway/routes/deletion-requests';
+import { acknowledgeViolations } from '../../gateway/routes/deletion-requests';
+import { COMPLETED_AT_MAX_AHEAD_MS } from '../../gateway/requests';
 import { unstorableTextViolations } from '../../gateway/storable-text';
-import { schemas } from '../../gateway/validate';
+import { schemas } from '../support/request-validators';
 import { COMPLETED_AT_MAX_AHEAD_MS as SERVICE_MAX_AHEAD_MS } from '../../services/notifications/deletion-requests';
 import { validBlock, validProperty } from './fixtures';
 

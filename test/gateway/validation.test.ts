@@ -4,7 +4,8 @@
  * never a submitted value.
  */
 import type { ErrorObject } from 'ajv';
-import { schemas, toViolations, queryForSchema, fieldPath, MAX_VIOLATIONS } from '../../gateway/validate';
+import { toViolations, queryForSchema, fieldPath, MAX_VIOLATIONS } from '../../gateway/validate';
+import { schemas } from '../support/request-validators';
 import { blockRangeViolations } from '../../gateway/routes/blocks';
 import { checkRange } from '../../services/domain';
 import { acceptableWebhookUrl, webhookUrlViolations } from '../../gateway/routes/webhooks';

@@ -12,7 +12,7 @@
 import { getOption, hasOption, type DescField, type DescMessage } from '@bufbuild/protobuf';
 import { field as fieldRules, Ignore } from '../../gen/buf/validate/validate_pb';
 import { RecordedRequestSchema, RecordedViolationSchema, RecordRequestsRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
-import parameters from '../../gateway/schemas/parameters.json';
+import { REQUEST_SCHEMAS } from '../../gateway/requests';
 import { identityModule } from '../../services/identity/module';
 import { runMigrations } from '../../services/kit/db';
 import { KIT_MIGRATIONS } from '../../services/kit/db';
@@ -73,8 +73,8 @@ describe('the .proto rules', () => {
 
 describe('the public path parameters', () => {
   test('every path identifier the contract accepts fits a stored path value', () => {
-    const paths = Object.entries(parameters.$defs as Record<string, { properties?: Record<string, { maxLength?: number; format?: string }> }>).filter(([name]) =>
-      name.endsWith('_path'),
+    const paths = Object.entries(REQUEST_SCHEMAS as Record<string, { properties?: Record<string, { maxLength?: number; format?: string }> }>).filter(([name]) =>
+      name.endsWith('Path'),
     );
     expect(paths.length).toBeGreaterThanOrEqual(4);
     for (const [, def] of paths) {

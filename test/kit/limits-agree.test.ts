@@ -1,8 +1,8 @@
 /**
  * The contract's limits are named once per language: services/kit/base/limits.ts for
  * TypeScript, one SQL function each for the database (calendar.max_nights(),
- * identity.rate_window_seconds()), and the public JSON Schemas and .proto rules state
- * them for their readers. This file runs the migrations (real PostgreSQL with
+ * identity.rate_window_seconds()), and the .proto rules state them for the services
+ * (the gateway's request schemas read theirs from there, gateway/proto-rules.ts). This file runs the migrations (real PostgreSQL with
  * DATABASE_URL, embedded PGlite otherwise), selects the SQL values and fails when any
  * of them disagrees with TypeScript — and checks that the database's rules are built
  * on those functions, so the number cannot hide in a literal again.
@@ -12,10 +12,9 @@ import { field as fieldRules } from '../../gen/buf/validate/validate_pb';
 import { ListBlocksRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { ListPropertiesRequestSchema, SearchPublicListingsRequestSchema } from '../../gen/psync/catalog/v1/catalog_pb';
 import { ListDeliveryLogRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
-import parameters from '../../gateway/schemas/parameters.json';
 import { calendarModule } from '../../services/calendar/module';
 import { identityModule } from '../../services/identity/module';
-import { MAX_NIGHTS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../../services/kit/base';
+import { MAX_NIGHTS, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../../services/kit/base';
 import { runMigrations } from '../../services/kit/db';
 import { KIT_MIGRATIONS } from '../../services/kit/db';
 import { startTestDatabase, type TestDatabase } from '../support/database';
@@ -76,15 +75,7 @@ describe('SQL and TypeScript', () => {
   });
 });
 
-describe('the public JSON Schemas and the .proto rules', () => {
-  test('page_size of every list query: default PAGE_SIZE_DEFAULT, at most PAGE_SIZE_MAX', () => {
-    const queries = Object.entries(parameters.$defs as Record<string, { properties?: Record<string, { maximum?: number; default?: number }> }>)
-      .filter(([, d]) => d.properties?.page_size)
-      .map(([name, d]) => [name, d.properties!.page_size!.maximum, d.properties!.page_size!.default]);
-    expect(queries.length).toBeGreaterThanOrEqual(2);
-    for (const [name, maximum, def] of queries) expect([name, maximum, def]).toEqual([name, PAGE_SIZE_MAX, PAGE_SIZE_DEFAULT]);
-  });
-
+describe('the .proto rules', () => {
   test.each([ListBlocksRequestSchema, ListPropertiesRequestSchema, SearchPublicListingsRequestSchema, ListDeliveryLogRequestSchema].map((s) => [s.typeName, s] as const))(
     '%s page_size: protovalidate allows at most PAGE_SIZE_MAX',
     (_name, schema: DescMessage) => {

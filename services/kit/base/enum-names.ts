@@ -22,6 +22,18 @@ export interface EnumNamesOptions {
 /** Lower case with its first underscore a dot: `BOOKING_CONFIRMED` → `booking.confirmed` (webhook event kinds). */
 export const dottedKind = (localName: string): string => localName.toLowerCase().replace('_', '.');
 
+/**
+ * The public names of a protobuf enum at the type level, from its generated JSON type
+ * (protoc-gen-es `json_types=true`, buf.gen.yaml): `EnumName<BlockReasonJson, 'BLOCK_REASON_'>`
+ * is `'reserved' | 'maintenance' | 'owner_stay' | 'other'`, so a value added to the .proto
+ * is a name here without another edit. The zero value has none.
+ */
+export type EnumName<J extends string, Prefix extends string> = J extends `${Prefix}UNSPECIFIED` ? never : J extends `${Prefix}${infer Local}` ? Lowercase<Local> : never;
+
+/** As EnumName, spelt as `dottedKind` spells it: `'booking.confirmed' | …`. */
+export type DottedEnumName<J extends string, Prefix extends string> =
+  EnumName<J, Prefix> extends infer N ? (N extends `${infer Head}_${infer Tail}` ? `${Head}.${Tail}` : N) : never;
+
 export class EnumNames<E extends number, N extends string = string> {
   private readonly byValue = new Map<number, N>();
 

@@ -11,7 +11,7 @@ export { isAbsoluteUri } from './absolute-uri';
 export { base32 } from './base32';
 export { ConfigError, exitOnConfigError } from './config-error';
 export { DURATION_UNITS, formatDuration } from './durations';
-export { dottedKind, EnumNames, environments } from './enum-names';
+export { dottedKind, EnumNames, environments, type DottedEnumName, type EnumName } from './enum-names';
 export { GroupCommit } from './group-commit';
 export { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from './limits';
 export { localKeyPath, type ResolvedSecretKey, resolveSecretKey } from './local-keys';

@@ -7,41 +7,59 @@
  * the error mapper answers 500 with the cause in the log, rather than inventing a
  * public value.
  */
-import { BlockReasonSchema, ListingNightStateSchema, type BlockReason, type ListingNightState } from '../../gen/psync/calendar/v1/calendar_pb';
-import { CancellationInitiatorSchema, type CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
+import {
+  BlockReasonSchema,
+  ListingNightStateSchema,
+  type BlockReason,
+  type BlockReasonJson,
+  type ListingNightState,
+  type ListingNightStateJson,
+} from '../gen/psync/calendar/v1/calendar_pb';
+import { CancellationInitiatorSchema, type CancellationInitiator, type CancellationInitiatorJson } from '../gen/psync/calendar/v1/events_pb';
 import {
   MissingReasonSchema,
   PhotoRejectionReasonSchema,
   PhotoStateSchema,
   PropertyStatusSchema,
   type MissingReason,
+  type MissingReasonJson,
   type PhotoRejectionReason,
+  type PhotoRejectionReasonJson,
   type PhotoState,
   type PropertyStatus,
-} from '../../gen/psync/catalog/v1/catalog_pb';
-import { UpsertResultSchema, type UpsertResult } from '../../gen/psync/common/v1/upsert_result_pb';
+  type PropertyStatusJson,
+} from '../gen/psync/catalog/v1/catalog_pb';
+import { UpsertResultSchema, type UpsertResult, type UpsertResultJson } from '../gen/psync/common/v1/upsert_result_pb';
 import {
   DeliveryStateSchema,
   EndpointStatusSchema,
   WebhookEventTypeSchema,
   type DeliveryState,
+  type DeliveryStateJson,
   type EndpointStatus,
+  type EndpointStatusJson,
   type WebhookEventType,
-} from '../../gen/psync/notifications/v1/notifications_pb';
-import { dottedKind, EnumNames } from '../../services/kit/base';
-import type { BlockReasonName, DeliveryStateName, WebhookEventName } from '../validate';
+  type WebhookEventTypeJson,
+} from '../gen/psync/notifications/v1/notifications_pb';
+import { dottedKind, EnumNames, type DottedEnumName, type EnumName } from '../services/kit/base';
 
-export type PropertyStatusName = 'listed' | 'unlisted';
-export type MissingName = 'price' | 'amenities' | 'cover_photo' | 'photos' | 'photos_processing' | 'unlisted';
-export type PhotoRejectionName = 'unreachable' | 'forbidden_url' | 'not_an_image' | 'too_large' | 'too_small';
-/** A photo's state read back: the catalog's pending / processed / rejected. */
+export type PropertyStatusName = EnumName<PropertyStatusJson, 'PROPERTY_STATUS_'>;
+export type MissingName = EnumName<MissingReasonJson, 'MISSING_REASON_'>;
+export type PhotoRejectionName = EnumName<PhotoRejectionReasonJson, 'PHOTO_REJECTION_REASON_'>;
+/** A photo's state read back: the catalog's pending / processed / rejected, spelt for partners (PHOTO_STATE_PUBLIC below). */
 export type PhotoStateName = 'processing' | 'ready' | 'rejected';
 /** A night's public state: a host-cancelled booking's nights (the calendar's WITHDRAWN) read as `booked` with `withdrawn: true` (presenters/nights.ts). */
-export type ListingNightStateName = 'free' | 'blocked' | 'booked' | 'held';
-export type EndpointStatusName = 'pending_verification' | 'active' | 'suspended';
+export type ListingNightStateName = Exclude<EnumName<ListingNightStateJson, 'LISTING_NIGHT_STATE_'>, 'withdrawn'>;
+export type EndpointStatusName = EnumName<EndpointStatusJson, 'ENDPOINT_STATUS_'>;
+export type BlockReasonName = EnumName<BlockReasonJson, 'BLOCK_REASON_'>;
+export type DeliveryStateName = EnumName<DeliveryStateJson, 'DELIVERY_STATE_'>;
+/** Every webhook kind, `endpoint.challenge` included; partners subscribe to those the proto's PutEndpointRequest.events rule lists (routes/webhooks.ts). */
+export type WebhookKindName = DottedEnumName<WebhookEventTypeJson, 'WEBHOOK_EVENT_TYPE_'>;
+/** The kinds a partner subscribes to and a test event may be. */
+export type WebhookEventName = Exclude<WebhookKindName, 'endpoint.challenge'>;
 
 /** `result` of upserts: created / updated. */
-export const upsertResults = new EnumNames<UpsertResult, 'created' | 'updated'>(UpsertResultSchema);
+export const upsertResults = new EnumNames<UpsertResult, EnumName<UpsertResultJson, 'UPSERT_RESULT_'>>(UpsertResultSchema);
 
 /** Property `status`. */
 export const propertyStatuses = new EnumNames<PropertyStatus, PropertyStatusName>(PropertyStatusSchema);
@@ -70,7 +88,7 @@ export const listingNightStates = new EnumNames<ListingNightState, ListingNightS
  * Webhook event kinds (`booking.confirmed`); the schema lets partners subscribe to
  * all but `endpoint.challenge`, which is sent to every endpoint being verified.
  */
-export const webhookEvents = new EnumNames<WebhookEventType, WebhookEventName>(WebhookEventTypeSchema, { spell: dottedKind });
+export const webhookEvents = new EnumNames<WebhookEventType, WebhookKindName>(WebhookEventTypeSchema, { spell: dottedKind });
 
 /** Webhook endpoint `status`. */
 export const endpointStatuses = new EnumNames<EndpointStatus, EndpointStatusName>(EndpointStatusSchema);
@@ -79,4 +97,4 @@ export const endpointStatuses = new EnumNames<EndpointStatus, EndpointStatusName
 export const deliveryStates = new EnumNames<DeliveryState, DeliveryStateName>(DeliveryStateSchema);
 
 /** `initiated_by` of a cancellation: guest / host. */
-export const cancellationInitiators = new EnumNames<CancellationInitiator, 'guest' | 'host'>(CancellationInitiatorSchema);
+export const cancellationInitiators = new EnumNames<CancellationInitiator, EnumName<CancellationInitiatorJson, 'CANCELLATION_INITIATOR_'>>(CancellationInitiatorSchema);

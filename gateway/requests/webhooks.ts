@@ -1,0 +1,24 @@
+/** What PUT /v1/webhooks/endpoint accepts (routes/webhooks.ts). */
+import { Type } from '@sinclair/typebox';
+import { PutEndpointRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
+import { allowedNamesOf, maxItemsOf } from '../proto-rules';
+import { webhookEvents } from '../public-enums';
+import { oneOfNames, requestBody, type Validated } from '../request-schema';
+
+/** The longest webhook URL accepted. */
+const MAX_URL_LENGTH = 2048;
+
+/** The body of PUT /v1/webhooks/endpoint. */
+export const WebhookEndpointBody = requestBody(
+  'webhook-endpoint',
+  'Webhook endpoint',
+  'Body of PUT /v1/webhooks/endpoint. A refused URL (not https, not a URI, wrong port, IP literal; the notifications service adds the address checks) is one generic violation {field url, code invalid}. events: at most 16 entries; repeats are allowed and count once; an empty array pauses delivery.',
+  {
+    url: Type.String({ maxLength: MAX_URL_LENGTH, format: 'uri', pattern: '^https://', 'x-error-code': 'invalid' }),
+    events: Type.Array(oneOfNames(allowedNamesOf(PutEndpointRequestSchema, 'events', webhookEvents, 'items')), {
+      maxItems: maxItemsOf(PutEndpointRequestSchema, 'events'),
+    }),
+  },
+);
+
+export type WebhookEndpointInput = Validated<typeof WebhookEndpointBody>;
