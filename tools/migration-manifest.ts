@@ -146,7 +146,8 @@ function main(): void {
     process.stderr.write(`${c.id} (${c.file}) changed after it landed: restore it and put the change in a new migration\n`);
   }
   for (const id of check.missing) process.stderr.write(`${id} is listed but its file is gone, and no baseline replaces it: restore it\n`);
-  for (const b of check.unfoundedBaselines) process.stderr.write(`${b.file}: no landed migration of its folder has its number; a baseline replaces landed migrations up to its own number\n`);
+  for (const b of check.unfoundedBaselines)
+    process.stderr.write(`${b.file}: no landed migration of its folder has its number; a baseline replaces landed migrations up to its own number\n`);
   for (const c of check.changedFunctions) process.stderr.write(`${c.file} changed without raising its version (${c.key} landed as ${c.listed}): raise its \`-- version:\` line\n`);
   if (check.changed.length > 0 || check.missing.length > 0 || check.unfoundedBaselines.length > 0 || check.changedFunctions.length > 0) process.exitCode = 1;
 }

@@ -81,7 +81,11 @@ beforeEach(() => awayFromWindowEdge(), 30_000);
 test('each history recorded its own 0002 checksum, and the migrations up to the baseline', async () => {
   expect((await recorded(dbs.firstLanded.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
-  expect(Object.keys(await recorded(dbs.edited.sql)).filter((id) => id.startsWith('identity/')).sort()).toEqual([
+  expect(
+    Object.keys(await recorded(dbs.edited.sql))
+      .filter((id) => id.startsWith('identity/'))
+      .sort(),
+  ).toEqual([
     'identity/0001_identity',
     'identity/0002_authorize_batch',
     'identity/0003_internal_clients',
@@ -183,7 +187,9 @@ test('a database from before the baseline release is refused, whichever 0002 it 
     await runMigrations(sql, { schema, sources: [releaseIdentity(schema, text, '0002_authorize_batch')] });
     expect(Object.keys(await recorded(sql, schema)).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
     await expect(runMigrations(sql, { schema, sources: [IDENTITY] })).rejects.toThrow(
-      new RegExp(`schema ${schema} holds the identity migrations up to 0002, and .*0006_baseline\\.sql replaces those up to 0006: upgrade it through the release the baseline was cut from first`),
+      new RegExp(
+        `schema ${schema} holds the identity migrations up to 0002, and .*0006_baseline\\.sql replaces those up to 0006: upgrade it through the release the baseline was cut from first`,
+      ),
     );
     expect(Object.keys(await recorded(sql, schema)).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
   }

@@ -87,7 +87,9 @@ describe('a baseline at the head of a migration folder', () => {
   });
 
   test('a baseline stands first in its folder: a migration it would replace beside it fails loudly', () => {
-    expect(() => loadMigrations([folder({ '0001_a.sql': FIRST, '0002_baseline.sql': BASELINE })])).toThrow(/0002_baseline\.sql replaces the migrations numbered up to 0002: it must be the first file/);
+    expect(() => loadMigrations([folder({ '0001_a.sql': FIRST, '0002_baseline.sql': BASELINE })])).toThrow(
+      /0002_baseline\.sql replaces the migrations numbered up to 0002: it must be the first file/,
+    );
     expect(loadMigrations([after()]).map((m) => [m.id, m.number, m.baseline])).toEqual([
       ['svc/0002_baseline', 2, true],
       ['svc/0003_c', 3, false],

@@ -56,9 +56,7 @@ describe('kit migrations', () => {
       applied: ['kit/0004_baseline'],
       functions: ['kit/append_outbox'],
     });
-    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
-      [30, 'svc_kit', 'kit/0004_baseline'],
-    ]);
+    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([[30, 'svc_kit', 'kit/0004_baseline']]);
 
     expect(await tableExists('svc_kit', 'outbox')).toBe(true);
     expect(await tableExists('svc_kit', 'processed_events')).toBe(true);
@@ -115,11 +113,7 @@ describe('runMigrations', () => {
       '0002_seed.sql': "insert into things (name) values ('a'), ('b');",
     });
     const first = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(first.applied).toEqual([
-      'kit/0004_baseline',
-      'service/0001_things',
-      'service/0002_seed',
-    ]);
+    expect(first.applied).toEqual(['kit/0004_baseline', 'service/0001_things', 'service/0002_seed']);
     const thingsBefore = await sql`select * from svc_twice.things order by id`;
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
@@ -146,11 +140,7 @@ describe('runMigrations', () => {
     } finally {
       if (!db.embedded) await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
     }
-    expect(await appliedIds('svc_race')).toEqual([
-      'kit/0004_baseline',
-      'service/0001_counter',
-      'service/0002_bump',
-    ]);
+    expect(await appliedIds('svc_race')).toEqual(['kit/0004_baseline', 'service/0001_counter', 'service/0002_bump']);
     expect(await sql`select n from svc_race.counter`).toEqual([{ n: 1 }]);
   });
 
