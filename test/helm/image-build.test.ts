@@ -417,7 +417,8 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
           }
         }
       }
-      expect(embedded).toBeGreaterThan(40);
+      // A baseline per migration folder and the repeatable files beside them.
+      expect(embedded).toBeGreaterThan(20);
       expect(filesBelow(distDir).filter((f) => f.endsWith('.sql'))).toEqual([]);
     });
 
