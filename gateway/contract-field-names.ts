@@ -1,5 +1,5 @@
 /**
- * The field names the contract has, read from its request schemas (requests/), and a violation's
+ * The field names the contract has, read from its request schemas (contract/), and a violation's
  * `field` path reduced to them: what the request log stores of `errors[].field`
  * (docs/partners/request-log.md "What is recorded"). A partner's answer names an
  * unknown property as sent (cut to 128 characters a segment, validate.ts), so the
@@ -7,7 +7,7 @@
  * only the contract's own names and never a partner's arbitrary key text — which can
  * hold a secret, a guest's name, or a character the database cannot store.
  */
-import { REQUEST_SCHEMAS } from './requests';
+import { REQUEST_SCHEMAS } from './contract';
 
 /** Stands for the first segment of a path that is not a name of the contract (and all below it). */
 export const UNKNOWN_FIELD = '*';

@@ -11,9 +11,10 @@
  *   tags/<tag>.json         the paths of one tag with their operations (the Webhooks
  *                           tag also holds the `webhooks`); responses shared by several
  *                           operations are `$ref`s into components
- *   components/<kind>.json  securitySchemes, schemas (response and webhook schemas, and
- *                           the request-body schemas embedded), responses, parameters,
- *                           headers
+ *   components/<kind>.json  securitySchemes, schemas (the webhook payloads and the
+ *                           problem document; every request and answer schema of a
+ *                           route is an `$embed` of its TypeBox declaration in
+ *                           gateway/contract/), responses, parameters, headers
  *   examples/<tag>.json     the Example Objects of that tag's operations, keyed by
  *                           `METHOD /path` (or `WEBHOOK <name>`): `request` (the request
  *                           body's examples) and `responses` (by status); placed into the
@@ -23,7 +24,7 @@
  * Three conventions, and nothing else, are applied while assembling:
  *
  * - `{"$embed": "<name>#<JSON pointer>"}` is replaced by that object of the request
- *   schema `name` (REQUEST_SCHEMAS, requests/index.ts): the very object ajv compiled (not
+ *   schema `name` (REQUEST_SCHEMAS, contract/index.ts): the very object ajv compiled (not
  *   a copy), so a request body or parameter schema in the document is the validator's.
  *   Never mutate them.
  * - `{{NAME}}` in a string is replaced by the value named NAME in VALUES below (a string
@@ -55,13 +56,14 @@
  * `HEAD` beside `GET`; a new tag also needs its entry in document.json's `tags` and in
  * TAGS below), its request and response examples to examples/<tag>.json under
  * `METHOD /path` (a `400` example with `x-request` and the `errors[]` the validators
- * report, which the tests print when they differ), new response or webhook schemas to
- * components/schemas.json (request bodies as `$embed` of the gateway's schema), then
+ * report, which the tests print when they differ), what it accepts and answers to
+ * gateway/contract/<group>.ts (TypeBox; listed in REQUEST_SCHEMAS or RESPONSE_SCHEMAS of
+ * its index.ts, an answer named in components/schemas.json by `$embed`), then
  * `npm run openapi:write` and `npm run sdk:generate`, and run
  * test/gateway/openapi*.test.ts. The route itself lives in gateway/routes/; the
  * coverage test fails until route and document agree.
  */
-import { COMPLETED_AT_MAX_AHEAD_MS, REQUEST_SCHEMAS } from './requests';
+import { COMPLETED_AT_MAX_AHEAD_MS, REQUEST_SCHEMAS, RESPONSE_SCHEMAS } from './contract';
 import documentData from './openapi/document.json';
 import securitySchemesData from './openapi/components/security-schemes.json';
 import schemasData from './openapi/components/schemas.json';
@@ -91,7 +93,7 @@ import { BODY_LIMIT_BYTES } from './body';
 import { WWW_AUTHENTICATE } from './connect-errors';
 import type { Json, JsonObject } from './json';
 import { settings } from '../services/kit/runtime';
-import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from '../services/kit/base';
+import { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, RATE_WINDOW_SECONDS } from '../services/kit/base';
 
 /** The path prefix of this contract version. */
 export const API_VERSION = 'v1';
@@ -134,15 +136,14 @@ export const VALUES: Readonly<Record<string, string | number>> = {
   MAX_NIGHTS,
   MAX_NIGHTS_READ,
   PAGE_SIZE_DEFAULT,
-  PAGE_SIZE_MAX,
   EVENT_FEED_RETENTION_DAYS,
   BODY_LIMIT_KIB: BODY_LIMIT_BYTES / 1024,
   COMPLETED_AT_SKEW_MINUTES: COMPLETED_AT_MAX_AHEAD_MS / 60_000,
   WWW_AUTHENTICATE,
 };
 
-/** The request schemas an `$embed` may name (requests/index.ts). */
-const EMBEDDABLE: Record<string, unknown> = REQUEST_SCHEMAS;
+/** The request and answer schemas an `$embed` may name (contract/index.ts). */
+const EMBEDDABLE: Record<string, unknown> = { ...REQUEST_SCHEMAS, ...RESPONSE_SCHEMAS };
 
 /** Each tag's operations and their examples, in the order of the document's paths. */
 const TAGS: { operations: unknown; examples: unknown }[] = [
@@ -200,7 +201,9 @@ function fill(v: unknown): Json {
     const [name, pointer = ''] = o.$embed.split('#');
     const schema = EMBEDDABLE[name!];
     if (!schema || Object.keys(o).length !== 1) throw new Error(`openapi: bad $embed ${o.$embed}`);
-    return atPointer(schema, pointer, `$embed ${o.$embed}`);
+    const embedded = atPointer(schema, pointer, `$embed ${o.$embed}`);
+    // An answer's descriptions may name values by placeholder: those are filled in a copy.
+    return JSON.stringify(embedded).includes('{{') ? fill(JSON.parse(JSON.stringify(embedded))) : embedded;
   }
   const out: JsonObject = {};
   for (const [k, c] of Object.entries(o)) out[k] = k === 'description' && Array.isArray(c) ? (fill(c) as string[]).join('\n') : fill(c);

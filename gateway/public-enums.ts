@@ -98,3 +98,16 @@ export const deliveryStates = new EnumNames<DeliveryState, DeliveryStateName>(De
 
 /** `initiated_by` of a cancellation: guest / host. */
 export const cancellationInitiators = new EnumNames<CancellationInitiator, EnumName<CancellationInitiatorJson, 'CANCELLATION_INITIATOR_'>>(CancellationInitiatorSchema);
+
+/** The night states a partner reads (the calendar's `withdrawn` reads as `booked`, presenters/nights.ts). */
+export const publicNightStates: ListingNightStateName[] = listingNightStates.names.filter((n): n is ListingNightStateName => n !== 'withdrawn');
+
+/**
+ * `value` as one of the public `names` a service's string field may hold; another value
+ * is a fault on our side and throws (the error mapper answers 500), as EnumNames does
+ * for a protobuf enum.
+ */
+export function publicName<N extends string>(names: readonly N[], value: string, what: string): N {
+  if (!(names as readonly string[]).includes(value)) throw new Error(`${what}: no public name for that value`);
+  return value as N;
+}

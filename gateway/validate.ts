@@ -21,7 +21,7 @@ import addFormats from 'ajv-formats';
 import { isAbsoluteUri } from '../services/kit/base';
 import { storableDate, storableDateTime } from './instant-formats';
 import type { Violation, ViolationCode } from './problems';
-import type { Validated } from './request-schema';
+import type { Validated } from './contract-schema';
 
 /** At most this many violations are reported for one request (the rest add nothing a client can act on). */
 export const MAX_VIOLATIONS = 100;
@@ -40,7 +40,7 @@ ajv.addKeyword({ keyword: 'x-error-code', schemaType: 'string' });
 /**
  * A compiled request schema reporting public violations. `T` is the shape a document
  * has once it has none (filled with the schema's defaults: validation may add them;
- * request-schema.ts derives it from the schema).
+ * contract-schema.ts derives it from the schema).
  */
 export interface Validator<T> {
   /** The schema it checks (the OpenAPI document embeds this very object). */

@@ -5,38 +5,15 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Block, ListBlocksRequestSchema, ListBlocksResponse, PutBlockRequestSchema, PutBlockResponse } from '../../gen/psync/calendar/v1/calendar_pb';
-import type { BlockReasonName } from '../public-enums';
-import type { BlockInput as BlockBody, BlocksQueryInput as BlocksQuery } from '../requests/blocks';
+import type { BlockInput as BlockBody, BlocksQueryInput as BlocksQuery } from '../contract/blocks';
 import { blockReasons, upsertResults } from '../public-enums';
 import { PAGE_SIZE_DEFAULT } from '../../services/kit/base';
+import type { BlockItemJson, BlockListJson, BlockPutJson } from '../contract/blocks';
 
 export { blockReasons } from '../public-enums';
 
 /** The largest page number passed on (the internal field is an int32); any page that far is past the end. */
 const MAX_PAGE = 2_147_483_647;
-
-/** The 200 body of PUT /v1/blocks/{external_uid}. */
-export interface BlockPutJson {
-  result: 'created' | 'updated';
-  nights: number;
-  listing_id: string;
-}
-
-/** One item of GET /v1/blocks. */
-export interface BlockItemJson {
-  external_uid: string;
-  listing_id: string;
-  check_in: string;
-  check_out: string;
-  reason: BlockReasonName;
-  nights: number;
-}
-
-/** The 200 body of GET /v1/blocks. */
-export interface BlockListJson {
-  items: BlockItemJson[];
-  has_more: boolean;
-}
 
 /** The validated body as a PutBlock request (exactly one target; reason defaulted to reserved). */
 export function putBlockRequest(workspaceId: string, externalUid: string, body: BlockBody): MessageInitShape<typeof PutBlockRequestSchema> {

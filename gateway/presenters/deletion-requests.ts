@@ -7,13 +7,8 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { AcknowledgeDeletionRequestSchema, AcknowledgeDeletionResponse } from '../../gen/psync/notifications/v1/notifications_pb';
 import { instantMs } from '../instant-formats';
-import type { AcknowledgeInput as AcknowledgeBody } from '../requests/deletion-requests';
-
-/** The 200 body of the acknowledge call. */
-export interface AcknowledgementJson {
-  event_id: string;
-  acknowledged_at: string;
-}
+import type { AcknowledgeInput as AcknowledgeBody } from '../contract/deletion-requests';
+import type { DeletionAcknowledgementStateJson as AcknowledgementJson } from '../contract/deletion-requests';
 
 /** Milliseconds of an RFC 3339 date-time that passed the schema (a leap second is :59.999); NaN for anything else. */
 export function dateTimeMs(text: string): number {

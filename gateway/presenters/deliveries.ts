@@ -13,42 +13,14 @@ import {
   type ListDeliveryLogResponse,
   type TriggerTestEventRequestSchema,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { DeliveryStateName, WebhookKindName } from '../public-enums';
-import type { DeliveriesQueryInput as DeliveriesQuery, TestEventInput as TestEventBody } from '../requests/sandbox';
+import type { DeliveriesQueryInput as DeliveriesQuery, TestEventInput as TestEventBody } from '../contract/sandbox';
 import { cancellationInitiators as initiators, deliveryStates, webhookEvents } from '../public-enums';
+import type { DeliveryAttemptJson, DeliveryJson, DeliveryListJson } from '../contract/sandbox';
 
 export { deliveryStates } from '../public-enums';
 
 /** The largest page number passed on (the internal field is an int32); any page that far is past the end. */
 const MAX_PAGE = 2_147_483_647;
-
-/** One attempt of a delivery. */
-export interface DeliveryAttemptJson {
-  attempted_at: string;
-  response_status: number | null;
-  latency_ms: number | null;
-  outcome: string;
-  next_attempt_at: string | null;
-}
-
-/** One delivery of the log (also the body of a trigger's and a resend's 202). */
-export interface DeliveryJson {
-  event_id: string;
-  event_type: WebhookKindName;
-  test: boolean;
-  state: DeliveryStateName;
-  occurred_at: string;
-  queued_at: string;
-  next_attempt_at: string | null;
-  attempts_total: number;
-  attempts: DeliveryAttemptJson[];
-}
-
-/** The 200 body of GET /v1/webhooks/deliveries. */
-export interface DeliveryListJson {
-  items: DeliveryJson[];
-  has_more: boolean;
-}
 
 /** The validated body as a TriggerTestEvent request. */
 export function triggerTestEventRequest(workspaceId: string, body: TestEventBody): MessageInitShape<typeof TriggerTestEventRequestSchema> {

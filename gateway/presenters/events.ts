@@ -6,17 +6,8 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ListEventsRequestSchema, ListEventsResponse } from '../../gen/psync/notifications/v1/notifications_pb';
 import type { Json } from '../json';
-import type { EventsQueryInput as EventsQuery } from '../requests/events';
-
-/** One page of the feed. */
-export interface EventListJson {
-  items: Json[];
-  /** Pass as `after` to read on; null while the feed had nothing to answer yet. */
-  next_after: string | null;
-  has_more: boolean;
-  /** True when `after` was older than the oldest event kept: events after it were pruned. */
-  after_expired: boolean;
-}
+import type { EventsQueryInput as EventsQuery } from '../contract/events';
+import type { EventListJson } from '../contract/events';
 
 export function listEventsRequest(workspaceId: string, query: EventsQuery): MessageInitShape<typeof ListEventsRequestSchema> {
   return { workspaceId, ...(query.after === undefined ? {} : { after: BigInt(query.after) }), limit: query.limit };

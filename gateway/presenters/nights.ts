@@ -7,22 +7,8 @@
  * which reads as `booked` with its reference and `withdrawn: true`.
  */
 import { ListingNightState, type ListingNight, type ListListingNightsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
-import { listingNightStates, type ListingNightStateName } from '../public-enums';
-
-/** One night. */
-export interface ListingNightJson {
-  date: string;
-  state: ListingNightStateName;
-  external_uid?: string;
-  booking_reference?: string;
-  /** Only on the nights of a booking the host cancelled: `true`. */
-  withdrawn?: true;
-}
-
-/** The 200 body. */
-export interface ListingNightsJson {
-  items: ListingNightJson[];
-}
+import { listingNightStates } from '../public-enums';
+import type { ListingNightJson, ListingNightsJson } from '../contract/listings';
 
 export function presentListingNight(n: ListingNight): ListingNightJson {
   const name = listingNightStates.name(n.state);

@@ -5,24 +5,11 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { UpsertPropertyRequestSchema, UpsertPropertyResponse } from '../../gen/psync/catalog/v1/catalog_pb';
-import type { PropertyInput as PropertyBody } from '../requests/properties';
-import { missingReasons, photoRejectionReasons, propertyStatuses, upsertResults, type MissingName, type PhotoRejectionName, type PropertyStatusName } from '../public-enums';
+import type { PropertyInput as PropertyBody } from '../contract/properties';
+import { missingReasons, photoRejectionReasons, propertyStatuses, upsertResults } from '../public-enums';
+import type { PropertyUpsertJson } from '../contract/properties';
 
-export type { MissingName, PhotoRejectionName, PropertyStatusName } from '../public-enums';
 export { missingReasons, photoRejectionReasons, propertyStatuses } from '../public-enums';
-
-/** The 200 body of PUT /v1/properties/{provider_id}. */
-export interface PropertyUpsertJson {
-  provider_id: string;
-  result: 'created' | 'updated';
-  /** null until the property can be shown to a guest; never a placeholder. */
-  listing_id: string | null;
-  status: PropertyStatusName;
-  publishable: boolean;
-  missing: MissingName[];
-  unknown_amenities: string[];
-  photos_rejected: { url: string; reason: PhotoRejectionName }[];
-}
 
 /** The validated body as an UpsertProperty request (omitted optional fields stay absent: replace, not merge). */
 export function upsertPropertyRequest(workspaceId: string, providerId: string, body: PropertyBody): MessageInitShape<typeof UpsertPropertyRequestSchema> {

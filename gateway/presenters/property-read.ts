@@ -10,30 +10,9 @@
  */
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { ListPropertiesResponse, PhotoStatus, Property, PropertyRecord } from '../../gen/psync/catalog/v1/catalog_pb';
-import type { PropertyInput as PropertyBody } from '../requests/properties';
-import { missingReasons, photoRejectionReasons, photoStates, propertyStatuses, type MissingName, type PhotoRejectionName, type PhotoStateName } from '../public-enums';
-
-/** One photo's state: `reason` only when `rejected`. */
-export interface PhotoStateJson {
-  url: string;
-  position: number;
-  state: PhotoStateName;
-  reason?: PhotoRejectionName;
-}
-
-/** The 200 body of GET /v1/properties/{provider_id}, and an item of GET /v1/properties. */
-export interface StoredPropertyJson {
-  provider_id: string;
-  /** null until the property can be shown to a guest (as in the upsert answer). */
-  listing_id: string | null;
-  publishable: boolean;
-  missing: MissingName[];
-  unknown_amenities: string[];
-  photos: PhotoStateJson[];
-  /** When the property was last accepted. */
-  updated_at: string;
-  property: PropertyBody;
-}
+import type { PropertyInput as PropertyBody } from '../contract/properties';
+import { missingReasons, photoRejectionReasons, photoStates, propertyStatuses } from '../public-enums';
+import type { PhotoStateJson, StoredPropertyJson, StoredPropertyListJson } from '../contract/properties';
 
 /** A field the catalog always sets; its absence is a fault of ours (a 500, the cause logged). */
 function required<T>(value: T | undefined, what: string): T {
@@ -84,12 +63,6 @@ export function presentStoredProperty(res: StoredPropertyFields): StoredProperty
     updated_at: timestampDate(required(res.updatedAt, 'updated_at')).toISOString(),
     property: presentPropertyBody(required(res.property, 'property')),
   };
-}
-
-/** The 200 body of GET /v1/properties. */
-export interface StoredPropertyListJson {
-  items: StoredPropertyJson[];
-  has_more: boolean;
 }
 
 export function presentPropertyList(res: ListPropertiesResponse): StoredPropertyListJson {

@@ -6,27 +6,8 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { ListRequestsRequestSchema, ListRequestsResponse, RecordedRequest } from '../../gen/psync/identity/v1/identity_pb';
 import { instanceUrn } from '../problems';
-import type { RequestsQueryInput as RequestsQuery } from '../requests/requests';
-
-/** One recorded request. */
-export interface RecordedRequestJson {
-  instance: string;
-  received_at: string;
-  method: string;
-  route: string;
-  path_params: Record<string, string>;
-  status: number;
-  code: string | null;
-  errors: { field: string; code: string }[];
-  duration_ms: number;
-  key_id: string | null;
-}
-
-/** The 200 body of GET /v1/requests. */
-export interface RecordedRequestListJson {
-  items: RecordedRequestJson[];
-  next_cursor: string | null;
-}
+import type { RequestsQueryInput as RequestsQuery } from '../contract/requests';
+import type { RecordedRequestJson, RecordedRequestListJson } from '../contract/requests';
 
 /** The validated query as a ListRequests request (the default limit already filled by validation). */
 export function listRequestsRequest(workspaceId: string, q: RequestsQuery): MessageInitShape<typeof ListRequestsRequestSchema> {

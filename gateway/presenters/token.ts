@@ -2,14 +2,7 @@
  * The token endpoint's 200 body (spec "POST /token").
  */
 import type { ExchangeTokenResponse } from '../../gen/psync/identity/v1/identity_pb';
-
-export interface TokenJson {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  workspace_id: string;
-  sandbox: boolean;
-}
+import type { TokenJson } from '../contract/token';
 
 export function presentToken(res: ExchangeTokenResponse): TokenJson {
   if (!res.accessToken) throw new Error('ExchangeTokenResponse without an access token');

@@ -4,20 +4,11 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { PutEndpointRequestSchema, PutEndpointResponse } from '../../gen/psync/notifications/v1/notifications_pb';
-import type { WebhookKindName } from '../public-enums';
-import type { WebhookEndpointInput as WebhookEndpointBody } from '../requests/webhooks';
-import { endpointStatuses, webhookEvents, type EndpointStatusName } from '../public-enums';
+import type { WebhookEndpointInput as WebhookEndpointBody } from '../contract/webhooks';
+import { endpointStatuses, webhookEvents } from '../public-enums';
+import type { WebhookEndpointStateJson as EndpointJson } from '../contract/webhooks';
 
-export type { EndpointStatusName } from '../public-enums';
 export { endpointStatuses, webhookEvents } from '../public-enums';
-
-/** The 200 body of PUT /v1/webhooks/endpoint; `signing_secret` only on the call that first issues it. */
-export interface EndpointJson {
-  url: string;
-  events: WebhookKindName[];
-  status: EndpointStatusName;
-  signing_secret?: string;
-}
 
 /** The validated body as a PutEndpoint request; a repeated kind counts once (first-seen order). */
 export function putEndpointRequest(workspaceId: string, body: WebhookEndpointBody): MessageInitShape<typeof PutEndpointRequestSchema> {

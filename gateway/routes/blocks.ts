@@ -16,7 +16,7 @@ import { listBlocksRequest, presentBlockList, presentBlockPut, putBlockRequest }
 import { sendJson, sendNoContent } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { BlockBody, BlockPath, BlocksQuery } from '../requests/blocks';
+import { BlockBody, BlockPath, BlocksQuery } from '../contract/blocks';
 import { noPath, noQuery } from './shared-parameters';
 import { checkRange } from '../../services/domain';
 

@@ -12,7 +12,7 @@ import { acknowledgeDeletionRequest, dateTimeMs, presentAcknowledgement } from '
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { AcknowledgeBody, COMPLETED_AT_MAX_AHEAD_MS, DeletionRequestPath } from '../requests/deletion-requests';
+import { AcknowledgeBody, COMPLETED_AT_MAX_AHEAD_MS, DeletionRequestPath } from '../contract/deletion-requests';
 import { noQuery } from './shared-parameters';
 
 const acknowledgeBody = validator(AcknowledgeBody);

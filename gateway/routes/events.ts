@@ -12,7 +12,7 @@ import { listEventsRequest, presentEventList } from '../presenters/events';
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { EventsQuery } from '../requests/events';
+import { EventsQuery } from '../contract/events';
 import { noPath } from './shared-parameters';
 
 const eventsQuery = validator(EventsQuery, 'query');

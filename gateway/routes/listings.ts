@@ -14,7 +14,7 @@ import { presentListingNights } from '../presenters/nights';
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { ListingNightsQuery, ListingPath } from '../requests/listings';
+import { ListingNightsQuery, ListingPath } from '../contract/listings';
 
 const listingPath = validator(ListingPath, 'path');
 const listingNightsQuery = validator(ListingNightsQuery, 'query');

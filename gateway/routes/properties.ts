@@ -17,7 +17,7 @@ import { sameNames } from '../internal-fields';
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { PropertiesQuery, PropertyBody, PropertyPath } from '../requests/properties';
+import { PropertiesQuery, PropertyBody, PropertyPath } from '../contract/properties';
 import { noPath, noQuery } from './shared-parameters';
 
 const propertyBody = validator(PropertyBody);

@@ -13,7 +13,7 @@ import { listRequestsRequest, presentRecordedRequestList } from '../presenters/r
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { RequestsQuery } from '../requests/requests';
+import { RequestsQuery } from '../contract/requests';
 import { noPath } from './shared-parameters';
 
 const requestsQuery = validator(RequestsQuery, 'query');

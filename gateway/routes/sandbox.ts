@@ -26,7 +26,7 @@ import { presentEndpointCheckRun } from '../presenters/endpoint-checks';
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { DeliveriesQuery, DeliveryPath, EndpointCheckPath, TestEventBody } from '../requests/sandbox';
+import { DeliveriesQuery, DeliveryPath, EndpointCheckPath, TestEventBody } from '../contract/sandbox';
 import { noPath, noQuery } from './shared-parameters';
 
 const testEventBody = validator(TestEventBody);

@@ -1,5 +1,5 @@
 /** The validators of a route without path parameters or without query parameters. */
-import { NoParameters } from '../request-schema';
+import { NoParameters } from '../contract-schema';
 import { validator } from '../validate';
 
 /** No path parameters. */

@@ -20,7 +20,7 @@ import { presentEndpoint, putEndpointRequest } from '../presenters/webhooks';
 import { sendJson } from '../respond';
 import { validator } from '../validate';
 import type { RouteDeps } from './deps';
-import { WebhookEndpointBody } from '../requests/webhooks';
+import { WebhookEndpointBody } from '../contract/webhooks';
 import { noPath, noQuery } from './shared-parameters';
 
 const webhookEndpointBody = validator(WebhookEndpointBody);

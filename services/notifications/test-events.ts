@@ -50,7 +50,7 @@ import { canonicalUuid } from '../kit/base';
 /**
  * A test booking reference is `TEST-BK` + 10 of these, never the shape of a real one
  * (`BK` + 10, calendar/bookings.ts); TriggerTestEventRequest's .proto rule and the
- * public schema reads it from there (gateway/requests/sandbox.ts).
+ * public schema reads it from there (gateway/contract/sandbox.ts).
  * Crockford base32, as real references use.
  */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

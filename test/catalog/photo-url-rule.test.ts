@@ -18,7 +18,7 @@ import { PROPERTY_INTERNAL_FIELDS } from '../../gateway/routes/properties';
 import { schemas } from '../support/request-validators';
 import { validationFailed } from '../../services/kit/rpc';
 import { ProblemError } from '../../gateway/problems';
-import { REQUEST_SCHEMAS } from '../../gateway/requests';
+import { REQUEST_SCHEMAS } from '../../gateway/contract';
 import { ROOT } from '../support/process';
 import { fuzzSeed, Rng } from '../support/fuzz';
 

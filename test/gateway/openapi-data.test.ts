@@ -56,9 +56,11 @@ function dataFiles(dir = DATA, prefix = ''): Record<string, string> {
 }
 
 describe('placeholders and embedded schemas', () => {
-  test('every {{NAME}} of the data is a named value, every value is used, and none is left in the document', () => {
+  test('every {{NAME}} of the data and the contract declarations is a named value, every value is used, and none is left in the document', () => {
     const used = new Set<string>();
-    for (const text of Object.values(dataFiles())) for (const m of text.matchAll(/\{\{([A-Z0-9_]+)\}\}/g)) used.add(m[1]!);
+    const contract = join(ROOT, 'gateway/contract');
+    const declarations = readdirSync(contract).map((name) => readFileSync(join(contract, name), 'utf8'));
+    for (const text of [...Object.values(dataFiles()), ...declarations]) for (const m of text.matchAll(/\{\{([A-Z0-9_]+)\}\}/g)) used.add(m[1]!);
     expect([...used].sort()).toEqual(Object.keys(VALUES).sort());
     const text = JSON.stringify(doc);
     expect(text).not.toContain('{{');

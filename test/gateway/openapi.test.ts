@@ -15,7 +15,7 @@
  *   against its schema; request bodies also pass the gateway's own validators.
  *   (openapi-examples.test.ts sends them to a running system.)
  * - Its schemas are the validator's own: the body schemas deep-equal the files in
- *   gateway/requests/ and are the very objects validate.ts compiled; every parameter's
+ *   gateway/contract/ and are the very objects validate.ts compiled; every parameter's
  *   schema is the request schema's property that validates it.
  * - Every route the contract router knows is an operation of the document, and every
  *   operation is a route the gateway answers.
@@ -53,8 +53,8 @@ import {
 } from '../../gen/psync/notifications/v1/notifications_pb';
 import { buildOpenApiDocument, OPENAPI_FILE, openApiDocument, openApiFileText, SPEC_DATE } from '../../gateway/openapi';
 import { schemas as gatewayValidators } from '../support/request-validators';
-import { REQUEST_SCHEMAS, type RequestSchemaName } from '../../gateway/requests';
-import { NoParameters } from '../../gateway/request-schema';
+import { REQUEST_SCHEMAS, type RequestSchemaName } from '../../gateway/contract';
+import { NoParameters } from '../../gateway/contract-schema';
 import { settings } from '../../services/kit/runtime';
 import { documentAjv, exampleCall, operations, requestExamples, resolve, responseExamples } from './openapi-walk';
 import { presentBlockList, presentBlockPut } from '../../gateway/presenters/blocks';
@@ -220,7 +220,7 @@ describe('built from the schemas the gateway validates with', () => {
     expect(body('/sandbox/events', 'post')).toBe('#/components/schemas/TestEvent');
   });
 
-  test('in-process they are the very objects validate.ts compiled (gateway/requests/), not copies', () => {
+  test('in-process they are the very objects validate.ts compiled (gateway/contract/), not copies', () => {
     const built = buildOpenApiDocument();
     expect(built.components.schemas.Property).toBe(REQUEST_SCHEMAS.property);
     expect(built.components.schemas.Block).toBe(REQUEST_SCHEMAS.block);

@@ -6,7 +6,7 @@
  */
 import { instantMs, storableDate, storableDateTime } from '../../gateway/instant-formats';
 import { acknowledgeViolations } from '../../gateway/routes/deletion-requests';
-import { COMPLETED_AT_MAX_AHEAD_MS } from '../../gateway/requests';
+import { COMPLETED_AT_MAX_AHEAD_MS } from '../../gateway/contract';
 import { unstorableTextViolations } from '../../gateway/storable-text';
 import { schemas } from '../support/request-validators';
 import { COMPLETED_AT_MAX_AHEAD_MS as SERVICE_MAX_AHEAD_MS } from '../../services/notifications/deletion-requests';

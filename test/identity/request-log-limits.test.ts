@@ -12,7 +12,7 @@
 import { getOption, hasOption, type DescField, type DescMessage } from '@bufbuild/protobuf';
 import { field as fieldRules, Ignore } from '../../gen/buf/validate/validate_pb';
 import { RecordedRequestSchema, RecordedViolationSchema, RecordRequestsRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
-import { REQUEST_SCHEMAS } from '../../gateway/requests';
+import { REQUEST_SCHEMAS } from '../../gateway/contract';
 import { identityModule } from '../../services/identity/module';
 import { runMigrations } from '../../services/kit/db';
 import { KIT_MIGRATIONS } from '../../services/kit/db';

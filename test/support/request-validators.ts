@@ -1,10 +1,10 @@
 /**
- * The validators of every request schema (gateway/requests/), by the name
+ * The validators of every request schema (gateway/contract/), by the name
  * REQUEST_SCHEMAS gives it, for tests that check a schema without a route around it:
  * ajv compiles each schema once, so these are the routes' own compiled functions.
  */
-import { REQUEST_SCHEMAS, type RequestSchemaName } from '../../gateway/requests';
-import { NoParameters } from '../../gateway/request-schema';
+import { REQUEST_SCHEMAS, type RequestSchemaName } from '../../gateway/contract';
+import { NoParameters } from '../../gateway/contract-schema';
 import { validator, type Validator } from '../../gateway/validate';
 
 /** Parameters are named `…Path` or `…Query`; every other schema is a body. */

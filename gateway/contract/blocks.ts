@@ -1,10 +1,10 @@
 /** What the calendar block routes accept (routes/blocks.ts). */
-import { Type } from '@sinclair/typebox';
-import { PutBlockRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
-import { MAX_NIGHTS } from '../../services/kit/base';
+import { Type, type Static } from '@sinclair/typebox';
+import { MAX_NIGHTS, PAGE_SIZE_MAX } from '../../services/kit/base';
 import { lengthOf } from '../proto-rules';
-import { blockReasons } from '../public-enums';
-import { closed, filled, oneOfNames, requestBody, type Validated } from '../request-schema';
+import { blockReasons, upsertResults } from '../public-enums';
+import { closed, componentRef, filled, oneOfNames, present, requestBody, type Validated } from '../contract-schema';
+import { PutBlockRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
 import { Page, PageSize } from './paging';
 
 /** The body of PUT /v1/blocks/{external_uid}. */
@@ -42,3 +42,26 @@ export const BlocksQuery = closed({
 export type BlockInput = Validated<typeof BlockBody>;
 
 export type BlocksQueryInput = Validated<typeof BlocksQuery>;
+
+export const BlockPut = Type.Object({
+  result: oneOfNames(upsertResults.names),
+  nights: Type.Integer({ minimum: 1, maximum: MAX_NIGHTS, description: 'The nights held, restated so the partner can check the count.' }),
+  listing_id: Type.String({ minLength: 1, maxLength: 255, description: 'The listing the block landed on.' }),
+});
+export type BlockPutJson = Static<typeof BlockPut>;
+
+export const BlockItem = Type.Object({
+  external_uid: BlockPath.properties.external_uid,
+  listing_id: present(BlockBody.properties.listing_id),
+  check_in: BlockBody.properties.check_in,
+  check_out: BlockBody.properties.check_out,
+  reason: oneOfNames(blockReasons.names),
+  nights: Type.Integer({ minimum: 1, maximum: MAX_NIGHTS }),
+});
+export type BlockItemJson = Static<typeof BlockItem>;
+
+export const BlockList = Type.Object(
+  { items: Type.Array(componentRef('BlockItem', BlockItem), { maxItems: PAGE_SIZE_MAX }), has_more: Type.Boolean({ description: 'Whether a later page has rows.' }) },
+  { description: "One page of the calling partner's blocks, ordered by `check_in`, `check_out`, `external_uid`. There is no total." },
+);
+export type BlockListJson = Static<typeof BlockList>;

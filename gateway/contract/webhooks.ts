@@ -1,9 +1,9 @@
 /** What PUT /v1/webhooks/endpoint accepts (routes/webhooks.ts). */
-import { Type } from '@sinclair/typebox';
-import { PutEndpointRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
+import { Type, type Static } from '@sinclair/typebox';
 import { allowedNamesOf, maxItemsOf } from '../proto-rules';
-import { webhookEvents } from '../public-enums';
-import { oneOfNames, requestBody, type Validated } from '../request-schema';
+import { endpointStatuses, webhookEvents } from '../public-enums';
+import { oneOfNames, requestBody, type Validated } from '../contract-schema';
+import { PutEndpointRequestSchema } from '../../gen/psync/notifications/v1/notifications_pb';
 
 /** The longest webhook URL accepted. */
 const MAX_URL_LENGTH = 2048;
@@ -22,3 +22,16 @@ export const WebhookEndpointBody = requestBody(
 );
 
 export type WebhookEndpointInput = Validated<typeof WebhookEndpointBody>;
+
+export const WebhookEndpointState = Type.Object({
+  url: WebhookEndpointBody.properties.url,
+  events: WebhookEndpointBody.properties.events,
+  status: oneOfNames(endpointStatuses.names, {
+    description:
+      '`active` once the challenge was echoed; `pending_verification` when it was not (call again to retry); `suspended` after a run of abandoned deliveries, left by a registration whose challenge is echoed.',
+  }),
+  signing_secret: Type.Optional(
+    Type.String({ description: 'Present only on the call that first issues it. The HMAC key of `X-Signature` is its UTF-8 bytes exactly as returned.' }),
+  ),
+});
+export type WebhookEndpointStateJson = Static<typeof WebhookEndpointState>;

@@ -4,7 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX } from '../../services/kit/base';
-import { filled } from '../request-schema';
+import { filled } from '../contract-schema';
 
 /** 1-based page number, default 1. */
 export const Page = filled(Type.Integer({ minimum: 1, default: 1 }));

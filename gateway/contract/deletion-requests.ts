@@ -1,6 +1,6 @@
 /** What the deletion-request routes accept (routes/deletion-requests.ts). */
-import { Type } from '@sinclair/typebox';
-import { closed, requestBody, type Validated } from '../request-schema';
+import { Type, type Static } from '@sinclair/typebox';
+import { closed, requestBody, type Validated } from '../contract-schema';
 
 /**
  * How far ahead of the gateway's clock `completed_at` may be (clock skew); the
@@ -21,3 +21,9 @@ export const AcknowledgeBody = requestBody(
 export const DeletionRequestPath = closed({ event_id: Type.String({ format: 'uuid' }) });
 
 export type AcknowledgeInput = Validated<typeof AcknowledgeBody>;
+
+export const DeletionAcknowledgementState = Type.Object({
+  event_id: DeletionRequestPath.properties.event_id,
+  acknowledged_at: Type.String({ format: 'date-time', description: 'When the acknowledgement was first recorded (a second call returns the first).' }),
+});
+export type DeletionAcknowledgementStateJson = Static<typeof DeletionAcknowledgementState>;

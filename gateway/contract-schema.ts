@@ -1,15 +1,15 @@
 /**
- * How a route declares what it accepts: TypeBox (docs/decisions.md "Request schemas in
- * TypeBox"), whose values are plain JSON Schema 2020-12 objects — ajv compiles them as
- * they are (validate.ts), the OpenAPI document embeds the very same objects
- * (openapi.ts), and the handler's input type is derived from them (`Validated`), so a
- * route's parameters, query and body are written once, beside its handler in
- * gateway/routes/.
+ * How a route declares what it accepts and answers: TypeBox (docs/decisions.md "The
+ * contract in TypeBox"), whose values are plain JSON Schema 2020-12 objects — ajv
+ * compiles them as they are (validate.ts), the OpenAPI document embeds the very same
+ * objects (openapi.ts), the handler's input type is derived from them (`Validated`) and
+ * the presenters' output types too (`Static`), so a route's parameters, query, body and
+ * answers are written once, in gateway/contract/, beside its handler in gateway/routes/.
  *
  * Limits and enumerations shared with the services are read from the .proto rules and
  * enum descriptors (proto-rules.ts, public-enums.ts) instead of being repeated.
  */
-import { Type, type Static, type TObject, type TOptional, type TProperties, type TSchema } from '@sinclair/typebox';
+import { OptionalKind, Type, type Static, type TObject, type TOptional, type TProperties, type TSchema } from '@sinclair/typebox';
 
 /** The JSON Schema dialect every request schema is written in. */
 const DIALECT = 'https://json-schema.org/draft/2020-12/schema';
@@ -58,3 +58,21 @@ export function requestBody<P extends TProperties>(id: string, title: string, de
 
 /** A route without path parameters or without query parameters (any given is `unknown_field`). */
 export const NoParameters = closed({});
+
+/** A `$ref` to the document's component `name`, typed as the schema it names. */
+export function componentRef<T extends TSchema>(name: string, _schema: T) {
+  return Type.Unsafe<Static<T>>({ $ref: `#/components/schemas/${name}` });
+}
+
+/** `schema` or `null` (`type: [<its type>, "null"]`, as OpenAPI 3.1 writes it). */
+export function nullable<T extends TSchema>(schema: T) {
+  const { type } = schema as { type?: unknown };
+  if (typeof type !== 'string') throw new Error('nullable(): the schema has no single type');
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] });
+}
+
+/** An optional property's schema as a required one (a request's optional field that an answer always has). */
+export function present<T extends TSchema>(schema: TOptional<T>): T {
+  const { [OptionalKind]: _optional, ...rest } = schema as TOptional<T> & Record<symbol, unknown>;
+  return rest as unknown as T;
+}
