@@ -125,7 +125,13 @@ describe('makeHttpCall', () => {
     expect(await makeHttpCall(aborting, req, WS, ac.signal, () => true)).toEqual({ kind: 'aborted' });
     expect(observe).not.toHaveBeenCalled();
     const ac2 = new AbortController();
-    const r = await makeHttpCall(poster({ error: 'aborted' }, () => ac2.abort()), req, WS, ac2.signal, () => false);
+    const r = await makeHttpCall(
+      poster({ error: 'aborted' }, () => ac2.abort()),
+      req,
+      WS,
+      ac2.signal,
+      () => false,
+    );
     expect(r).toMatchObject({ kind: 'answered', outcome: { delivered: false, error: 'aborted' } });
   });
 });
