@@ -99,8 +99,8 @@ export class LeaseQueue {
     return sql`${t}.state = 'pending' and (${t}.lease_until is null or ${t}.lease_until < now())`;
   }
 
-  /** Pending and leased to `token`: the condition a completion writes under. */
-  held(sql: Sql, alias: string, token: string): Fragment {
+  /** Pending and leased to `token` (a value, or an expression of the statement): the condition a completion writes under. */
+  held(sql: Sql, alias: string, token: string | Fragment): Fragment {
     const t = sql(alias);
     return sql`${t}.${sql(this.spec.owner)} = ${token} and ${t}.state = 'pending'`;
   }
