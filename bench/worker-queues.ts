@@ -11,7 +11,7 @@
  * node_modules. Without DATABASE_URL only the embedded rows run (PGlite).
  *
  * Contenders, each on a scratch database of its own:
- * - **kit**: `OutboxRelay` (kit Worker: batch claim `for update skip locked`, one
+ * - **kit**: `OutboxRelay` (kit Worker: batch claim by the kit's `lockRows`, one
  *   statement to mark the batch) into an in-memory sink — the outbox path itself;
  *   after each enqueueing commit the relay is nudged, as the services do;
  * - **pg-boss** 12: `send` per item, `work` with batchSize 100 × 1 and 500 × 4

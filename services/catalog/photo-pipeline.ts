@@ -2,9 +2,9 @@
  * The photo pipeline: fetches and processes pending photos in the background,
  * durably, with bounded concurrency.
  *
- * The queue is `catalog.photos` itself: a `pending` row is work. A worker claims up
- * to its free slots, fairly per workspace (below), with `FOR UPDATE SKIP LOCKED` (so
- * replicas never take the same row) and stamps a lease (`lease_token`, `lease_until`
+ * The queue is `catalog.photos` itself, a lease queue of the kit (kit/work): a `pending`
+ * row is work. A worker claims up to its free slots, fairly per workspace (below), so
+ * that replicas never take the same row, and stamps a lease (`lease_token`, `lease_until`
  * = now + PHOTO_LEASE_SECONDS), renewed every third of the lease while the fetch runs. If the process dies, the
  * renewals stop, the lease runs out and any replica (or the restarted process)
  * claims the row again: processing resumes after a crash. A row claimed more than
@@ -44,8 +44,7 @@ import type { Logger } from '../kit/base';
 import { fetchAndProcessPhoto, type PhotoOutcome } from './photo-processor';
 import { republishById } from './publication';
 import { recordPhotoProcessed } from '../kit/telemetry';
-import { PeriodicJob } from '../kit/work';
-import { Worker, type RoundResult } from '../kit/work';
+import { LeaseQueue, PeriodicJob, Worker, type RoundResult } from '../kit/work';
 import { PhotoLanes, type ClaimAllowance } from './photo-lanes';
 
 /** Claims of one photo before it is given up as unreachable. */
@@ -55,6 +54,9 @@ const ORPHAN_GRACE_HOURS = 1;
 const HOUSEKEEPING_EVERY_MS = 10 * 60 * 1000;
 /** How often pending photos queued by a previous release (no workspace yet) are looked for. */
 const ADOPT_EVERY_MS = 5000;
+
+/** The photos as a lease queue (kit/work): claimed per workspace, leased by `lease_token`. */
+const photoQueue = new LeaseQueue({ table: 'catalog.photos', key: ['property_id', 'url'], group: 'workspace_id', owner: 'lease_token' });
 
 export interface PhotoPipelineOptions {
   sql: Sql;
@@ -177,35 +179,27 @@ export class PhotoPipeline {
   }
 
   /**
-   * Claims pending photos whose lease is free, fairly (one statement):
-   * 1. ws: the workspaces that have pending photos, by a skip scan of
-   *    photos_pending_by_workspace_idx (one index probe per workspace, however long its backlog);
-   * 2. eps: each one's room (PHOTO_WORKSPACE_CONCURRENCY less what this process has in
-   *    flight for it) and lane (slow or not: photo-lanes.ts);
-   * 3. cand: each workspace's oldest free photos up to its room, each with its turn: the
+   * Claims pending photos whose lease is free, fairly, in one statement of the lease
+   * queue (kit/work: the workspaces with pending photos `ws`, this process's in-flight
+   * counts `used` and slow workspaces `slow`, then lock and lease, one more attempt
+   * counted), with the pipeline's fairness rules:
+   * 1. eps: each workspace's room (PHOTO_WORKSPACE_CONCURRENCY less what this process
+   *    has in flight for it) and lane (slow or not: photo-lanes.ts);
+   * 2. cand: each workspace's oldest free photos up to its room, each with its turn: the
    *    workspace's in-flight count plus its rank, so the workspaces with the fewest in
    *    flight come first and every workspace's next photo comes before anyone's one after;
-   * 4. chosen: by turn (then age), each lane's candidates up to its free slots, all of
-   *    them up to the room left within both lanes;
-   * 5. locked/claimed: lock (SKIP LOCKED: a row another replica is claiming is skipped,
-   *    re-checked after the lock) and lease them.
+   * 3. chosen: by turn (then age), each lane's candidates up to its free slots, all of
+   *    them up to the room left within both lanes.
    */
   private async claim(a: ClaimAllowance): Promise<(Claim & { token: string })[]> {
     const sql = this.sql;
     const token = randomUUID();
-    const rows = await sql<Claim[]>`
-      with recursive ws(workspace_id) as (
-        (select workspace_id from catalog.photos
-         where state = 'pending' and workspace_id is not null order by workspace_id limit 1)
-        union all
-        select (select p.workspace_id from catalog.photos p
-                where p.state = 'pending' and p.workspace_id > ws.workspace_id order by p.workspace_id limit 1)
-        from ws where ws.workspace_id is not null
-      ), used as (
-        select * from unnest(${sql.array(a.busy.map(([w]) => w))}::uuid[], ${sql.array(a.busy.map(([, n]) => n))}::int[]) as u(workspace_id, n)
-      ), slow as (
-        select * from unnest(${sql.array(a.slow)}::uuid[]) as s(workspace_id)
-      ), eps as (
+    const rows = await photoQueue.claim<Claim>(sql, {
+      token,
+      leaseSeconds: this.opts.leaseSeconds,
+      busy: a.busy,
+      slow: a.slow,
+      rules: sql`eps as (
         select ws.workspace_id, coalesce(u.n, 0) as busy, ${this.lanes.limits.perWorkspace}::int - coalesce(u.n, 0) as room,
                s.workspace_id is not null as slow_lane
         from ws
@@ -217,7 +211,7 @@ export class PhotoPipeline {
                eps.busy + row_number() over (partition by eps.workspace_id order by x.created_at, x.property_id, x.url) as turn
         from eps cross join lateral (
           select p.property_id, p.url, p.created_at from catalog.photos p
-          where p.workspace_id = eps.workspace_id and p.state = 'pending' and (p.lease_until is null or p.lease_until < now())
+          where p.workspace_id = eps.workspace_id and ${photoQueue.free(sql, 'p')}
           order by p.created_at, p.property_id, p.url
           limit greatest(eps.room, 0)
         ) x
@@ -231,20 +225,12 @@ export class PhotoPipeline {
           from lane where lane.pos <= case when lane.slow_lane then ${a.freeSlow}::int else ${a.freeFast}::int end
         ) e
         where e.n <= ${a.free}::int
-      ), locked as (
-        select p.property_id, p.url from catalog.photos p
-        where (p.property_id, p.url) in (select property_id, url from chosen)
-          and p.state = 'pending' and (p.lease_until is null or p.lease_until < now())
-        for update of p skip locked
-      )
-      update catalog.photos p
-      set lease_token = ${token},
-          lease_until = now() + make_interval(secs => ${this.opts.leaseSeconds}),
-          attempts = p.attempts + 1
-      from locked
-      where p.property_id = locked.property_id and p.url = locked.url
-      returning p.property_id, p.workspace_id, p.url, p.attempts
-    `;
+      )`,
+      take: sql`select property_id, url from chosen`,
+      set: sql`attempts = t.attempts + 1`,
+      returning: sql`t.property_id, t.workspace_id, t.url, t.attempts`,
+      result: sql`select property_id, workspace_id, url, attempts from leased`,
+    });
     return rows.map((r) => ({ ...r, token }));
   }
 
@@ -278,10 +264,7 @@ export class PhotoPipeline {
       this.log.debug({ property_id: c.property_id, ok: outcome.ok, reason: outcome.ok ? undefined : outcome.reason, ms: Date.now() - started }, 'photo processed');
     }
     if (!outcome.ok && outcome.reason === 'aborted') {
-      await this.sql`
-        update catalog.photos set lease_token = null, lease_until = null
-        where property_id = ${c.property_id} and url = ${c.url} and lease_token = ${c.token} and state = 'pending'
-      `;
+      await photoQueue.release(this.sql, { property_id: c.property_id, url: c.url }, c.token);
       return false;
     }
     if (!outcome.ok) this.log.info({ property_id: c.property_id, reason: outcome.reason, detail: outcome.detail }, 'photo rejected');
@@ -298,8 +281,8 @@ export class PhotoPipeline {
       const [property] = await tx`select id from catalog.properties where id = ${c.property_id} for update`;
       if (!property) return 0;
       const [mine] = await tx`
-        select 1 from catalog.photos
-        where property_id = ${c.property_id} and url = ${c.url} and lease_token = ${c.token} and state = 'pending'
+        select 1 from catalog.photos p
+        where p.property_id = ${c.property_id} and p.url = ${c.url} and ${photoQueue.held(tx, 'p', c.token)}
         for update
       `;
       if (!mine) return 0; // dropped by a newer push, or re-claimed after the lease ran out
@@ -335,12 +318,8 @@ export class PhotoPipeline {
   /** Extends the leases of the photos in flight, so a slow fetch is not taken by another worker. */
   private async renewLeases(): Promise<void> {
     const tokens = [...new Set(this.inflight.values())];
-    if (tokens.length === 0) return;
     try {
-      await this.sql`
-        update catalog.photos set lease_until = now() + make_interval(secs => ${this.opts.leaseSeconds})
-        where lease_token in ${this.sql(tokens)} and state = 'pending'
-      `;
+      await photoQueue.renew(this.sql, tokens, this.opts.leaseSeconds);
     } catch (err) {
       this.log.warn({ err }, 'photo pipeline: renewing leases failed');
     }

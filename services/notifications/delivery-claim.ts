@@ -6,6 +6,7 @@
  * attempt per row.
  */
 import type { Sql } from '../kit/db';
+import { LeaseQueue } from '../kit/work';
 import type { EventKind } from './envelope';
 import { LEASE_MS, PER_ENDPOINT_CONCURRENCY } from './delivery-limits';
 
@@ -34,14 +35,22 @@ export interface ClaimedRow {
   behind: boolean;
 }
 
+/** The deliveries as a lease queue (kit/work): claimed per endpoint (workspace), leased by `lease_owner`. */
+export const deliveryQueue = new LeaseQueue({
+  table: 'notifications.deliveries',
+  key: ['id'],
+  group: 'workspace_id',
+  owner: 'lease_owner',
+  due: 'next_attempt_at',
+});
+
 /**
- * A delivery an attempt may start on now: pending, due, and not leased (or its lease ran
- * out). The claim takes its candidates by it and the idle poll's check (anyDue) asks it;
- * `d` is the deliveries table's alias in the statement.
+ * A delivery an attempt may start on now: free (pending, not leased or its lease ran
+ * out) and due. The claim takes its candidates by it and the idle poll's check (anyDue)
+ * asks it; `d` is the deliveries table's alias in the statement.
  */
 export function startableNow(sql: Sql, d: string) {
-  const t = sql(d);
-  return sql`${t}.state = 'pending' and ${t}.next_attempt_at <= now() and (${t}.lease_until is null or ${t}.lease_until < now())`;
+  return sql`${deliveryQueue.free(sql, d)} and ${sql(d)}.next_attempt_at <= now()`;
 }
 
 export interface ClaimArgs {
@@ -57,33 +66,29 @@ export interface ClaimArgs {
 }
 
 /**
- * Claims and leases up to the lanes' free slots of due deliveries, in one statement:
- * 1. ws: the endpoints (workspaces) that have pending deliveries, by a skip scan of
- *    deliveries_pending_by_endpoint (one index probe per endpoint, however long its backlog);
- * 2. eps: what each may have now: held (Retry-After, breaker open and not yet due)
- *    nothing; a due open breaker, or a half-open one whose probe was lost, one probe;
- *    otherwise PER_ENDPOINT_CONCURRENCY (1 while failing) less what this process
+ * Claims and leases up to the lanes' free slots of due deliveries, in one statement of
+ * the lease queue (kit/work: the endpoints with pending deliveries `ws`, this process's
+ * in-flight counts `used` and slow endpoints `slow`, then lock and lease), with the
+ * dispatcher's fairness rules:
+ * 1. eps: what each endpoint may have now: held (Retry-After, breaker open and not yet
+ *    due) nothing; a due open breaker, or a half-open one whose probe was lost, one
+ *    probe; otherwise PER_ENDPOINT_CONCURRENCY (1 while failing) less what this process
  *    already has in flight there; and its lane;
- * 3. cand: each endpoint's first due deliveries in order, skipping leased ones and
+ * 2. cand: each endpoint's first due deliveries in order, skipping leased ones and
  *    ones with an earlier delivery of the same booking still pending;
- * 4. chosen: round-robin, every endpoint's first before anyone's second, up to the
+ * 3. chosen: round-robin, every endpoint's first before anyone's second, up to the
  *    lane's free slots;
- * 5. probes: the breaker goes half-open under this claim's token (one replica wins);
- * 6. locked/leased: lock (SKIP LOCKED, re-checked) and lease them.
+ * 4. probes: the breaker goes half-open under this claim's token (one replica wins);
+ * then the normal deliveries chosen and those of the endpoints whose probe this claim
+ * won are leased.
  */
 export function claimDeliveries(sql: Sql, args: ClaimArgs): Promise<ClaimedRow[]> {
-  return sql<ClaimedRow[]>`
-    with recursive ws(workspace_id) as (
-      (select workspace_id from notifications.deliveries where state = 'pending' order by workspace_id limit 1)
-      union all
-      select (select d.workspace_id from notifications.deliveries d
-              where d.state = 'pending' and d.workspace_id > ws.workspace_id order by d.workspace_id limit 1)
-      from ws where ws.workspace_id is not null
-    ), used as (
-      select * from unnest(${sql.array(args.busy.map(([ws]) => ws))}::uuid[], ${sql.array(args.busy.map(([, n]) => n))}::int[]) as u(workspace_id, n)
-    ), slow as (
-      select * from unnest(${sql.array(args.slowEndpoints)}::uuid[]) as s(workspace_id)
-    ), eps as (
+  return deliveryQueue.claim<ClaimedRow>(sql, {
+    token: args.token,
+    leaseSeconds: LEASE_MS / 1000,
+    busy: args.busy,
+    slow: args.slowEndpoints,
+    rules: sql`eps as (
       select ws.workspace_id,
              case
                when e.status is distinct from 'active' or h.workspace_id is null then 'normal'
@@ -132,27 +137,21 @@ export function claimDeliveries(sql: Sql, args: ClaimArgs): Promise<ClaimedRow[]
       where h.workspace_id in (select workspace_id from chosen where mode = 'probe')
         and ((h.breaker = 'open' and (h.not_before is null or h.not_before <= now())) or (h.breaker = 'half_open' and h.probe_until < now()))
       returning h.workspace_id
-    ), locked as (
-      select d.id from notifications.deliveries d
-      where d.id in (select id from chosen where mode = 'normal' or workspace_id in (select workspace_id from probes))
-        and d.state = 'pending' and (d.lease_until is null or d.lease_until < now())
-      for update of d skip locked
-    ), leased as (
-      update notifications.deliveries d
-      set lease_owner = ${args.token}, lease_until = now() + ${LEASE_MS / 1000}::float8 * interval '1 second'
-      from locked where d.id = locked.id
-      returning d.id, d.workspace_id, d.event_id, d.event_type, d.body, d.attempts, d.traceparent, d.booking_reference
-    )
-    select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts, l.traceparent,
-           c.mode, c.slow_lane, c.health_dirty, c.room_used,
-           (l.booking_reference is not null and exists (
-             select 1 from notifications.deliveries p
-             where p.workspace_id = l.workspace_id and p.booking_reference = l.booking_reference
-               and p.state = 'pending' and p.id <> l.id)) as behind,
-           e.url, e.status, e.events, e.secret_ciphertext, e.previous_secret_ciphertext,
-           (e.previous_valid_until > now()) as previous_valid
-    from leased l
-    join chosen c on c.id = l.id
-    left join notifications.endpoints e on e.workspace_id = l.workspace_id
-    order by l.id`;
+    )`,
+    take: sql`select id from chosen where mode = 'normal' or workspace_id in (select workspace_id from probes)`,
+    returning: sql`t.id, t.workspace_id, t.event_id, t.event_type, t.body, t.attempts, t.traceparent, t.booking_reference`,
+    result: sql`
+      select l.id, l.workspace_id, l.event_id, l.event_type, l.body, l.attempts, l.traceparent,
+             c.mode, c.slow_lane, c.health_dirty, c.room_used,
+             (l.booking_reference is not null and exists (
+               select 1 from notifications.deliveries p
+               where p.workspace_id = l.workspace_id and p.booking_reference = l.booking_reference
+                 and p.state = 'pending' and p.id <> l.id)) as behind,
+             e.url, e.status, e.events, e.secret_ciphertext, e.previous_secret_ciphertext,
+             (e.previous_valid_until > now()) as previous_valid
+      from leased l
+      join chosen c on c.id = l.id
+      left join notifications.endpoints e on e.workspace_id = l.workspace_id
+      order by l.id`,
+  });
 }

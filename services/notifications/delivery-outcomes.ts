@@ -8,6 +8,7 @@
 import type { Sql } from '../kit/db';
 import { honoursRetryAfter, parseRetryAfter } from './endpoint-health';
 import type { PostResult } from './webhook-poster';
+import { deliveryQueue } from './delivery-claim';
 
 /** The result of one attempt, as recorded. */
 export type Outcome =
@@ -82,7 +83,7 @@ export async function writeOutcomes(sql: Sql, batch: OutcomeWrite[]): Promise<Ma
           body = case when o.delivered and not d.test then null else d.body end,
           finished_at = case when o.delivered then now() else d.finished_at end
       from o
-      where d.id = o.id and d.lease_owner = o.token
+      where d.id = o.id and ${deliveryQueue.held(sql, 'd', sql`o.token`)}
       returning d.id, d.workspace_id, o.delivered, d.next_attempt_at
     ), reset as (
       update notifications.endpoints e set consecutive_abandoned = 0
@@ -108,11 +109,11 @@ export async function abandonDelivery(
 ): Promise<{ workspace_id: string } | undefined> {
   const [r] = await sql<{ workspace_id: string }[]>`
     with d as (
-      update notifications.deliveries
+      update notifications.deliveries d
       set state = 'abandoned', attempts = ${a.attempts}, last_status = ${a.status}, last_error = ${a.error},
           next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
-      where id = ${a.id} and lease_owner = ${a.token}
-      returning id, workspace_id
+      where d.id = ${a.id} and ${deliveryQueue.held(sql, 'd', a.token)}
+      returning d.id, d.workspace_id
     ), logged as (
       insert into notifications.delivery_attempts (delivery_id, attempted_at, response_status, duration_ms, outcome)
       select d.id, ${a.attempt.startedAt}::timestamptz, ${a.status}::int, ${a.attempt.durationMs}::int, ${a.error}::text from d

@@ -14,7 +14,7 @@
  *   the guest was erased meanwhile, intake.ts). A delivery abandoned before replay
  *   existed has no body: it stays abandoned and is counted as not replayable.
  * - One statement: it locks the selected abandoned rows (no dispatcher worker holds
- *   them: workers claim only pending rows, with SKIP LOCKED) and puts those with a
+ *   them: workers claim only pending rows, skipping rows others lock) and puts those with a
  *   body back to pending. A concurrent replay of the same row waits, then finds it
  *   pending and leaves it. The dispatcher picks the rows up at its next poll, in
  *   their original order (next_attempt_at is the same, then id).

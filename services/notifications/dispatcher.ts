@@ -2,8 +2,8 @@
  * The delivery worker: sends due deliveries, records the outcome, schedules retries.
  *
  * Durability and concurrency (docs/notifications.md, "Durability"):
- * - Deliveries live in `notifications.deliveries`; a worker claims due rows in a short
- *   transaction (`FOR UPDATE SKIP LOCKED`) by writing a lease (a fresh token and
+ * - Deliveries live in `notifications.deliveries`, a lease queue of the kit (kit/work):
+ *   a worker claims due rows in one statement by writing a lease (a fresh token and
  *   `lease_until`), sends outside any transaction, then records the outcome only if
  *   it still holds that lease. Replicas never claim the same row at once; a worker
  *   that dies leaves its lease to expire (LEASE_MS) and the delivery is sent again,
@@ -53,16 +53,21 @@ import type { Logger } from '../kit/base';
 import { GroupCommit } from '../kit/base';
 import { Worker, type RoundResult } from '../kit/work';
 import { EndpointHealthStore } from './endpoint-health';
-import { notificationsMetrics } from './metrics';
-import { openPrevious, SecretBox, SecretDecryptionError } from './secret-box';
-import { signatureHeaders } from './signature';
+import type { SecretBox } from './secret-box';
 import type { WebhookPoster } from './webhook-poster';
-import { claimDeliveries, startableNow, type ClaimedRow } from './delivery-claim';
-import { abandonDelivery, classifyResponse, writeOutcomes, type AttemptTiming, type Outcome, type OutcomeWrite } from './delivery-outcomes';
-import { ATTEMPT_TIMEOUT_MS, FAST_LANE_SLOTS, SLOW_ATTEMPT_MS, SLOW_LANE_SLOTS } from './delivery-limits';
-
-/** Response bytes read (and discarded) at most. */
-const MAX_RESPONSE_BYTES = 64 * 1024;
+import { claimDeliveries, deliveryQueue, startableNow, type ClaimedRow } from './delivery-claim';
+import { abandonDelivery, writeOutcomes, type AttemptTiming, type Outcome, type OutcomeWrite } from './delivery-outcomes';
+import { FAST_LANE_SLOTS, SLOW_ATTEMPT_MS, SLOW_LANE_SLOTS } from './delivery-limits';
+import {
+  handleFailedDispatch,
+  handleSuccessfulDispatch,
+  makeHttpCall,
+  POSTPONE_S,
+  prepareDispatch,
+  recordEndpointHealth,
+  type Handled,
+  type OutcomeWriter,
+} from './delivery-steps';
 /** Outcomes written in one statement at most. */
 const OUTCOME_BATCH = 64;
 /** How often deliveries stuck behind an open breaker past their schedule are looked for. */
@@ -112,8 +117,8 @@ export class DeliveryDispatcher {
   private claiming = false;
   /** The claim loop (worker.ts); the attempts run as its tasks. */
   private readonly worker: Worker;
-  /** Outcomes written in batches (writeOutcome). */
-  private readonly outcomes: GroupCommit<OutcomeWrite, { next_attempt_at: Date | null } | null>;
+  /** Where the outcome steps write (handle). */
+  private readonly writer: OutcomeWriter;
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
@@ -137,23 +142,26 @@ export class DeliveryDispatcher {
       // process would spend most of its idle CPU on.
       idleCheck: () => this.anyDue(),
     });
-    this.outcomes = new GroupCommit({
+    const outcomes = new GroupCommit({
       maxBatch: OUTCOME_BATCH,
       write: async (batch: OutcomeWrite[]) => {
         const written = await writeOutcomes(this.asyncSql, batch);
         return batch.map((w) => written.get(w.id) ?? null);
       },
     });
+    this.writer = {
+      writeOutcome: (w) => outcomes.submit(w),
+      abandon: (a) => abandonDelivery(this.asyncSql, a),
+      countAbandoned: (ws, n) => this.health.countAbandoned(ws, n),
+    };
   }
 
   /** Starts the worker loop. */
   async start(): Promise<void> {
     if (this.running) return;
     if (this.opts.soleWorker) {
-      const released = await this.sql`
-        update notifications.deliveries set lease_owner = null, lease_until = null
-        where state = 'pending' and lease_owner is not null`;
-      if (released.count > 0) this.log.info({ released: released.count }, 'webhooks: released leases left by the previous run');
+      const released = await deliveryQueue.releaseAll(this.sql);
+      if (released > 0) this.log.info({ released }, 'webhooks: released leases left by the previous run');
       const probes = await this.health.releaseAllProbes();
       if (probes > 0) this.log.info({ probes }, 'webhooks: released breaker probes left by the previous run');
     }
@@ -289,100 +297,25 @@ export class DeliveryDispatcher {
     );
   }
 
+  /** One attempt as its steps (delivery-steps.ts); a shutdown or a secret we cannot open gives the claim back. */
   private async attempt(row: ClaimedRow, token: string, signal: AbortSignal): Promise<void> {
-    const active = row.status === 'active' && (row.events ?? []).includes(row.event_type) && row.url !== null;
-    let outcome: Outcome;
-    let timing: AttemptTiming = { startedAt: new Date(), durationMs: null };
-    if (!active) {
-      // Paused, unsubscribed, pending_verification or suspended: nothing is sent there
-      // (spec "Webhook endpoint status"); the attempt counts, so the delivery ends.
-      outcome = { delivered: false, status: null, error: 'endpoint_not_active', skipped: true };
-    } else {
-      let keys;
-      try {
-        if (!this.opts.box) throw new SecretDecryptionError('no secrets-encryption key configured');
-        keys = {
-          current: this.opts.box.open(row.secret_ciphertext!, row.workspace_id),
-          previous: row.previous_valid && row.previous_secret_ciphertext ? openPrevious(this.opts.box, row.previous_secret_ciphertext, row.workspace_id) : undefined,
-        };
-      } catch (err) {
-        // Our fault, not the partner's: do not spend an attempt; look again in a minute.
-        this.log.error({ err, workspace_id: row.workspace_id, event_id: row.event_id }, 'webhooks: cannot decrypt the signing secret; delivery postponed');
-        await this.sql`
-          update notifications.deliveries set lease_owner = null, lease_until = null, next_attempt_at = now() + interval '60 seconds'
-          where id = ${row.id} and lease_owner = ${token}`;
-        if (row.mode === 'probe') await this.health.releaseProbe(row.workspace_id, token);
-        return;
-      }
-      const headers = { ...signatureHeaders(keys, row.body), 'Content-Type': 'application/json', 'User-Agent': 'PartnerSync-Webhooks/1' };
-      const started = performance.now();
-      const startedAt = new Date();
-      const res = await this.opts.poster.post(row.url!, row.body, headers, {
-        timeoutMs: ATTEMPT_TIMEOUT_MS,
-        maxResponseBytes: MAX_RESPONSE_BYTES,
-        signal,
-        endpoint: row.workspace_id,
-      });
-      if (signal.aborted && this.worker.isStopping) {
-        await this.sql`update notifications.deliveries set lease_owner = null, lease_until = null where id = ${row.id} and lease_owner = ${token}`;
-        if (row.mode === 'probe') await this.health.releaseProbe(row.workspace_id, token);
-        this.log.info({ event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: attempt aborted by shutdown; delivery stays pending');
-        return;
-      }
-      const ms = performance.now() - started;
-      timing = { startedAt, durationMs: Math.round(ms) };
-      this.noteLatency(row.workspace_id, ms);
-      outcome = classifyResponse(res);
-      notificationsMetrics.observe('attempt_seconds', ms / 1000, { outcome: outcome.delivered ? 'delivered' : outcome.error });
-      await this.recordHealth(row, token, outcome);
+    const startedAt = new Date();
+    const prepared = prepareDispatch(row, this.opts.box);
+    if (prepared.kind === 'skip') return void (await this.handle(row, token, prepared.outcome, { startedAt, durationMs: null }));
+    if (prepared.kind === 'postpone') {
+      // Our fault, not the partner's: do not spend an attempt; look again in a minute.
+      this.log.error({ err: prepared.err, workspace_id: row.workspace_id, event_id: row.event_id }, 'webhooks: cannot decrypt the signing secret; delivery postponed');
+      return this.release(row, token, POSTPONE_S);
     }
-    await this.record(row, token, outcome, timing);
-  }
-
-  /**
-   * The endpoint's side of an attempt that reached the network (endpoint-health.ts): a
-   * 2xx closes the breaker and ends holds (written only when there was something to
-   * reset); a failure counts towards opening it, re-opens it after a failed probe, and
-   * a Retry-After holds the endpoint; a 410 Gone suspends it.
-   */
-  private async recordHealth(row: ClaimedRow, token: string, outcome: Outcome): Promise<void> {
-    const ws = row.workspace_id;
-    try {
-      if (outcome.delivered) {
-        if (!row.health_dirty && row.mode !== 'probe') return;
-        const was = await this.health.success(ws);
-        if (was === 'open' || was === 'half_open') {
-          notificationsMetrics.inc('breaker_closed');
-          this.log.info({ workspace_id: ws }, 'webhook endpoint circuit closed: a delivery got its 2xx; its waiting deliveries flow again');
-        }
-        return;
-      }
-      const r = await this.health.failure({
-        workspaceId: ws,
-        status: outcome.status,
-        error: outcome.error,
-        retryAfterS: outcome.retryAfterS,
-        probeToken: row.mode === 'probe' ? token : undefined,
-      });
-      if (outcome.retryAfterS !== undefined) {
-        notificationsMetrics.inc('retry_after_honoured');
-        this.log.info(
-          { workspace_id: ws, status: outcome.status, retry_after_s: outcome.retryAfterS, not_before: r.notBefore },
-          'webhook endpoint asked to wait (Retry-After); nothing is sent to it before not_before',
-        );
-      }
-      if (r.opened) {
-        notificationsMetrics.inc('breaker_opened');
-        this.log.warn(
-          { workspace_id: ws, consecutive_failures: r.consecutiveFailures, not_before: r.notBefore, status: outcome.status, error: outcome.error, probe: row.mode === 'probe' },
-          'webhook endpoint circuit open: attempts keep failing; its deliveries wait (uncounted) until a probe gets a 2xx',
-        );
-      }
-      if (outcome.status === 410) await this.health.suspendGone(ws);
-    } catch (err) {
-      // The breaker is an optimisation of the endpoint's load, never a reason to lose an outcome.
-      this.log.error({ err, workspace_id: ws }, "webhooks: recording the endpoint's health failed");
+    const call = await makeHttpCall(this.opts.poster, prepared, row.workspace_id, signal, () => this.worker.isStopping);
+    if (call.kind === 'aborted') {
+      await this.release(row, token);
+      this.log.info({ event_id: row.event_id, workspace_id: row.workspace_id }, 'webhooks: attempt aborted by shutdown; delivery stays pending');
+      return;
     }
+    this.noteLatency(row.workspace_id, call.ms);
+    await recordEndpointHealth(this.health, this.log, row, token, call.outcome);
+    await this.handle(row, token, call.outcome, call.timing);
   }
 
   /**
@@ -390,50 +323,19 @@ export class DeliveryDispatcher {
    * can lose the last few hundred milliseconds of outcomes (and claims), which at worst
    * repeats an attempt with the same event_id — at-least-once, as promised — while
    * saving a disk flush per attempt. Deliveries and scheduled retries are written in
-   * batches (writeOutcome); the last failed attempt (abandonment) on its own. A retry
-   * after a Retry-After is scheduled no earlier than the partner asked.
+   * batches (`outcomes`, group commit: one statement for everything queued while the
+   * previous one ran, at most OUTCOME_BATCH, so a busy dispatcher writes many outcomes
+   * per round trip and an idle one writes each at once); the last failed attempt
+   * (abandonment) on its own.
    */
-  private async record(row: ClaimedRow, token: string, outcome: Outcome, attempt: AttemptTiming): Promise<void> {
-    const attempts = row.attempts + 1;
-    const log = { workspace_id: row.workspace_id, event_id: row.event_id, event_type: row.event_type, attempts };
-    if (outcome.delivered) {
-      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: true, status: outcome.status, error: null, delayS: 0, attempt });
-      if (!r) return this.lostLease(row);
-      notificationsMetrics.inc('delivered', { event_type: row.event_type });
-      this.log.debug({ ...log, status: outcome.status }, 'webhook delivered');
-      return;
-    }
-    if (!outcome.skipped) notificationsMetrics.inc('failed_attempts', { event_type: row.event_type, error: outcome.error });
-    const schedule = this.opts.schedule;
-    if (attempts <= schedule.length) {
-      const delayS = Math.max(schedule[attempts - 1]!, outcome.retryAfterS ?? 0);
-      const r = await this.writeOutcome({ id: row.id, token, attempts, delivered: false, status: outcome.status, error: outcome.error, delayS, attempt });
-      if (!r) return this.lostLease(row);
-      this.log.info({ ...log, status: outcome.status, error: outcome.error, next_attempt_at: r.next_attempt_at }, 'webhook attempt failed; retry scheduled');
-      return;
-    }
-    // Abandoned: the body stays, for a replay (cleared only by the 30-day prune).
-    const r = await abandonDelivery(this.asyncSql, { id: row.id, token, attempts, status: outcome.status, error: outcome.error, attempt });
-    if (!r) return this.lostLease(row);
-    notificationsMetrics.inc('abandoned', { event_type: row.event_type });
-    this.log.warn({ ...log, status: outcome.status, error: outcome.error }, 'webhook delivery abandoned after its last attempt');
-    if (outcome.skipped) return;
-    await this.health.countAbandoned(row.workspace_id, 1);
+  private handle(row: ClaimedRow, token: string, outcome: Outcome, timing: AttemptTiming): Promise<Handled> {
+    if (outcome.delivered) return handleSuccessfulDispatch(this.writer, this.log, row, token, outcome, timing);
+    return handleFailedDispatch(this.writer, this.log, this.opts.schedule, row, token, outcome, timing);
   }
 
-  /**
-   * Queues a delivered outcome or a scheduled retry for the next batch write (group
-   * commit: one statement for everything queued while the previous one ran, at most
-   * OUTCOME_BATCH, so a busy dispatcher writes many outcomes per round trip and an idle
-   * one writes each at once). Resolves once it is written: with the row's new
-   * next_attempt_at, or null if this worker no longer held the lease (nothing written).
-   */
-  private writeOutcome(w: OutcomeWrite): Promise<{ next_attempt_at: Date | null } | null> {
-    return this.outcomes.submit(w);
-  }
-
-  private lostLease(row: ClaimedRow): void {
-    // Only if this worker stalled past LEASE_MS: another worker owns the delivery now.
-    this.log.warn({ workspace_id: row.workspace_id, event_id: row.event_id }, 'webhooks: lease expired before the outcome was recorded; the new owner records it');
+  /** Gives the claim back without an attempt (and the breaker's probe, if it was one); due again after `retryInS`. */
+  private async release(row: ClaimedRow, token: string, retryInS?: number): Promise<void> {
+    await deliveryQueue.release(this.sql, { id: row.id }, token, { retryInS });
+    if (row.mode === 'probe') await this.health.releaseProbe(row.workspace_id, token);
   }
 }

@@ -14,6 +14,8 @@
  */
 import type { Sql } from '../kit/db';
 import type { Logger } from '../kit/base';
+import { lockRows } from '../kit/work';
+import { deliveryQueue } from './delivery-claim';
 import { SUSPEND_AFTER_ABANDONED } from './delivery-limits';
 import { notificationsMetrics } from './metrics';
 
@@ -230,17 +232,18 @@ export class EndpointHealthStore {
    */
   async abandonExpiredBehindBreaker(): Promise<void> {
     const span = breakerWaitLimitSeconds(this.schedule);
-    const rows = await this.asyncSql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
-      with gone as (
-        select d.id from notifications.deliveries d
-        join notifications.endpoint_health h on h.workspace_id = d.workspace_id and h.breaker <> 'closed'
-        join notifications.endpoints e on e.workspace_id = d.workspace_id and e.status = 'active'
-        where h.breaker <> 'closed' and d.state = 'pending' and d.created_at < now() - ${span}::float8 * interval '1 second'
-          and (d.lease_until is null or d.lease_until < now())
-        order by d.id
-        limit 500
-        for update of d skip locked
-      )
+    const sql = this.asyncSql;
+    const rows = await sql<{ workspace_id: string; event_id: string; event_type: string; attempts: number; last_status: number | null }[]>`
+      with gone as (${lockRows(sql, {
+        columns: sql`d.id`,
+        from: sql`notifications.deliveries d
+          join notifications.endpoint_health h on h.workspace_id = d.workspace_id and h.breaker <> 'closed'
+          join notifications.endpoints e on e.workspace_id = d.workspace_id and e.status = 'active'`,
+        of: 'd',
+        where: sql`h.breaker <> 'closed' and ${deliveryQueue.free(sql, 'd')} and d.created_at < now() - ${span}::float8 * interval '1 second'`,
+        orderBy: sql`d.id`,
+        limit: 500,
+      })})
       update notifications.deliveries d
       set state = 'abandoned', last_error = 'circuit_open', next_attempt_at = null, lease_owner = null, lease_until = null, finished_at = now()
       from gone where d.id = gone.id

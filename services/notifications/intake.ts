@@ -28,7 +28,7 @@
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
-import type { ReceivedEvent } from '../kit/events';
+import { markProcessed, type ReceivedEvent } from '../kit/events';
 import type { PendingQuery, Row } from 'postgres';
 import type { Sql, Tx } from '../kit/db';
 import type { Logger } from '../kit/base';
@@ -284,19 +284,11 @@ export class DeliveryIntake {
       return outcomes;
     };
     if (items.every((d) => !d.erased)) {
-      const fresh = sql`
-        insert into notifications.processed_events (consumer, event_id)
-        select ${INTAKE_CONSUMER}, unnest(${sql.array([...byId.keys()])}::uuid[])
-        on conflict do nothing
-        returning event_id`;
+      const fresh = markProcessed(sql, 'notifications', INTAKE_CONSUMER, [...byId.keys()]);
       return collect(await sql<OutcomeRow[]>`${recordEvents(sql, items, fresh)}`);
     }
     return await sql.begin(async (tx) => {
-      const fresh = await tx<{ event_id: string }[]>`
-        insert into notifications.processed_events (consumer, event_id)
-        select ${INTAKE_CONSUMER}, unnest(${tx.array([...byId.keys()])}::uuid[])
-        on conflict do nothing
-        returning event_id`;
+      const fresh = await markProcessed(tx, 'notifications', INTAKE_CONSUMER, [...byId.keys()]);
       const todo = fresh.map((r) => byId.get(r.event_id)!).filter(Boolean);
       if (todo.length === 0) return outcomes;
       for (const d of todo) {
@@ -338,7 +330,7 @@ export class DeliveryIntake {
  * half-way). Two batches recording the same fact at once: the second waits on the
  * first's uncommitted key, then skips it (`replayed`).
  */
-function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[]>): PendingQuery<Row[]> {
+function recordEvents(sql: Sql | Tx, events: Decoded[], fresh: PendingQuery<Row[]> | PendingQuery<{ event_id: string }[]>): PendingQuery<Row[]> {
   const srcs = events.map((d) => d.source);
   return sql`
     with fresh as (${fresh}),

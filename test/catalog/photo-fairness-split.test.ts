@@ -2,8 +2,9 @@
  * Fair photo fetching with two catalog replicas (one process per service, as
  * Kubernetes runs it; needs DATABASE_URL and NATS_URL): both replicas claim from the
  * same queue, each keeps the per-workspace limit for its own workers, a slow tenant's
- * photos never hold a healthy tenant back, and no photo is fetched twice (the claim's
- * SKIP LOCKED and re-check hold across replicas). The slow host sends a byte a second
+ * photos never hold a healthy tenant back, and no photo is fetched twice (the lease
+ * queue's lock, which passes over rows another replica holds, and its re-check hold
+ * across replicas). The slow host sends a byte a second
  * until the test releases a photo; no assertion is about time.
  */
 import { PhotoState } from '../../gen/psync/catalog/v1/catalog_pb';

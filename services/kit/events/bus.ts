@@ -12,7 +12,7 @@
  * Events enter the bus only through the transactional outbox (outbox-writer.ts, outbox-relay.ts), so a
  * published event always corresponds to a committed change. Delivery is
  * at-least-once: handlers must be idempotent (dedupe on `id` in the kit's
- * processed_events table, as notifications/intake.ts does).
+ * processed_events table with `markProcessed`, processed-events.ts).
  */
 
 /** One domain event on the wire. */

@@ -1,6 +1,6 @@
 /**
  * The event bus (NATS JetStream, or the in-process bus of the embedded default), its
- * consumers and stream, and the transactional outbox that feeds it.
+ * consumers and their dedupe marks, the stream, and the transactional outbox that feeds it.
  *
  * This file is the module's whole public surface: code outside services/kit/events/ imports
  * from here, never from a file inside (eslint.config.mjs, docs/architecture.md "Modules").
@@ -14,3 +14,4 @@ export { DEFAULT_STREAM_LIMITS, DEFAULT_STREAM_MAX_AGE_MS, streamConfigFor, type
 export { OutboxHousekeeping } from './outbox-housekeeping';
 export { type OutboxEncoder, type OutboxMessage, OutboxRelay, type OutboxRow } from './outbox-relay';
 export { appendToOutbox, type OutboxEvent } from './outbox-writer';
+export { markProcessed } from './processed-events';

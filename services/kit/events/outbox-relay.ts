@@ -15,7 +15,7 @@ import { registerOutboxLag } from '../telemetry';
 import { errorType, recordMessageSent } from '../telemetry';
 import { OrderKeys, defaultOrderKey } from './outbox-order';
 import { assertSchemaName } from './outbox-writer';
-import { Worker } from '../work';
+import { lockRows, Worker } from '../work';
 
 const MAX_BACKOFF_MS = 10_000;
 /** Idle poll: how often a relay nobody nudges looks for rows. */
@@ -72,8 +72,9 @@ export interface OutboxRelayOptions {
  *
  * Every batch runs in one transaction: a transaction-scoped advisory lock lets one
  * relay per schema work at a time (taken in the same statement that selects the rows),
- * rows are taken in `seq` order `for update skip locked` (so even without the lock no
- * two replicas publish the same row concurrently), published, and the ones the bus
+ * rows are taken in `seq` order and locked, passing over rows another transaction holds
+ * (`lockRows` of kit/work: so even without the advisory lock no two replicas publish the
+ * same row concurrently), published, and the ones the bus
  * acknowledged are marked `published_at` before commit.
  *
  * Publishing is pipelined: rows are handed to the bus in `seq` order without waiting
@@ -225,14 +226,14 @@ export class OutboxRelay {
         conn<(Omit<ClaimedRow, 'id'> & { id: string | null })[]>`
           with l as materialized (select pg_try_advisory_xact_lock(hashtext(${this.table})) as ok)
           select l.ok as locked, o.id, o.subject, o.data, o.body, o.headers
-          from l left join lateral (
-            select o.seq, o.id, o.subject, o.data, o.body, o.headers
-            from ${conn(this.table)} o
-            where l.ok and o.published_at is null
-            order by o.seq
-            limit ${this.batchSize}
-            for update of o skip locked
-          ) o on true
+          from l left join lateral (${lockRows(conn, {
+            columns: conn`o.seq, o.id, o.subject, o.data, o.body, o.headers`,
+            from: conn`${conn(this.table)} o`,
+            of: 'o',
+            where: conn`l.ok and o.published_at is null`,
+            orderBy: conn`o.seq`,
+            limit: this.batchSize,
+          })}) o on true
           order by o.seq
         `.execute(),
       ] as const);
