@@ -46,7 +46,7 @@ export type BlocksQueryInput = Validated<typeof BlocksQuery>;
 export const BlockPut = Type.Object({
   result: oneOfNames(upsertResults.names),
   nights: Type.Integer({ minimum: 1, maximum: MAX_NIGHTS, description: 'The nights held, restated so the partner can check the count.' }),
-  listing_id: Type.String({ minLength: 1, maxLength: 255, description: 'The listing the block landed on.' }),
+  listing_id: Type.String({ ...lengthOf(PutBlockRequestSchema, 'listing_id'), description: 'The listing the block landed on.' }),
 });
 export type BlockPutJson = Static<typeof BlockPut>;
 

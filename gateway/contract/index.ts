@@ -16,6 +16,7 @@ import { Token } from './token';
 import { WebhookEndpointBody, WebhookEndpointState } from './webhooks';
 
 export { COMPLETED_AT_MAX_AHEAD_MS } from './deletion-requests';
+export { ENDPOINT_CHECK_NAMES, ENDPOINT_CHECK_RUN_STATUSES, TEST_EVENT_KINDS } from './sandbox';
 
 export const REQUEST_SCHEMAS = {
   property: PropertyBody,
