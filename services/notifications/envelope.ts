@@ -10,15 +10,14 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import { WebhookEventType, WebhookEventTypeSchema } from '../../gen/psync/notifications/v1/notifications_pb';
-import { dottedKind, EnumNames } from '../kit/base';
+import { WebhookEventType, WebhookEventTypeSchema, type WebhookEventTypeJson } from '../../gen/psync/notifications/v1/notifications_pb';
+import { dottedKind, EnumNames, type DottedEnumName } from '../kit/base';
 import { CancellationInitiator } from '../../gen/psync/calendar/v1/events_pb';
 import type { Booking, GetErasureResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 
-/** The kinds a partner can subscribe to (spec "Webhook endpoint", `events`). */
-export const SUBSCRIBABLE_KINDS = ['booking.confirmed', 'booking.cancelled', 'user.erased'] as const;
-export type EventKind = (typeof SUBSCRIBABLE_KINDS)[number];
 export const CHALLENGE_KIND = 'endpoint.challenge';
+/** A kind a partner can subscribe to (spec "Webhook endpoint", `events`): every kind of the enum but the challenge. */
+export type EventKind = Exclude<DottedEnumName<WebhookEventTypeJson, 'WEBHOOK_EVENT_TYPE_'>, typeof CHALLENGE_KIND>;
 
 /** Event kinds ↔ WebhookEventType, from its descriptor: BOOKING_CONFIRMED → `booking.confirmed`. */
 const kinds = new EnumNames<WebhookEventType, EventKind | typeof CHALLENGE_KIND>(WebhookEventTypeSchema, { spell: dottedKind });

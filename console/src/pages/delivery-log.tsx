@@ -3,6 +3,7 @@
  * delivery, its state, every attempt (status, duration, outcome) and a resend; filtered
  * by state and event type, both kept in the hash route.
  */
+import { webhookEndpointEventsValues } from '../../../packages/partner-sdk/src/generated/openapi';
 import type { Delivery, DeliveryList, DeliveryListQuery } from '../../../packages/partner-sdk/src/types';
 import { href, type Route } from '../route';
 import { useConsole } from '../context';
@@ -12,7 +13,8 @@ import { Badge, ErrorNote, HeadRow, Loading, Time } from '../ui';
 
 const PAGE_SIZE = 20;
 const STATES = ['pending', 'delivered', 'abandoned'] as const;
-const EVENT_TYPES = ['booking.confirmed', 'booking.cancelled', 'user.erased'] as const;
+/** The event types a partner subscribes to, as the API document lists them. */
+const EVENT_TYPES = webhookEndpointEventsValues;
 
 export function deliveryQuery(route: Route): DeliveryListQuery {
   const q: DeliveryListQuery = { page_size: PAGE_SIZE, page: Math.max(1, Number(route.query.get('page') ?? '1') || 1) };

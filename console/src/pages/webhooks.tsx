@@ -7,6 +7,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { isProblem } from '../../../packages/partner-sdk/src/errors';
+import { webhookEndpointEventsValues } from '../../../packages/partner-sdk/src/generated/openapi';
 import type { Delivery, TestEvent } from '../../../packages/partner-sdk/src/types';
 import { useConsole } from '../context';
 import { useAction, useLoad } from '../load';
@@ -35,9 +36,11 @@ function TestEventForm({ onSent }: { onSent: (d: Delivery) => void }) {
     <form class="inline" onSubmit={send}>
       <label for="test-event-type">Event type</label>
       <select id="test-event-type" name="event_type">
-        <option value="booking.confirmed">booking.confirmed</option>
-        <option value="booking.cancelled">booking.cancelled</option>
-        <option value="user.erased">user.erased</option>
+        {webhookEndpointEventsValues.map((t) => (
+          <option key={t} value={t}>
+            {t}
+          </option>
+        ))}
       </select>
       <label for="test-event-listing">Listing</label>
       <select id="test-event-listing" name="listing_id">

@@ -23,7 +23,9 @@ export async function generateTypes(input = OPENAPI_DOCUMENT): Promise<string> {
   // defaultNonNullable off: a property with a `default` (a block's `reason`) stays as
   // optional as the document's `required` makes it. openapi-typescript's default would
   // make it required in every component schema, request bodies included.
-  const ast = await openapiTS(document, { defaultNonNullable: false });
+  // enumValues: each enumeration also as a runtime list (`webhookEndpointEventsValues`),
+  // so the SDK and the console read a list from the document instead of writing it again.
+  const ast = await openapiTS(document, { defaultNonNullable: false, enumValues: true });
   return COMMENT_HEADER + astToString(ast);
 }
 

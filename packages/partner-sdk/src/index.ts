@@ -24,6 +24,7 @@ export {
   PREVIOUS_SIGNATURE_HEADER,
   SIGNATURE_HEADER,
   signWebhook,
+  SUBSCRIBABLE_EVENT_TYPES,
   TIMESTAMP_HEADER,
   verifyWebhook,
   type VerifyOptions,

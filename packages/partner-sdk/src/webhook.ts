@@ -23,6 +23,7 @@
  * and previous secret during its own.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { webhookEndpointEventsValues } from './generated/openapi';
 import type { WebhookEvent } from './types';
 
 export const SIGNATURE_HEADER = 'X-Signature';
@@ -31,7 +32,11 @@ export const PREVIOUS_SIGNATURE_HEADER = 'X-Signature-Previous';
 /** The contract's tolerance: five minutes. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
-export const WEBHOOK_EVENT_TYPES = ['endpoint.challenge', 'booking.confirmed', 'booking.cancelled', 'user.erased'] as const;
+/** The event types a partner subscribes to: the document's `WebhookEndpoint.events` list. */
+export const SUBSCRIBABLE_EVENT_TYPES = webhookEndpointEventsValues;
+
+/** Every event type a delivery may carry: the endpoint challenge, then the subscribable ones. */
+export const WEBHOOK_EVENT_TYPES = ['endpoint.challenge', ...SUBSCRIBABLE_EVENT_TYPES] as const;
 
 export type WebhookVerificationCode = 'missing_header' | 'invalid_timestamp' | 'timestamp_too_old' | 'timestamp_too_new' | 'signature_mismatch' | 'invalid_payload';
 

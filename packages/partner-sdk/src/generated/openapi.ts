@@ -3106,3 +3106,41 @@ export interface operations {
         };
     };
 }
+type FlattenedDeepRequired<T> = {
+    [K in keyof T]-?: FlattenedDeepRequired<T[K] extends unknown[] | undefined | null ? Extract<T[K], unknown[]>[number] : T[K]>;
+};
+type ReadonlyArray<T> = [
+    Exclude<T, undefined>
+] extends [
+    unknown[]
+] ? Readonly<Exclude<T, undefined>> : Readonly<Exclude<T, undefined>[]>;
+export const pathsWebhooksDeliveriesEvent_idResendPostResponses409ContentApplicationProblemJsonCodeValues: ReadonlyArray<FlattenedDeepRequired<paths>["/webhooks/deliveries/{event_id}/resend"]["post"]["responses"]["409"]["content"]["application/problem+json"]["code"]> = ["webhook_endpoint_not_active", "delivery_not_resendable"];
+export const propertyStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["Property"]["status"]> = ["listed", "unlisted"];
+export const blockReasonValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["Block"]["reason"]> = ["reserved", "maintenance", "owner_stay", "other"];
+export const webhookEndpointEventsValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["WebhookEndpoint"]["events"]> = ["booking.confirmed", "booking.cancelled", "user.erased"];
+export const testEventEvent_typeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["TestEvent"]["event_type"]> = ["booking.confirmed", "booking.cancelled", "user.erased"];
+export const testEventInitiated_byValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["TestEvent"]["initiated_by"]> = ["guest", "host"];
+export const propertyUpsertResultValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["PropertyUpsert"]["result"]> = ["created", "updated"];
+export const propertyUpsertStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["PropertyUpsert"]["status"]> = ["listed", "unlisted"];
+export const propertyUpsertMissingValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["PropertyUpsert"]["missing"]> = ["price", "amenities", "cover_photo", "photos", "photos_processing", "unlisted"];
+export const propertyUpsertPhotos_rejectedReasonValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["PropertyUpsert"]["photos_rejected"]["reason"]> = ["unreachable", "forbidden_url", "not_an_image", "too_large", "too_small"];
+export const blockPutResultValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BlockPut"]["result"]> = ["created", "updated"];
+export const blockItemReasonValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BlockItem"]["reason"]> = ["reserved", "maintenance", "owner_stay", "other"];
+export const webhookEndpointStateEventsValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["WebhookEndpointState"]["events"]> = ["booking.confirmed", "booking.cancelled", "user.erased"];
+export const webhookEndpointStateStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["WebhookEndpointState"]["status"]> = ["pending_verification", "active", "suspended"];
+export const deliveryEvent_typeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["Delivery"]["event_type"]> = ["booking.confirmed", "booking.cancelled", "user.erased"];
+export const deliveryStateValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["Delivery"]["state"]> = ["pending", "delivered", "abandoned"];
+export const violationCodeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["Violation"]["code"]> = ["required", "unknown_field", "type", "format", "pattern", "enum", "min_length", "max_length", "minimum", "maximum", "min_items", "max_items", "one_of", "invalid"];
+export const bookingConfirmedEventEvent_typeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BookingConfirmedEvent"]["event_type"]> = ["booking.confirmed"];
+export const bookingCancelledEventEvent_typeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BookingCancelledEvent"]["event_type"]> = ["booking.cancelled"];
+export const bookingCancelledEventDataInitiated_byValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BookingCancelledEvent"]["data"]["initiated_by"]> = ["guest", "host"];
+export const userErasedEventEvent_typeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["UserErasedEvent"]["event_type"]> = ["user.erased"];
+export const endpointCheckNameValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["EndpointCheck"]["name"]> = ["valid_delivery_accepted", "duplicate_accepted", "wrong_signature_refused", "stale_timestamp_refused", "altered_body_refused", "previous_secret_accepted"];
+export const endpointCheckRunStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["EndpointCheckRun"]["status"]> = ["running", "passed", "failed"];
+export const photoStateStateValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["PhotoState"]["state"]> = ["processing", "ready", "rejected"];
+export const photoStateReasonValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["PhotoState"]["reason"]> = ["unreachable", "forbidden_url", "not_an_image", "too_large", "too_small"];
+export const storedPropertyMissingValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["StoredProperty"]["missing"]> = ["price", "amenities", "cover_photo", "photos", "photos_processing", "unlisted"];
+export const storedPropertyPropertyStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["StoredProperty"]["property"]["status"]> = ["listed", "unlisted"];
+export const listingNightStateValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["ListingNight"]["state"]> = ["free", "blocked", "booked", "held"];
+export const componentsParametersDelivery_stateValues: ReadonlyArray<FlattenedDeepRequired<components>["parameters"]["delivery_state"]> = ["pending", "delivered", "abandoned"];
+export const componentsParametersDelivery_event_typeValues: ReadonlyArray<FlattenedDeepRequired<components>["parameters"]["delivery_event_type"]> = ["booking.confirmed", "booking.cancelled", "user.erased"];
