@@ -17,5 +17,7 @@ module.exports = {
   // The system tests start the shipped build (test/support/system.ts): made current once per run.
   globalSetup: '<rootDir>/test/support/build-main.js',
   testTimeout: 60000,
+  // The default report, and the skipped tests named by file (test/support/skipped-reporter.js).
+  reporters: ['default', '<rootDir>/test/support/skipped-reporter.js'],
   maxWorkers: 2,
 };

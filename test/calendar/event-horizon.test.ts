@@ -26,6 +26,7 @@ import type { WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_p
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { createScratchDatabase, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { clientsFor, day, newListing, newWorkspace, uid, watch, type Clients } from './support';
+import { sleep } from '../support/eventually';
 
 jest.setTimeout(120_000);
 
@@ -35,8 +36,6 @@ const describeReal = realPostgres ? describe : describe.skip;
 if (!realPostgres) {
   test.skip('the open-transaction tests are skipped: they need a real PostgreSQL (set DATABASE_URL); the embedded default has one session, so no transaction can stay open beside the system', () => {});
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A transaction kept open on `sql` after `body` ran, until `end` is called. */
 interface OpenTransaction<T> {

@@ -24,6 +24,7 @@ import { CalendarChangeKind, type CalendarChanged } from '../../gen/psync/calend
 import type { WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import { createScratchDatabase, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { clientsFor, day, eventually, newListing, newWorkspace, uid, watch, type Clients, type Watcher } from './support';
+import { sleep } from '../support/eventually';
 
 jest.setTimeout(300_000);
 
@@ -33,7 +34,6 @@ if (!realPostgres) {
   test.skip('stream stress test skipped: needs a real PostgreSQL (set DATABASE_URL); the embedded default is one session in one process', () => {});
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
 /** One acknowledged write and the stream keys (kind:holder) of the events it wrote. */

@@ -7,6 +7,7 @@ import type { ReceivedEvent, Subscription } from '../../services/kit/events';
 import { createMemoryBus, subjectMatches } from '../../services/kit/events';
 import { createLogger } from '../../services/kit/base';
 import { startTestBus, TestBus } from '../support/bus';
+import { sleep, waitFor } from '../support/eventually';
 
 let t: TestBus;
 const subs: Subscription[] = [];
@@ -22,16 +23,6 @@ afterAll(async () => {
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 15000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 /** Subscribes with a handler that records every delivery. */
 async function collect(durable: string, subjects: string[], handler?: (e: ReceivedEvent) => Promise<void> | void) {
   const got: ReceivedEvent[] = [];

@@ -17,14 +17,13 @@ import { appendToOutbox } from '../../services/kit/events';
 import { startTestBus, TestBus } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
 import { ROOT, waitForLine } from '../support/process';
+import { sleep } from '../support/eventually';
 
 const maybe = process.env.NATS_URL && process.env.DATABASE_URL ? describe : describe.skip;
 
 const SCHEMA = 'kit_outbox_crash';
 const EVENTS = 300;
 const KILL_AFTER_PUBLISHED = 60;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 maybe('outbox relay crash (needs NATS_URL and DATABASE_URL: a bus and a database shared between processes; skipped otherwise)', () => {
   let db: TestDatabase;

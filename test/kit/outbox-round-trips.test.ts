@@ -16,6 +16,7 @@ import { appendToOutbox } from '../../services/kit/events';
 import { OutboxRelay } from '../../services/kit/events';
 import { startTestBus, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
+import { sleep } from '../support/eventually';
 
 const SCHEMA = 'kit_outbox_rt';
 let db: TestDatabase;
@@ -26,7 +27,6 @@ const relays: OutboxRelay[] = [];
 const extra: Sql[] = [];
 
 const enc = (s: string) => new TextEncoder().encode(s);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const onServer = process.env.DATABASE_URL ? test : test.skip;
 
 beforeAll(async () => {

@@ -13,6 +13,7 @@ import { OutboxRelay } from '../../services/kit/events';
 import { OutboxHousekeeping } from '../../services/kit/events';
 import { startTestBus, testLogger, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
+import { sleep, waitFor } from '../support/eventually';
 
 const SCHEMA = 'kit_outbox_test';
 let db: TestDatabase;
@@ -22,16 +23,6 @@ const relays: OutboxRelay[] = [];
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 20000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
 beforeAll(async () => {
   [db, t] = await Promise.all([startTestDatabase(), startTestBus()]);
   await runMigrations(db.sql, { schema: SCHEMA, sources: [KIT_MIGRATIONS] });

@@ -28,6 +28,7 @@ import {
 } from '../support/system';
 import { healthClient } from './grpc-health';
 import { TEST_TOKENS } from '../support/credentials';
+import { sleep } from '../support/eventually';
 
 const ROLES = ['identity', 'catalog', 'calendar', 'notifications'] as const;
 type Role = (typeof ROLES)[number];
@@ -37,8 +38,6 @@ const PROTO: Record<Role, string> = {
   calendar: 'psync.calendar.v1.CalendarService',
   notifications: 'psync.notifications.v1.NotificationsService',
 };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function readyz(gatewayUrl: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${gatewayUrl}/readyz`);

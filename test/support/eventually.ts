@@ -20,3 +20,21 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false | nu
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** Polls the boolean `cond` every `everyMs` until it holds, or fails after `timeoutMs` naming `what`. */
+export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 20_000, everyMs = 25): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/**
+ * A fixed wait. Only where time itself is what a test checks (a real server's timer, a
+ * window that must pass) — say so beside the call; to wait for something, use
+ * `eventually` or `waitFor`.
+ */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -40,6 +40,7 @@ import { Receiver, type Received } from '../notifications/support/receiver';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { recordFigures } from './support/figures';
 import { restoreBackup, startArchivingPostgres, type ArchivingPostgres, type BaseBackup, type RestoredPostgres } from './support/postgres-backup';
+import { sleep } from '../support/eventually';
 
 jest.setTimeout(420_000);
 
@@ -54,8 +55,6 @@ const DAY_MS = 86_400_000;
 const day = (base: number, n: number) => new Date(base + n * DAY_MS).toISOString().slice(0, 10);
 const BLOCKS_FROM = Date.UTC(2030, 0, 1);
 const BOOKINGS_FROM = Date.UTC(2033, 0, 1);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 interface PlainNats {
   url: string;
   /** Freezes the server (SIGSTOP) or lets it go on (SIGCONT): publishes wait meanwhile. */

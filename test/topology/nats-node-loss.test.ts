@@ -33,6 +33,7 @@ import { createCertificates, type Certificates } from '../support/tls';
 import { recordFigures, type FaultFigures } from './support/figures';
 import { startNatsCluster, type NatsCluster } from './support/nats-cluster';
 import { NatsTraffic, type Statuses, type TrafficListing } from './support/nats-traffic';
+import { sleep } from '../support/eventually';
 
 const MAX_AGE = '2d';
 const MAX_AGE_NS = 2 * 86_400 * 1e9;
@@ -47,8 +48,6 @@ if (unavailable) test.skip(`NATS node loss needs a private PostgreSQL and nats-s
 
 /** The one row of a query that returns exactly one. */
 const first = <T>(rows: readonly T[]): T => rows[0]!;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 let pg: PrivatePostgres | undefined;
 let cluster: NatsCluster | undefined;
 let certs: Certificates | undefined;

@@ -35,6 +35,7 @@ import { privatePostgresUnavailable } from '../support/private-postgres';
 import { jsonLogs, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { FIGURES_DIR, non503Errors, recordFigures } from './support/figures';
 import { startPostgresPair, type PgNode, type PostgresPair } from './support/postgres-pair';
+import { sleep } from '../support/eventually';
 
 jest.setTimeout(300_000);
 
@@ -48,7 +49,6 @@ const BOOKING_LOOPS = 2;
 const BOOKABLE_NIGHTS = 6;
 const NIGHT_EVERY_MS = 250;
 const RECOVERY_LIMIT_S = 30;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const day = (base: string, offset: number) => new Date(Date.parse(`${base}T00:00:00Z`) + offset * 86_400_000).toISOString().slice(0, 10);
 
 let pair: PostgresPair | undefined;

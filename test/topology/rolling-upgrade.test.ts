@@ -46,6 +46,7 @@ import { ROOT } from '../support/process';
 import { createCertificates, type Certificates } from '../support/tls';
 import { FIGURES_DIR, recordFigures, non503Errors } from './support/figures';
 import { checkOutPreviousRelease, type PreviousReleaseCheckout } from './support/previous-release';
+import { sleep } from '../support/eventually';
 
 jest.setTimeout(600_000);
 
@@ -85,8 +86,6 @@ async function recorded(): Promise<{ migrations: Set<string>; functions: Record<
     await sql.end({ timeout: 5 });
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let checkout: PreviousReleaseCheckout | undefined;
 let pg: PrivatePostgres | undefined;

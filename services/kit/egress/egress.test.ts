@@ -25,6 +25,7 @@ import {
   mappedIPv4,
   type Resolver,
 } from './egress';
+import { sleep } from '../../../test/support/eventually';
 
 const LOOPBACK = ['127.0.0.0/8'];
 
@@ -50,8 +51,6 @@ async function expectEgress(p: Promise<unknown>, kind: string, reason?: string):
   if (reason) expect((err as EgressError).reason).toBe(reason);
   return err as EgressError;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('address rules', () => {
   it.each([

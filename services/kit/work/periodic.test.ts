@@ -1,6 +1,5 @@
 import { PeriodicJob } from './periodic';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../../../test/support/eventually';
 
 describe('PeriodicJob', () => {
   test('runs after the first delay, then again after each run ends, never two at once; a failure goes to onError and the next run retries', async () => {

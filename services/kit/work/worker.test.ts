@@ -1,14 +1,5 @@
 import { backoffMs, WakeSignal, Worker, type RoundResult } from './worker';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(2);
-  }
-}
+import { sleep, waitFor } from '../../../test/support/eventually';
 
 describe('backoffMs', () => {
   test('doubles from the base, is capped, and spreads by ± the jitter without passing the cap', () => {

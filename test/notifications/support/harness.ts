@@ -100,9 +100,7 @@ export function errorShape(err: ConnectError): { code: string; reason: string; v
 }
 
 /** The shared bounded wait (test/support/eventually.ts), as the notifications tests have always imported it from here. */
-export { eventually } from '../../support/eventually';
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { eventually, sleep } from '../../support/eventually';
 
 // ---------------------------------------------------------------------------
 // Event drivers: how a test makes booking and erasure events happen.
