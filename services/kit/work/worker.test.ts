@@ -1,5 +1,8 @@
 import { backoffMs, WakeSignal, Worker, type RoundResult } from './worker';
-import { sleep, waitFor } from '../../../test/support/eventually';
+import { sleep, waitFor as waitUntil } from '../../../test/support/eventually';
+
+/** A worker round takes a few milliseconds: these conditions are polled every 2 ms so none is missed. */
+const waitFor = (what: string, cond: () => boolean, timeoutMs = 5000) => waitUntil(what, cond, timeoutMs, 2);
 
 describe('backoffMs', () => {
   test('doubles from the base, is capped, and spreads by ± the jitter without passing the cap', () => {
