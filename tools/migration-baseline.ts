@@ -5,7 +5,7 @@
  *
  * It migrates an empty database (DATABASE_URL: a scratch database on a PostgreSQL server
  * whose major version pg_dump matches) from the tree, one schema per service plus one
- * holding the kit's migrations alone, and writes what `pg_dump --schema-only` prints of
+ * holding the kit's migrations alone, and writes what `pg_dump --inserts` prints of
  * each schema as `<folder>/NNNN_baseline.sql` (NNNN: the folder's last migration), with:
  * - names left unqualified, as every migration is written (migrate.ts runs them with
  *   the schema first in `search_path`; the kit's baseline goes into every schema);
@@ -33,8 +33,8 @@ interface DumpEntry {
   text: string;
 }
 
-/** pg_dump's header of each entry (`-- Name: x; Type: TABLE; Schema: s; Owner: -`). */
-const ENTRY_HEADER = /^--\n-- Name: (.*?); Type: (.*?); Schema: .*\n--\n/gm;
+/** pg_dump's header of each entry (`-- Name: x; Type: TABLE; Schema: s; Owner: -`, `-- Data for Name: …` for a table's rows). */
+const ENTRY_HEADER = /^--\n-- (?:Data for )?Name: (.*?); Type: (.*?); Schema: .*\n--\n/gm;
 
 /** Splits pg_dump's plain output into its entries, dropping the preamble and its `\restrict` lines. */
 export function dumpEntries(dump: string): DumpEntry[] {
@@ -84,6 +84,8 @@ function extensionLines(texts: string[]): string[] {
 export function baselineText(opts: { entries: DumpEntry[]; schema: string; called: Set<string>; leaveOut: Set<string>; header: string[]; extensions: string[] }): string {
   const kept = opts.entries.filter((e) => {
     if (e.type === 'SCHEMA' || BOOKKEEPING.has(e.name.split(' ')[0]!)) return false;
+    // pg_dump writes a data entry for every table; an empty table's says nothing.
+    if (e.type === 'TABLE DATA' && e.text === '') return false;
     if (opts.leaveOut.has(`${e.type} ${e.name}`)) return false;
     return e.type !== 'FUNCTION' || opts.called.has(e.name.slice(0, e.name.indexOf('(')));
   });
@@ -118,7 +120,7 @@ async function main(): Promise<void> {
     for (const source of sources) {
       const schema = schemaOf(source);
       await runMigrations(sql, { schema, sources: source === kit ? [kit] : [kit, source] });
-      const dump = execFileSync('pg_dump', ['--schema-only', '--no-owner', '--no-privileges', `--schema=${schema}`, url], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+      const dump = execFileSync('pg_dump', ['--inserts', '--no-owner', '--no-privileges', `--schema=${schema}`, url], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
       const entries = dumpEntries(dump);
       if (source === kit) kitObjects = new Set(entries.map((e) => `${e.type} ${e.name}`));
       const own = files.filter((f) => f.id.startsWith(`${source.prefix}/`));
@@ -138,7 +140,8 @@ async function main(): Promise<void> {
           `The ${source.prefix} schema as its migrations up to ${number} leave it, in release`,
           `${commit}: for a new schema only. migrate.ts applies it`,
           `where none of those migrations ran and skips it where they did (git history holds them).`,
-          `Cut by \`npm run migrations:baseline\` (pg_dump --schema-only); never edited: a change is a`,
+          `Cut by \`npm run migrations:baseline\` (pg_dump: the schema and the rows its migrations`,
+          `wrote, as INSERTs); never edited: a change is a`,
           `new migration after it. Of the functions, only those a table, index, constraint or`,
           `trigger calls are here: the files in functions/ replace them and hold every other one.`,
         ],

@@ -2,8 +2,9 @@
  * What a schema is made of, read from the catalog in a form two databases can be
  * compared by: tables and their columns (in order), types, sequences, constraints,
  * indexes, triggers, functions with their definitions, and the repeatable SQL files
- * migrate recorded. Not the rows, nor `schema_migrations` (it says how the schema came
- * to be, which is what may differ).
+ * migrate recorded, and the rows of its tables (the rows its migrations wrote: a new
+ * schema holds nothing else). Not `schema_migrations` (it says how the schema came to
+ * be, which is what may differ).
  */
 import type { Sql } from '../../services/kit/db';
 
@@ -16,6 +17,8 @@ export interface SchemaDescription {
   triggers: string[];
   functions: string[];
   functionFiles: string[];
+  /** Each table's rows, as JSON in a stable order. */
+  rows: string[];
 }
 
 const lines = (rows: { line: string }[]): string[] => rows.map((r) => r.line);
@@ -50,6 +53,15 @@ export async function describeSchema(sql: Sql, schema: string): Promise<SchemaDe
     where p.pronamespace = ${schema}::regnamespace and p.prokind in ('f', 'p') order by p.oid::regprocedure::text`;
   const functionFiles = await sql<{ line: string }[]>`
     select id || ' ' || version || ' ' || checksum as line from ${sql(`${schema}.schema_functions`)} order by id`;
+  const tables = await sql<{ relname: string }[]>`
+    select c.relname from pg_class c
+    where c.relnamespace = ${schema}::regnamespace and c.relkind in ('r', 'p') and c.relname not in ('schema_migrations', 'schema_functions')
+    order by 1`;
+  const rows: string[] = [];
+  for (const { relname } of tables) {
+    const [r] = await sql<{ j: string }[]>`select coalesce(json_agg(t order by t::text), '[]')::text as j from ${sql(`${schema}.${relname}`)} t`;
+    rows.push(`${relname} ${r!.j}`);
+  }
   return {
     relations: lines(relations),
     columns: lines(columns),
@@ -59,5 +71,6 @@ export async function describeSchema(sql: Sql, schema: string): Promise<SchemaDe
     triggers: lines(triggers),
     functions: lines(functions),
     functionFiles: lines(functionFiles),
+    rows,
   };
 }

@@ -1,7 +1,8 @@
 -- The calendar schema as its migrations up to 0013 leave it, in release
 -- 91d5bee03ff6f50a0cc7d95ffabe67917b5b5653: for a new schema only. migrate.ts applies it
 -- where none of those migrations ran and skips it where they did (git history holds them).
--- Cut by `npm run migrations:baseline` (pg_dump --schema-only); never edited: a change is a
+-- Cut by `npm run migrations:baseline` (pg_dump: the schema and the rows its migrations
+-- wrote, as INSERTs); never edited: a change is a
 -- new migration after it. Of the functions, only those a table, index, constraint or
 -- trigger calls are here: the files in functions/ replace them and hold every other one.
 
@@ -209,6 +210,8 @@ CREATE TABLE holds (
     CONSTRAINT holds_nights CHECK (((check_out > check_in) AND ((check_out - check_in) <= max_nights()))),
     CONSTRAINT holds_status_check CHECK ((status = ANY (ARRAY['live'::text, 'released'::text, 'expired'::text, 'converted'::text])))
 );
+
+INSERT INTO events_pruned VALUES (true, '0', 0, 0, NULL);
 
 ALTER TABLE ONLY blocks
     ADD CONSTRAINT blocks_external_uid_unique UNIQUE (workspace_id, external_uid);

@@ -1,7 +1,8 @@
 -- The kit schema as its migrations up to 0004 leave it, in release
 -- 91d5bee03ff6f50a0cc7d95ffabe67917b5b5653: for a new schema only. migrate.ts applies it
 -- where none of those migrations ran and skips it where they did (git history holds them).
--- Cut by `npm run migrations:baseline` (pg_dump --schema-only); never edited: a change is a
+-- Cut by `npm run migrations:baseline` (pg_dump: the schema and the rows its migrations
+-- wrote, as INSERTs); never edited: a change is a
 -- new migration after it. Of the functions, only those a table, index, constraint or
 -- trigger calls are here: the files in functions/ replace them and hold every other one.
 
