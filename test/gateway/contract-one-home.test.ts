@@ -26,7 +26,7 @@ function enumLists(schema: unknown, at: string, out: [string, string[]][] = []):
   if (Array.isArray(schema)) schema.forEach((s, i) => enumLists(s, `${at}/${i}`, out));
   else if (schema !== null && typeof schema === 'object') {
     for (const [k, v] of Object.entries(schema)) {
-      if (k === 'enum' && Array.isArray(v) && v.every((x) => typeof x === 'string')) out.push([at, v as string[]]);
+      if (k === 'enum' && Array.isArray(v) && v.every((x) => typeof x === 'string')) out.push([at, v]);
       else enumLists(v, `${at}/${k}`, out);
     }
   }
