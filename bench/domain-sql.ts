@@ -41,7 +41,6 @@ import type { OutboxRow } from '../services/kit/events';
 import { createBenchDatabase } from './support/bench-system';
 import { cpuMsOf } from './support/proc-cpu';
 import { benchName } from './support/results';
-import { baselineRelease, releaseSql } from '../test/support/previous-release-sql';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '10');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '16');
@@ -60,18 +59,11 @@ const WORKLOADS: Record<Workload, string> = {
   token: 'token exchange count (one request)',
 };
 
-/**
- * A copy of `source` with its files up to `last`, as a database migrated before a later
- * file had them. The files come from the release `source`'s baseline was cut from (git
- * history): the tree holds the baseline instead of the migrations it replaces.
- */
+/** A copy of `source` with its files up to `last`, as a database migrated before a later file had them. */
 function upTo(root: string, source: MigrationSource, last: string): MigrationSource {
-  const release = releaseSql(baselineRelease(source));
-  const from = release.sourceAt(source).dir;
   const dir = join(root, source.prefix);
   mkdirSync(dir);
-  for (const name of readdirSync(from).filter((n) => n.endsWith('.sql') && n <= last)) copyFileSync(join(from, name), join(dir, name));
-  release.remove();
+  for (const name of readdirSync(source.dir).filter((n) => n.endsWith('.sql') && n <= last)) copyFileSync(join(source.dir, name), join(dir, name));
   return { prefix: source.prefix, dir };
 }
 

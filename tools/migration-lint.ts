@@ -6,10 +6,6 @@
  * And migrations hold schema changes only: a new one that defines a function,
  * procedure or view fails, naming the `functions/` folder it belongs in.
  *
- * A baseline (`NNNN_baseline.sql`, tools/migration-baseline.ts) is not linted either:
- * it restates, as pg_dump prints it, what landed migrations made, and runs only on an
- * empty schema, where no lock is waited for and no row rewritten.
- *
  * Landed files are not linted again: they are immutable (docs/operations.md "Migrate"),
  * so they could never gain the `-- squawk-ignore <rule>` comment an exception needs, and
  * what they did is already in every database. A new file must pass, or carry in itself
@@ -28,12 +24,11 @@ export const SQUAWK = join(REPOSITORY_ROOT, 'node_modules', '.bin', 'squawk');
 /** The squawk settings every run uses. */
 export const SQUAWK_CONFIG = join(REPOSITORY_ROOT, '.squawk.toml');
 
-/** Migration files (paths relative to `root`) that `commit` does not have, baselines aside. */
+/** Migration files (paths relative to `root`) that `commit` does not have. */
 export function migrationsAddedSince(commit: string, root = REPOSITORY_ROOT): string[] {
   requireCommit(commit, root);
   const landed = filesAt(commit, 'services', root);
   return currentMigrations(join(root, 'services'))
-    .filter((m) => !m.baseline)
     .map((m) => relative(root, m.file))
     .filter((f) => !landed.has(f));
 }

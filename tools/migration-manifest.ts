@@ -5,9 +5,7 @@
  *
  * Migrations are immutable once landed (docs/operations.md "Migrate"): the test
  * test/kit/migration-manifest.test.ts fails when a listed file changed or disappeared,
- * and when a file is not listed yet. A file disappears rightly only into a baseline
- * (`NNNN_baseline.sql`, migration-files.ts): its entry stays, as the record of what
- * landed, and the baseline must stand where a listed migration of its folder ends. `npm run migrations:manifest` (this file run
+ * and when a file is not listed yet. `npm run migrations:manifest` (this file run
  * directly) adds the entries of new files and never rewrites an existing one.
  *
  * Repeatable SQL files (sql-functions.ts) change by raising their version, so the
@@ -27,7 +25,7 @@ export const MANIFEST_PATH = join(SERVICES_DIR, 'migrations.manifest.json');
 
 /** The manifest's fixed explanation, kept in the file for whoever opens it. */
 const MANIFEST_COMMENT =
-  'sha256 of every landed migration (tools/migration-manifest.ts), kept after a baseline replaces its file. Never edit an entry: ' +
+  'sha256 of every landed migration (tools/migration-manifest.ts). Never edit an entry: ' +
   'change a landed migration by adding a new one; `npm run migrations:manifest` adds the entries of new files.';
 
 export interface Manifest {
@@ -81,10 +79,8 @@ export function formatManifest(manifest: Manifest): string {
 export interface ManifestCheck {
   /** Listed files whose content changed. */
   changed: Array<{ id: string; file: string; listed: string; current: string }>;
-  /** Listed ids with no file any more, and no baseline replacing them. */
+  /** Listed ids with no file any more. */
   missing: string[];
-  /** Baselines whose number is no listed migration of their folder: they replace nothing that landed. */
-  unfoundedBaselines: MigrationFile[];
   /** Files not listed yet. */
   unlisted: MigrationFile[];
   /** Repeatable files whose version is listed with other content: changed without raising the version. */
@@ -96,21 +92,14 @@ export interface ManifestCheck {
 /** Compares the manifest with the files. */
 export function checkManifest(manifest: Manifest, files: MigrationFile[], functionFiles: FunctionFile[] = []): ManifestCheck {
   const onDisk = new Map(files.map((f) => [f.id, f]));
-  const baselines = files.filter((f) => f.baseline);
-  const prefixOf = (id: string) => id.slice(0, id.indexOf('/'));
-  const numberOf = (id: string) => Number(id.slice(id.indexOf('/') + 1, id.indexOf('/') + 5));
-  const replaced = (id: string) => baselines.some((b) => prefixOf(b.id) === prefixOf(id) && numberOf(id) <= b.number);
   const changed: ManifestCheck['changed'] = [];
   const missing: string[] = [];
   for (const [id, listed] of Object.entries(manifest.migrations)) {
     const f = onDisk.get(id);
-    if (!f) {
-      if (!replaced(id)) missing.push(id);
-    } else if (f.checksum !== listed) changed.push({ id, file: f.file, listed, current: f.checksum });
+    if (!f) missing.push(id);
+    else if (f.checksum !== listed) changed.push({ id, file: f.file, listed, current: f.checksum });
   }
   const unlisted = files.filter((f) => !(f.id in manifest.migrations));
-  const listedIds = Object.keys(manifest.migrations);
-  const unfoundedBaselines = baselines.filter((b) => !listedIds.some((id) => !id.endsWith('_baseline') && prefixOf(id) === prefixOf(b.id) && numberOf(id) === b.number));
   const changedFunctions: ManifestCheck['changedFunctions'] = [];
   const unlistedFunctions: FunctionFile[] = [];
   for (const f of functionFiles) {
@@ -118,7 +107,7 @@ export function checkManifest(manifest: Manifest, files: MigrationFile[], functi
     if (listed === undefined) unlistedFunctions.push(f);
     else if (listed !== f.checksum) changedFunctions.push({ key: functionKey(f), file: f.file, listed, current: f.checksum });
   }
-  return { changed, missing, unfoundedBaselines, unlisted, changedFunctions, unlistedFunctions };
+  return { changed, missing, unlisted, changedFunctions, unlistedFunctions };
 }
 
 /** The manifest with the unlisted files added; existing entries are kept as they are, changed or not. */
@@ -145,11 +134,9 @@ function main(): void {
   for (const c of check.changed) {
     process.stderr.write(`${c.id} (${c.file}) changed after it landed: restore it and put the change in a new migration\n`);
   }
-  for (const id of check.missing) process.stderr.write(`${id} is listed but its file is gone, and no baseline replaces it: restore it\n`);
-  for (const b of check.unfoundedBaselines)
-    process.stderr.write(`${b.file}: no landed migration of its folder has its number; a baseline replaces landed migrations up to its own number\n`);
+  for (const id of check.missing) process.stderr.write(`${id} is listed but its file is gone: restore it\n`);
   for (const c of check.changedFunctions) process.stderr.write(`${c.file} changed without raising its version (${c.key} landed as ${c.listed}): raise its \`-- version:\` line\n`);
-  if (check.changed.length > 0 || check.missing.length > 0 || check.unfoundedBaselines.length > 0 || check.changedFunctions.length > 0) process.exitCode = 1;
+  if (check.changed.length > 0 || check.missing.length > 0 || check.changedFunctions.length > 0) process.exitCode = 1;
 }
 
 if (require.main === module) main();

@@ -82,8 +82,10 @@ async function insertBlocks(ws: string, blocks: { uid: string; checkIn: string; 
   }
 }
 
-describe('the span index', () => {
-  test('is present, the class expression inlined into it', async () => {
+describe('migration 0006', () => {
+  test('applies: recorded, its functions and index present, the class expression inlined into the index', async () => {
+    const [m] = await db.sql<{ n: number }[]>`select count(*)::int as n from calendar.schema_migrations where id = 'calendar/0006_blocks_span_index'`;
+    expect(m!.n).toBe(1);
     const [idx] = await db.sql<{ def: string }[]>`select indexdef as def from pg_indexes where schemaname = 'calendar' and indexname = 'blocks_span_page_idx'`;
     expect(idx!.def).toMatch(/\(workspace_id, calendar\.block_span_class\(check_in, check_out\), check_in, check_out, external_uid\) INCLUDE \(id\)/);
     // blocks_page_idx stays: pages without `from` use it.

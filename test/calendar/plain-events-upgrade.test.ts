@@ -2,9 +2,8 @@
  * Upgrading a database whose calendar events were written as protobuf bytes (by the
  * SQL encoder of migration 0003 and by the TypeScript of the time) to plain events
  * (kit migration 0004, calendar migration 0008), with those events neither relayed nor
- * streamed yet, then to this tree (whose baselines replace those migrations; their files
- * come from the release the calendar baseline was cut from, in git history): the relay
- * publishes the old rows exactly as stored and the new ones encoded by event-codec.ts; WatchEvents streams both; EraseGuest scrubs the guest's
+ * streamed yet: the relay publishes the old rows exactly as stored and the new ones
+ * encoded by event-codec.ts; WatchEvents streams both; EraseGuest scrubs the guest's
  * name from both forms. Real PostgreSQL with DATABASE_URL, embedded PGlite otherwise.
  */
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
@@ -36,7 +35,6 @@ import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
 import { OutboxRelay } from '../../services/kit/events';
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
-import { baselineRelease, releaseSql, type ReleaseSql } from '../support/previous-release-sql';
 
 jest.setTimeout(120_000);
 
@@ -48,14 +46,12 @@ const NEW_AT = new Date('2031-05-07T08:09:10.456Z');
 
 let db: TestDatabase;
 let fixtures: string;
-let release: ReleaseSql;
 
-/** A copy of `source` as the release had it, holding only its files up to `last` (the migrations a database applied before the upgrade). */
+/** A copy of `source` holding only its files up to `last` (the migrations a database applied before the upgrade). */
 function upTo(source: MigrationSource, last: string): MigrationSource {
-  const from = release.sourceAt(source).dir;
   const dir = join(fixtures, source.prefix);
   mkdirSync(dir);
-  for (const name of readdirSync(from).filter((n) => n.endsWith('.sql') && n <= last)) copyFileSync(join(from, name), join(dir, name));
+  for (const name of readdirSync(source.dir).filter((n) => n.endsWith('.sql') && n <= last)) copyFileSync(join(source.dir, name), join(dir, name));
   return { prefix: source.prefix, dir };
 }
 
@@ -96,7 +92,6 @@ let applied: string[];
 
 beforeAll(async () => {
   fixtures = mkdtempSync(join(tmpdir(), 'psync-plain-events-'));
-  release = releaseSql(baselineRelease(calendarModule.migrations));
   db = await startTestDatabase();
   await runMigrations(db.sql, {
     schema: 'calendar',
@@ -115,9 +110,8 @@ beforeAll(async () => {
     await tx`insert into calendar.outbox (id, subject, data, headers) values (${id}, 'psync.calendar.v1.BookingConfirmed', ${data}, ${tx.json({ workspace_id: WS })})`;
   });
 
-  // The upgrade (the release's migrations, then this tree's), then the same kinds of events written by the new code.
-  applied = (await runMigrations(db.sql, { schema: 'calendar', sources: [release.sourceAt(KIT_MIGRATIONS), release.sourceAt(calendarModule.migrations)] })).applied;
-  await runMigrations(db.sql, { schema: 'calendar', sources: [KIT_MIGRATIONS, calendarModule.migrations] });
+  // The upgrade, then the same kinds of events written by the new code.
+  applied = (await runMigrations(db.sql, { schema: 'calendar', sources: [KIT_MIGRATIONS, calendarModule.migrations] })).applied;
   await db.sql`select * from calendar.put_block(${WS}, 'new-block', ${LISTING}, '2031-02-01', '2031-02-04', 'reserved', ${NEW_AT}, '{"traceparent": "t-new"}'::jsonb)`;
   await insertBooking('BKNEW0000001');
   await db.sql.begin(async (tx) => {
@@ -144,7 +138,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.stop();
   if (fixtures) rmSync(fixtures, { recursive: true, force: true });
-  release?.remove();
 });
 
 test('the upgrade applies the outbox writer and plain events; old rows keep their bytes, new rows are plain', async () => {

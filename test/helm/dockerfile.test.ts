@@ -125,7 +125,7 @@ describe('.dockerignore', () => {
     const out = ['node_modules/pino/package.json', 'services/kit/runtime/config.test.ts', 'bin/cli/args.test.ts', '.env.local', 'test/support/system.ts', 'dist'];
     const kept = [
       'services/kit/runtime/config.ts',
-      'services/kit/migrations/0004_baseline.sql',
+      'services/kit/migrations/0001_outbox.sql',
       'services/calendar/functions/put_block.sql',
       'bin/psync',
       'package-lock.json',

@@ -1,51 +1,46 @@
 /**
- * identity/0002_authorize_batch landed with two texts over time: databases recorded
- * either checksum (the second text is test/identity/fixtures/0002_authorize_batch.edited.sql),
- * and identity/0004 brought either body to one (identity/0005 then replaced it with the
- * body that counts through count_requests). The identity baseline replaces 0001–0006, so
- * no file carries either text now, and no checksum is accepted besides a file's own.
+ * identity/0002_authorize_batch was edited after it landed. The file holds the text
+ * that first landed; the edited text (test/identity/fixtures/0002_authorize_batch.edited.sql)
+ * is a checksum migrate.ts still accepts for that file (KNOWN_EDITS), and
+ * identity/0004 brings either body to the current one (identity/0005 then replaces it
+ * with the body that counts through count_requests).
  *
- * Three databases: one at the release the baseline was cut from with the first 0002
- * text, one at that release with the other, and a fresh one. All three start on this
- * tree (the first two skip the baseline, keeping their record of what ran; the third
- * applies it), end as the same schema and answer the same Authorize batches the same
- * way. A database from before that release, whichever 0002 it holds, is refused with
- * the release to upgrade through. Real PostgreSQL when DATABASE_URL is set, else
- * embedded PGlite.
+ * Three databases: one that applied 0001 and the first-landed 0002, one that applied
+ * 0001 and the edited 0002, and a fresh one. All three migrate to the same function
+ * and answer the same Authorize batches the same way. Real PostgreSQL when
+ * DATABASE_URL is set, else embedded PGlite.
  */
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { identityModule } from '../../services/identity/module';
-import { KIT_MIGRATIONS, runMigrations, type MigrationSource, type Sql } from '../../services/kit/db';
+import { runMigrations } from '../../services/kit/db';
+import { KIT_MIGRATIONS, loadMigrations, type MigrationSource } from '../../services/kit/db';
+import type { Sql } from '../../services/kit/db';
 import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
 import { mintApiKey } from '../../services/identity/api-keys';
 import { startTestDatabase, type TestDatabase } from '../support/database';
-import { baselineRelease, releaseSql, type ReleaseSql } from '../support/previous-release-sql';
-import { describeSchema } from '../support/schema-description';
 import { awayFromWindowEdge } from './helpers';
 
 const IDENTITY = identityModule.migrations;
-const TREE = [KIT_MIGRATIONS, IDENTITY];
+/** Every identity migration after 0002, as the files stand (later ones too). */
+const AFTER_0002 = loadMigrations([IDENTITY])
+  .map((m) => m.id)
+  .filter((id) => id > 'identity/0002_z');
 const EDITED_0002 = join(__dirname, 'fixtures', '0002_authorize_batch.edited.sql');
 const FIRST_LANDED_SUM = '2460892e2ad6460cbccd94fa8eaf9cf9f5d40cb3f9f38c45aa39224cb8fab331';
 const EDITED_SUM = '52f1515654f5a67fe64e1903530e46c92fdeab3eebccafeaec2fe84b7fe60611';
 
 let fixtures: string;
-let release: ReleaseSql;
 const dbs: Record<'firstLanded' | 'edited' | 'fresh', TestDatabase> = {} as never;
 
-/**
- * The release's identity folder (its migrations and functions) with the 0002 text given,
- * and with only the migrations up to `last` when given.
- */
-function releaseIdentity(name: string, text: Buffer | string, last?: string): MigrationSource {
+/** A migration folder of the identity prefix holding 0001 and the given 0002 text. */
+function identityUpTo0002(name: string, text: Buffer | string): MigrationSource {
   const dir = join(fixtures, name);
-  cpSync(dirname(release.sourceAt(IDENTITY).dir), dir, { recursive: true });
-  const migrations = join(dir, 'migrations');
-  if (last) for (const file of readdirSync(migrations).filter((f) => f > `${last}.sql`)) rmSync(join(migrations, file));
-  writeFileSync(join(dir, 'migrations', '0002_authorize_batch.sql'), text);
-  return { prefix: IDENTITY.prefix, dir: join(dir, 'migrations') };
+  mkdirSync(dir);
+  copyFileSync(join(IDENTITY.dir, '0001_identity.sql'), join(dir, '0001_identity.sql'));
+  writeFileSync(join(dir, '0002_authorize_batch.sql'), text);
+  return { prefix: IDENTITY.prefix, dir };
 }
 
 async function recorded(sql: Sql, schema = 'identity'): Promise<Record<string, string>> {
@@ -60,61 +55,46 @@ async function functionDefinition(sql: Sql): Promise<string> {
 
 beforeAll(async () => {
   fixtures = mkdtempSync(join(tmpdir(), 'psync-identity-history-'));
-  release = releaseSql(baselineRelease(IDENTITY));
   dbs.firstLanded = await startTestDatabase();
   dbs.edited = await startTestDatabase();
   dbs.fresh = await startTestDatabase();
-  const kit = release.sourceAt(KIT_MIGRATIONS);
-  const firstLanded = readFileSync(join(release.sourceAt(IDENTITY).dir, '0002_authorize_batch.sql'));
-  await runMigrations(dbs.firstLanded.sql, { schema: 'identity', sources: [kit, releaseIdentity('first-landed', firstLanded)] });
-  await runMigrations(dbs.edited.sql, { schema: 'identity', sources: [kit, releaseIdentity('edited', readFileSync(EDITED_0002))] });
+  await runMigrations(dbs.firstLanded.sql, {
+    schema: 'identity',
+    sources: [KIT_MIGRATIONS, identityUpTo0002('first-landed', readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql')))],
+  });
+  await runMigrations(dbs.edited.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, identityUpTo0002('edited', readFileSync(EDITED_0002))] });
 }, 180_000);
 
 afterAll(async () => {
   await Promise.all(Object.values(dbs).map((d) => d?.stop()));
   if (fixtures) rmSync(fixtures, { recursive: true, force: true });
-  release?.remove();
 });
 
 beforeEach(() => awayFromWindowEdge(), 30_000);
 
-test('each history recorded its own 0002 checksum, and the migrations up to the baseline', async () => {
+test('each history recorded its own 0002 checksum', async () => {
   expect((await recorded(dbs.firstLanded.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
-  expect(
-    Object.keys(await recorded(dbs.edited.sql))
-      .filter((id) => id.startsWith('identity/'))
-      .sort(),
-  ).toEqual([
-    'identity/0001_identity',
-    'identity/0002_authorize_batch',
-    'identity/0003_internal_clients',
-    'identity/0004_authorize_batch_insert_first',
-    'identity/0005_rate_window_and_counting',
-    'identity/0006_request_log',
-  ]);
 });
 
-test('both histories and a fresh database start on this tree and end as one schema; each record keeps what ran', async () => {
+test('both histories and a fresh database migrate to the current state: 0003 onwards applied, the edited checksum accepted at every start', async () => {
   for (const db of [dbs.firstLanded, dbs.edited]) {
-    const { applied } = await runMigrations(db.sql, { schema: 'identity', sources: TREE });
-    expect(applied.filter((id) => id.endsWith('_baseline'))).toEqual([]);
+    const { applied } = await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] });
+    expect(applied.slice(0, 3)).toEqual(['identity/0003_internal_clients', 'identity/0004_authorize_batch_insert_first', 'identity/0005_rate_window_and_counting']);
+    expect(applied).toEqual(AFTER_0002);
     // The next start applies nothing and refuses nothing.
-    expect((await runMigrations(db.sql, { schema: 'identity', sources: TREE })).applied).toEqual([]);
+    expect((await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] })).applied).toEqual([]);
   }
-  const fresh = await runMigrations(dbs.fresh.sql, { schema: 'identity', sources: TREE });
-  expect(fresh.applied.slice(0, 2)).toEqual(['kit/0004_baseline', 'identity/0006_baseline']);
-  expect((await recorded(dbs.firstLanded.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
+  const fresh = await runMigrations(dbs.fresh.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] });
+  expect(fresh.applied.filter((id) => id.startsWith('identity/'))).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch', ...AFTER_0002]);
+  // The record keeps what each database applied.
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
-  expect((await recorded(dbs.fresh.sql))['identity/0002_authorize_batch']).toBeUndefined();
+  expect((await recorded(dbs.fresh.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
 
   const current = await functionDefinition(dbs.fresh.sql);
-  expect(current).toContain('identity.count_requests('); // counts through the one counting function
+  expect(current).toContain('identity.count_requests('); // 0005's body: counts through the one counting function
   expect(await functionDefinition(dbs.firstLanded.sql)).toBe(current);
   expect(await functionDefinition(dbs.edited.sql)).toBe(current);
-  const schema = await describeSchema(dbs.fresh.sql, 'identity');
-  expect(await describeSchema(dbs.firstLanded.sql, 'identity')).toEqual(schema);
-  expect(await describeSchema(dbs.edited.sql, 'identity')).toEqual(schema);
 });
 
 test('the three databases answer the same Authorize batches identically', async () => {
@@ -178,19 +158,12 @@ test('the three databases answer the same Authorize batches identically', async 
   expect(answers[2]).toEqual(answers[0]);
 });
 
-test('a database from before the baseline release is refused, whichever 0002 it holds, naming the release to upgrade through', async () => {
+test('any other text recorded for 0002 is still refused: the accepted edit is that one checksum of that one file', async () => {
   const sql = dbs.fresh.sql;
-  for (const [schema, text] of [
-    ['identity_early', readFileSync(join(release.sourceAt(IDENTITY).dir, '0002_authorize_batch.sql'))],
-    ['identity_early_edited', readFileSync(EDITED_0002)],
-  ] as const) {
-    await runMigrations(sql, { schema, sources: [releaseIdentity(schema, text, '0002_authorize_batch')] });
-    expect(Object.keys(await recorded(sql, schema)).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
-    await expect(runMigrations(sql, { schema, sources: [IDENTITY] })).rejects.toThrow(
-      new RegExp(
-        `schema ${schema} holds the identity migrations up to 0002, and .*0006_baseline\\.sql replaces those up to 0006: upgrade it through the release the baseline was cut from first`,
-      ),
-    );
-    expect(Object.keys(await recorded(sql, schema)).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
-  }
+  const other = identityUpTo0002('other-edit', `${readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql'), 'utf8')}\n-- another edit\n`);
+  await runMigrations(sql, { schema: 'identity_other', sources: [other] });
+  await expect(runMigrations(sql, { schema: 'identity_other', sources: [IDENTITY] })).rejects.toThrow(
+    /migration identity\/0002_authorize_batch .* was changed after it was applied to schema identity_other/,
+  );
+  expect(Object.keys(await recorded(sql, 'identity_other')).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
 });

@@ -245,10 +245,10 @@ onServer('least-privilege database roles (needs DATABASE_URL: roles exist on a P
     expect(roles).toHaveLength(4);
     for (const r of roles) expect(r).toEqual({ rolname: r.rolname, rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolinherit: false, rolcanlogin: true });
     expect(await foreignOwned(freshAdmin, ROLE)).toEqual([]);
-    // Every migration ran (as the service role: it owns what they created): the kit's baseline and the service's at least.
+    // Every migration ran (as the service role: it owns what they created).
     for (const s of SERVICE_NAMES) {
-      const ids = (await freshAdmin<{ id: string }[]>`select id from ${freshAdmin(`${s}.schema_migrations`)}`).map((r) => r.id);
-      expect(ids).toEqual(expect.arrayContaining([expect.stringMatching(/^kit\/\d{4}_baseline$/), expect.stringMatching(new RegExp(`^${s}/\\d{4}_baseline$`))]));
+      const [row] = await freshAdmin<{ n: number }[]>`select count(*)::int as n from ${freshAdmin(`${s}.schema_migrations`)}`;
+      expect(row!.n).toBeGreaterThanOrEqual(4);
     }
     const [acl] = await freshAdmin<{ public_usage: boolean }[]>`
       select bool_or(has_schema_privilege('public', n.oid, 'USAGE')) as public_usage from pg_namespace n where nspname in ${freshAdmin(SERVICE_NAMES)}`;

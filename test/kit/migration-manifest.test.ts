@@ -1,13 +1,13 @@
 /**
  * Landed migrations are immutable (docs/operations.md "Migrate"): every migration file
  * is pinned in services/migrations.manifest.json with the sha256 migrate.ts records,
- * and this test fails when a listed file changes or disappears (but into a baseline that
- * replaces it), or when a file is not listed (the message says how to add it).
+ * and this test fails when a listed file changes or disappears, or when a file is not
+ * listed (the message says how to add it).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { migrationChecksum } from '../../services/kit/db';
+import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/db';
 import {
   MANIFEST_PATH,
   allMigrationSources,
@@ -41,8 +41,8 @@ describe('the checked-in manifest', () => {
     ).toEqual([]);
   });
 
-  test('no listed migration disappeared but into a baseline', () => {
-    expect(check.missing.map((id) => `${id} is listed in ${where} but has no file, and no baseline replaces it: restore it`)).toEqual([]);
+  test('no listed migration disappeared', () => {
+    expect(check.missing.map((id) => `${id} is listed in ${where} but has no file: restore it`)).toEqual([]);
   });
 
   test('every migration file is listed', () => {
@@ -66,11 +66,25 @@ describe('the checked-in manifest', () => {
     expect(sources[0]).toEqual(['kit', 'services/kit/migrations']);
   });
 
-  test('every baseline stands where landed migrations of its folder end, and the manifest keeps what it replaced', () => {
-    expect(check.unfoundedBaselines.map((b) => `${relative(ROOT, b.file)}: no landed migration of its folder has its number`)).toEqual([]);
-    // Both texts identity/0002 had are history: the baseline replaced the file, the entry stays.
+  test('KNOWN_EDITS names only listed migrations, with checksums other than the current one', () => {
+    for (const [id, superseded] of Object.entries(KNOWN_EDITS)) {
+      expect(manifest.migrations[id]).toEqual(expect.stringMatching(/^[0-9a-f]{64}$/));
+      expect(superseded.length).toBeGreaterThan(0);
+      for (const old of superseded) {
+        expect(old).toMatch(/^[0-9a-f]{64}$/);
+        expect(old).not.toBe(manifest.migrations[id]);
+      }
+    }
+  });
+
+  test('identity/0002 is the text that first landed; the version it was edited to is accepted only for that file', () => {
+    const edited = readFileSync(join(__dirname, '../identity/fixtures/0002_authorize_batch.edited.sql'));
+    const editedSum = migrationChecksum(edited);
     expect(manifest.migrations['identity/0002_authorize_batch']).toBe('2460892e2ad6460cbccd94fa8eaf9cf9f5d40cb3f9f38c45aa39224cb8fab331');
-    expect(files.map((f) => f.id)).not.toContain('identity/0002_authorize_batch');
+    expect(KNOWN_EDITS['identity/0002_authorize_batch']).toEqual([editedSum]);
+    expect(acceptsChecksum('identity/0002_authorize_batch', manifest.migrations['identity/0002_authorize_batch']!, editedSum)).toBe(true);
+    expect(acceptsChecksum('identity/0003_internal_clients', manifest.migrations['identity/0003_internal_clients']!, editedSum)).toBe(false);
+    expect(acceptsChecksum('identity/0002_authorize_batch', manifest.migrations['identity/0002_authorize_batch']!, '0'.repeat(64))).toBe(false);
   });
 });
 
@@ -107,26 +121,6 @@ describe('checkManifest and withNewEntries', () => {
     const next = withNewEntries(listed, onDisk);
     expect(next.migrations).toEqual({ ...listed.migrations, 'alpha/0002_b': sum('create table b (id int);') });
     expect(Object.keys(JSON.parse(formatManifest(next)).migrations)).toEqual(['alpha/0000_gone', 'alpha/0001_a', 'alpha/0002_b', 'kit/0001_base']);
-  });
-
-  test('a baseline replaces the listed migrations of its folder up to its number: they are not missing; one at no landed number is reported', () => {
-    const sum = (s: string) => migrationChecksum(Buffer.from(s));
-    mkdirSync(join(dir, 'beta', 'migrations'), { recursive: true });
-    writeFileSync(join(dir, 'beta', 'migrations', '0002_baseline.sql'), 'create table b (id int);');
-    writeFileSync(join(dir, 'beta', 'migrations', '0003_c.sql'), 'create table c (id int);');
-    const listed: Manifest = {
-      $comment: '',
-      migrations: { 'beta/0001_a': sum('a'), 'beta/0002_b': sum('b'), 'beta/0003_c': sum('create table c (id int);'), 'beta/0004_gone': sum('d') },
-      functions: {},
-    };
-    const onDisk = currentMigrations(dir).filter((f) => f.id.startsWith('beta/'));
-    const result = checkManifest(listed, onDisk);
-    expect(result.missing).toEqual(['beta/0004_gone']);
-    expect(result.unfoundedBaselines).toEqual([]);
-    expect(result.unlisted.map((f) => f.id)).toEqual(['beta/0002_baseline']);
-    const { 'beta/0002_b': _b, ...withoutTwo } = listed.migrations;
-    expect(checkManifest({ ...listed, migrations: withoutTwo }, onDisk).unfoundedBaselines.map((f) => f.id)).toEqual(['beta/0002_baseline']);
-    rmSync(join(dir, 'beta'), { recursive: true });
   });
 
   test('pins each landed version of a repeatable file: an edit without a higher version is reported, a new version is added beside the old', () => {

@@ -53,10 +53,15 @@ describe('kit migrations', () => {
     const result = await runMigrations(sql, { schema: 'svc_kit', sources: [KIT_MIGRATIONS], log });
     expect(result).toEqual({
       schema: 'svc_kit',
-      applied: ['kit/0004_baseline'],
+      applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'],
       functions: ['kit/append_outbox'],
     });
-    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([[30, 'svc_kit', 'kit/0004_baseline']]);
+    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
+      [30, 'svc_kit', 'kit/0001_outbox'],
+      [30, 'svc_kit', 'kit/0002_processed_events'],
+      [30, 'svc_kit', 'kit/0003_processed_events_age'],
+      [30, 'svc_kit', 'kit/0004_outbox_writer'],
+    ]);
 
     expect(await tableExists('svc_kit', 'outbox')).toBe(true);
     expect(await tableExists('svc_kit', 'processed_events')).toBe(true);
@@ -113,7 +118,14 @@ describe('runMigrations', () => {
       '0002_seed.sql': "insert into things (name) values ('a'), ('b');",
     });
     const first = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(first.applied).toEqual(['kit/0004_baseline', 'service/0001_things', 'service/0002_seed']);
+    expect(first.applied).toEqual([
+      'kit/0001_outbox',
+      'kit/0002_processed_events',
+      'kit/0003_processed_events_age',
+      'kit/0004_outbox_writer',
+      'service/0001_things',
+      'service/0002_seed',
+    ]);
     const thingsBefore = await sql`select * from svc_twice.things order by id`;
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
@@ -122,7 +134,7 @@ describe('runMigrations', () => {
     expect(await sql`select * from svc_twice.things order by id`).toEqual(thingsBefore);
     expect(await sql`select * from svc_twice.schema_migrations order by id`).toEqual(recordBefore);
     expect(thingsBefore).toHaveLength(2);
-    expect(recordBefore).toHaveLength(3);
+    expect(recordBefore).toHaveLength(6);
   });
 
   test('concurrent runs on the same schema apply every migration exactly once, without error', async () => {
@@ -135,12 +147,19 @@ describe('runMigrations', () => {
     try {
       const runs = await Promise.all(Array.from({ length: 5 }, (_, i) => runMigrations(clients[i % clients.length]!, { schema: 'svc_race', sources: [KIT_MIGRATIONS, src] })));
       const all = runs.flatMap((r) => r.applied).sort();
-      expect(all).toEqual(['kit/0004_baseline', 'service/0001_counter', 'service/0002_bump']);
+      expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_counter', 'service/0002_bump']);
       expect(runs.filter((r) => r.applied.length > 0)).toHaveLength(1);
     } finally {
       if (!db.embedded) await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
     }
-    expect(await appliedIds('svc_race')).toEqual(['kit/0004_baseline', 'service/0001_counter', 'service/0002_bump']);
+    expect(await appliedIds('svc_race')).toEqual([
+      'kit/0001_outbox',
+      'kit/0002_processed_events',
+      'kit/0003_processed_events_age',
+      'kit/0004_outbox_writer',
+      'service/0001_counter',
+      'service/0002_bump',
+    ]);
     expect(await sql`select n from svc_race.counter`).toEqual([{ n: 1 }]);
   });
 

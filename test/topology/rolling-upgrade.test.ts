@@ -5,10 +5,8 @@
  * other's work when it leaves (docs/operations.md "Upgrades"; docs/architecture.md
  * "Every release runs beside the previous one").
  *
- * As `helm upgrade` does it on a database at the previous release (the previous release's
- * own `migrate` on an empty database; this change's baselines replace its migrations):
- * this change's migrations run first (`main.ts migrate`, the hook Job) while nothing of
- * the new release serves, skipping the baselines, its repeatable SQL files
+ * As `helm upgrade` does it: this change's migrations run first (`main.ts migrate`, the
+ * hook Job) while nothing of the new release serves, its repeatable SQL files
  * (services/kit/db/sql-functions.ts) recorded at their versions, which the old release's
  * own start-up migration leaves in place; then the old release alone serves
  * the contract smoke (token, property, blocks, webhook registration with its challenge, a
@@ -41,7 +39,7 @@ import { SystemClients, webhookEnv } from '../notifications/support/harness';
 import { echoAndAccept, Receiver, verifyDelivery, type Handler, type Received } from '../notifications/support/receiver';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { privatePostgresUnavailable, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres';
-import { entryOf, randomKey, runCommand, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
+import { randomKey, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { ROOT } from '../support/process';
 import { createCertificates, type Certificates } from '../support/tls';
 import { FIGURES_DIR, recordFigures, non503Errors } from './support/figures';
@@ -392,17 +390,11 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
     checkout?.remove();
   });
 
-  test('the database is at the previous release: its own migrate on the empty database', async () => {
-    const dir = checkout!.dir;
-    const res = await runCommand(process.execPath, [...entryOf(dir), 'migrate'], { ...process.env, ...env }, 120_000, { cwd: dir });
-    expect([res.code, res.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
-  });
-
-  test("this change's migrations run next, as the pre-upgrade hook Job does: the baselines skipped, the migrations after them applied", async () => {
+  test("this change's migrations run first, as the pre-upgrade hook Job does", async () => {
     const res = await runMain(['migrate'], { ...process.env, ...env }, 120_000);
     expect([res.code, res.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
     const { migrations, functions } = await recorded();
-    expect(currentMigrations().filter((m) => m.baseline === migrations.has(m.id))).toEqual([]);
+    expect(currentMigrations().filter((m) => !migrations.has(m.id))).toEqual([]);
     expect(functions).toEqual(thisRelease());
   });
 

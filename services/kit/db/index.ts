@@ -22,7 +22,7 @@ export {
 export { provisionServiceRoles, verifierMatches } from './database-roles';
 export { startEmbeddedPostgres } from './embedded-postgres';
 export { runMigrations } from './migrate';
-export { KIT_MIGRATIONS, loadMigrations, migrationChecksum, type MigrationFile, type MigrationSource } from './migration-files';
+export { acceptsChecksum, KIT_MIGRATIONS, KNOWN_EDITS, loadMigrations, migrationChecksum, type MigrationFile, type MigrationSource } from './migration-files';
 export { parsePostgresUrl, type PostgresUrl, postgresUrlWithoutSecrets } from './postgres-url';
 export { type FunctionFile, loadFunctionFiles } from './sql-functions';
 export { operationName } from './sql-telemetry';

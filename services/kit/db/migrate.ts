@@ -6,14 +6,9 @@
  * service applies into its own schema before its own files. Applied files are
  * recorded in `<schema>.schema_migrations` with their sha256, so an edited applied
  * migration is refused instead of silently diverging: the fix is a new file. The
- * checked-in manifest (tools/migration-manifest.ts) pins every landed file's sha256, so
- * an edit fails the tests before it reaches a database.
- *
- * A folder may start with a baseline, `NNNN_baseline.sql` (migration-files.ts): a new
- * schema applies it (and records it) in place of the migrations numbered up to NNNN,
- * which have left the tree; a schema that recorded those migrations skips it, and is
- * never compared with them again: git history holds their text, and the releases that
- * had the files checked it at every start.
+ * checked-in manifest (migration-manifest.ts) pins every landed file's sha256, so an
+ * edit fails the tests before it reaches a database; `KNOWN_EDITS` lists the few
+ * superseded checksums still accepted.
  *
  * Several replicas may start at once: everything runs in ONE transaction that first
  * takes a global transaction-scoped advisory lock, so runs serialize (CREATE SCHEMA
@@ -28,7 +23,7 @@
  */
 import type { Sql, Tx } from './database';
 import type { Logger } from '../base';
-import { baselineStep, loadMigrations, type MigrationSource } from './migration-files';
+import { acceptsChecksum, loadMigrations, type MigrationSource } from './migration-files';
 import { applyFunctionFiles, loadFunctionFiles } from './sql-functions';
 
 /**
@@ -56,8 +51,8 @@ const SCHEMA_NAME = /^[a-z][a-z0-9_]*$/;
  * migrations/ folder). Files run with `search_path` = `<schema>, public`, so they use
  * unqualified names.
  *
- * Throws, applying nothing, when an applied file's checksum changed, a file fails, or
- * the schema stands before a baseline's release (migration-files.ts baselineStep).
+ * Throws, applying nothing, when an applied file's checksum changed (unless the
+ * recorded one is in `KNOWN_EDITS` for that file) or a file fails.
  * Returns the ids applied by this call (empty when up to date): migrations in `applied`,
  * repeatable files in `functions`.
  */
@@ -90,7 +85,7 @@ export async function runMigrations(
     for (const m of files) {
       const recorded = known.get(m.id);
       if (recorded !== undefined) {
-        if (recorded !== m.checksum) {
+        if (!acceptsChecksum(m.id, m.checksum, recorded)) {
           throw new Error(
             `migration ${m.id} (${m.file}) was changed after it was applied to schema ${schema} ` +
               `(checksum ${recorded} recorded, ${m.checksum} on disk); migrations are forward-only: add a new file instead`,
@@ -98,7 +93,6 @@ export async function runMigrations(
         }
         continue;
       }
-      if (m.baseline && baselineStep(m, known.keys(), schema) === 'skip') continue;
       // Set before every file: a previous file may have changed search_path.
       await tx`set local search_path to ${tx(schema)}, public`;
       try {
