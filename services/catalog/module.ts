@@ -24,6 +24,7 @@ function pipelineFor(ctx: Parameters<NonNullable<ServiceModule['start']>>[0]): P
       fetchTimeoutMs: ctx.config.photoFetchTimeoutMs,
       allowCidrs: ctx.config.egressAllowCidrs,
       onEvents: () => ctx.outbox.nudge(),
+      clock: ctx.clock,
     });
     pipelines.set(ctx, p);
   }

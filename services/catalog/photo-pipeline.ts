@@ -40,7 +40,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { systemClock, type Clock, type Logger } from '../kit/base';
 import { fetchAndProcessPhoto, type PhotoOutcome } from './photo-processor';
 import { republishById } from './publication';
 import { recordPhotoProcessed } from '../kit/telemetry';
@@ -77,6 +77,8 @@ export interface PhotoPipelineOptions {
   pollMs?: number;
   /** The fetch-and-decode step; injectable for unit tests. */
   process?: PhotoStep;
+  /** The loop's waits, lease renewals and housekeeping period; default the system's. */
+  clock?: Clock;
 }
 
 /** Fetches and processes one photo; `alone` asks for a decode with the whole budget. */
@@ -99,16 +101,19 @@ export class PhotoPipeline {
   private readonly housekeeping: PeriodicJob;
   /** In-flight counts per workspace and slow workspaces: the fair claim's inputs. */
   private readonly lanes: PhotoLanes;
-  private lastAdopt = 0;
+  private lastAdopt = -Infinity;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: PhotoPipelineOptions) {
     this.sql = opts.sql;
     this.log = opts.log;
     const pollMs = opts.pollMs ?? 1000;
+    this.clock = opts.clock ?? systemClock;
     this.lanes = new PhotoLanes({ concurrency: opts.concurrency, perWorkspace: opts.workspaceConcurrency });
     this.process = opts.process ?? ((url, signal, { alone }) => fetchAndProcessPhoto(url, { allowCidrs: opts.allowCidrs, timeoutMs: opts.fetchTimeoutMs, signal, alone }));
     this.worker = new Worker({
       name: 'photo-pipeline',
+      clock: this.clock,
       idleMs: pollMs,
       backoff: { baseMs: pollMs * 2, maxMs: 10_000 },
       round: () => this.round(),
@@ -123,6 +128,7 @@ export class PhotoPipeline {
         // A concurrent reference (foreign key) or a database hiccup: try again next round.
         this.log.warn({ err }, 'photo pipeline: housekeeping failed'),
       'photo-blobs-prune',
+      this.clock,
     );
   }
 
@@ -145,8 +151,8 @@ export class PhotoPipeline {
   private async round(): Promise<RoundResult> {
     const allowance = this.lanes.allowance();
     if (allowance.freeFast <= 0 && allowance.freeSlow <= 0) return { items: 0, more: false };
-    if (Date.now() - this.lastAdopt >= ADOPT_EVERY_MS) {
-      this.lastAdopt = Date.now();
+    if (this.clock.now() - this.lastAdopt >= ADOPT_EVERY_MS) {
+      this.lastAdopt = this.clock.now();
       await this.adoptUnassigned();
     }
     const claims = await this.claim(allowance);

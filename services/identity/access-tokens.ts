@@ -11,8 +11,7 @@
  * token is still live is Authorize's SQL re-check, not this module's.
  */
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import { MAX_TOKEN_TTL_SECONDS } from '../kit/base';
-import { isCanonicalUuid } from '../kit/base';
+import { isCanonicalUuid, MAX_TOKEN_TTL_SECONDS, systemClock, type Clock } from '../kit/base';
 
 /** Prefix of every access token (also scrubbed from free text by the logger). */
 export const ACCESS_TOKEN_PREFIX = 'pst_';
@@ -56,20 +55,25 @@ export class AccessTokens {
    * `signingKey`: at least 32 bytes (TOKEN_SIGNING_KEY or the generated local key).
    * `previousKey` (TOKEN_SIGNING_KEY_PREVIOUS): during a rotation, tokens signed under it
    * still verify until they expire; new tokens are always signed with `signingKey`.
+   * `clock` tells issue() and verify() the time.
    */
-  constructor(signingKey: Uint8Array, previousKey?: Uint8Array) {
+  constructor(
+    signingKey: Uint8Array,
+    previousKey?: Uint8Array,
+    private readonly clock: Clock = systemClock,
+  ) {
     if (signingKey.length < 32) throw new Error('the token-signing key must be at least 32 bytes');
     if (previousKey && previousKey.length < 32) throw new Error('the previous token-signing key must be at least 32 bytes');
     this.macKey = deriveMacKey(signingKey);
     this.previousMacKey = previousKey ? deriveMacKey(previousKey) : undefined;
   }
 
-  /** A new token for a key; `ttlSeconds` 1..3600, counted from `nowMs` rounded down to the second. */
-  issue(input: { kid: string; ws: string; env: EnvironmentName; ttlSeconds: number; nowMs?: number }): { token: string; claims: TokenClaims } {
+  /** A new token for a key; `ttlSeconds` 1..3600, counted from the clock's now rounded down to the second. */
+  issue(input: { kid: string; ws: string; env: EnvironmentName; ttlSeconds: number }): { token: string; claims: TokenClaims } {
     if (!Number.isInteger(input.ttlSeconds) || input.ttlSeconds < 1 || input.ttlSeconds > MAX_TOKEN_TTL_SECONDS) {
       throw new Error(`token lifetime must be 1..${MAX_TOKEN_TTL_SECONDS} seconds`);
     }
-    const iat = Math.floor((input.nowMs ?? Date.now()) / 1000);
+    const iat = Math.floor(this.clock.now() / 1000);
     const claims: TokenClaims = {
       v: 1,
       kid: input.kid,
@@ -83,8 +87,8 @@ export class AccessTokens {
     return { token: `${ACCESS_TOKEN_PREFIX}${payload}.${this.mac(payload).toString('base64url')}`, claims };
   }
 
-  /** Checks shape, MAC (constant time), claims and expiry at `nowMs`. */
-  verify(token: string, nowMs: number = Date.now()): VerifyResult {
+  /** Checks shape, MAC (constant time), claims and expiry at the clock's now. */
+  verify(token: string): VerifyResult {
     if (token.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'malformed' };
     const m = TOKEN.exec(token);
     if (!m) return { ok: false, reason: 'malformed' };
@@ -99,7 +103,7 @@ export class AccessTokens {
     if (!current && !previous) return { ok: false, reason: 'bad_signature' };
     const claims = parseClaims(payload);
     if (!claims) return { ok: false, reason: 'malformed' };
-    const now = nowMs / 1000;
+    const now = this.clock.now() / 1000;
     if (now >= claims.exp) return { ok: false, reason: 'expired' };
     if (claims.iat > now + CLOCK_SKEW_SECONDS) return { ok: false, reason: 'malformed' };
     return { ok: true, claims };

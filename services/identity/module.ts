@@ -13,6 +13,7 @@
 import { treePath } from '../kit/db';
 import type { ServiceContext, ServiceModule } from '../kit/runtime';
 import { resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
+import { PeriodicJob } from '../kit/work';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { AccessTokens } from './access-tokens';
 import { deleteOldCounters } from './queries';
@@ -33,7 +34,7 @@ function issuerFor(ctx: ServiceContext): { tokens: AccessTokens; key: ResolvedSe
       embedded: ctx.embedded,
       name: 'token-signing',
     });
-    issuers.set(ctx, key ? { tokens: new AccessTokens(key.key, ctx.config.tokenSigningKeyPrevious), key } : undefined);
+    issuers.set(ctx, key ? { tokens: new AccessTokens(key.key, ctx.config.tokenSigningKeyPrevious, ctx.clock), key } : undefined);
   }
   return issuers.get(ctx);
 }
@@ -58,24 +59,20 @@ export const identityModule: ServiceModule = {
       ctx.log.warn('TOKEN_SIGNING_KEY is not set: the token endpoint is not configured and contract requests cannot be authorised');
     }
 
-    let running: Promise<void> = Promise.resolve();
-    const cleanup = () => {
-      running = deleteOldCounters(ctx.sql).then(
-        (deleted) => {
-          if (deleted > 0) ctx.log.info({ deleted }, 'rate-limit counters of ended windows deleted');
-        },
-        (err: unknown) => ctx.log.warn({ err }, 'rate-limit counter cleanup failed; retried later'),
-      );
-    };
-    cleanup();
-    const timer = setInterval(cleanup, COUNTER_CLEANUP_INTERVAL_MS);
-    timer.unref();
-    ctx.shutdown.add('identity counter cleanup', async () => {
-      clearInterval(timer);
-      await running;
-    });
+    const counters = new PeriodicJob(
+      async () => {
+        const deleted = await deleteOldCounters(ctx.sql);
+        if (deleted > 0) ctx.log.info({ deleted }, 'rate-limit counters of ended windows deleted');
+      },
+      COUNTER_CLEANUP_INTERVAL_MS,
+      (err) => ctx.log.warn({ err }, 'rate-limit counter cleanup failed; retried later'),
+      'identity-counter-cleanup',
+      ctx.clock,
+    );
+    counters.start(0);
+    ctx.shutdown.add('identity counter cleanup', () => counters.stop());
 
-    const requestLog = new RequestLogPruner(ctx.sql, ctx.log.child({ component: 'identity-request-log' }));
+    const requestLog = new RequestLogPruner(ctx.sql, ctx.log.child({ component: 'identity-request-log' }), undefined, undefined, ctx.clock);
     requestLog.start();
     ctx.shutdown.add('identity request log pruning', () => requestLog.stop());
   },

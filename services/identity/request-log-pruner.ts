@@ -4,7 +4,7 @@
  * housekeeping on the kit's BatchPruner: bounded deletes, one warning per failed run.
  */
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import type { Clock, Logger } from '../kit/base';
 import { BatchPruner } from '../kit/work';
 import { pruneExcessRequests, pruneOldRequests } from './request-log';
 
@@ -35,12 +35,14 @@ export class RequestLogPruner extends BatchPruner {
     log: Logger,
     bounds: RequestLogBounds = { maxPerWorkspace: REQUEST_LOG_MAX_PER_WORKSPACE, retentionDays: REQUEST_LOG_RETENTION_DAYS },
     everyMs = PRUNE_EVERY_MS,
+    clock?: Clock,
   ) {
     super({
       pruneOnce: () => pruneRequestLogOnce(sql, bounds),
       batch: PRUNE_BATCH,
       everyMs,
       name: 'request-log-pruner',
+      clock,
       onPruned: (deleted) => log.info({ deleted, ...bounds }, 'identity: request log pruned'),
       onError: (err) => log.warn({ err }, 'identity: request log pruning failed; retried later'),
     });

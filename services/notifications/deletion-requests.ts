@@ -21,7 +21,8 @@
  * The same periodic sweep also prunes finished deliveries after RETENTION_DAYS.
  */
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { systemClock, type Clock, type Logger } from '../kit/base';
+import { PeriodicJob } from '../kit/work';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { notFound } from '../kit/rpc';
 import { isUuid } from './errors';
@@ -51,6 +52,8 @@ export function stateOf(r: DeletionRequestRow): DeletionRequestState {
 
 /** Finished deliveries are kept this long for operators (psync deliveries list). */
 export const RETENTION_DAYS = 30;
+/** How often the housekeeping of finished deliveries runs (beside the escalation sweep). */
+const PRUNE_EVERY_MS = 3_600_000;
 
 const notFoundError = () => notFound(ErrorReason.DELETION_REQUEST_NOT_FOUND, 'no deletion request with that event_id');
 
@@ -65,14 +68,16 @@ const notFoundError = () => notFound(ErrorReason.DELETION_REQUEST_NOT_FOUND, 'no
 export const COMPLETED_AT_MAX_AHEAD_MS = 5 * 60_000;
 
 export class DeletionRequests {
-  private timer: NodeJS.Timeout | null = null;
-  private sweeping: Promise<void> | null = null;
+  private job: PeriodicJob | null = null;
+  private readonly clock: Clock;
 
-  constructor(private readonly deps: { sql: Sql; log: Logger; escalationSeconds: number }) {}
+  constructor(private readonly deps: { sql: Sql; log: Logger; escalationSeconds: number; clock?: Clock }) {
+    this.clock = deps.clock ?? systemClock;
+  }
 
   /** Records the acknowledgement (once); returns the first acknowledged_at and completed_at. */
   async acknowledge(workspaceId: string, eventId: string, completedAt: Date | undefined): Promise<{ eventId: string; acknowledgedAt: Date; completedAt: Date }> {
-    if (completedAt && completedAt.getTime() > Date.now() + COMPLETED_AT_MAX_AHEAD_MS) {
+    if (completedAt && completedAt.getTime() > this.clock.now() + COMPLETED_AT_MAX_AHEAD_MS) {
       throw invalidRequest([{ field: 'completed_at', code: 'maximum' }]);
     }
     // A malformed id can name no request: the same answer as an unknown one.
@@ -153,28 +158,25 @@ export class DeletionRequests {
   /** Runs escalateDue periodically (every min(60 s, threshold / 2), at least 1 s), and prune() hourly. */
   start(): void {
     const everyMs = Math.max(1000, Math.min(60_000, (this.deps.escalationSeconds * 1000) / 2));
-    let lastPrune = 0;
-    const tick = () => {
-      const prune = Date.now() - lastPrune > 3_600_000;
-      if (prune) lastPrune = Date.now();
-      this.sweeping = this.escalateDue()
-        .then(async () => {
-          if (!prune) return;
-          const deleted = await this.prune();
-          if (deleted > 0) this.deps.log.info({ deleted, retention_days: RETENTION_DAYS }, 'webhooks: old finished deliveries deleted');
-        })
-        .catch((err) => this.deps.log.warn({ err }, 'deletion requests: escalation sweep failed'))
-        .finally(() => {
-          this.sweeping = null;
-          if (this.timer) this.timer = setTimeout(tick, everyMs);
-        });
-    };
-    this.timer = setTimeout(tick, everyMs);
+    let lastPrune = -Infinity;
+    this.job = new PeriodicJob(
+      async () => {
+        await this.escalateDue();
+        if (this.clock.now() - lastPrune <= PRUNE_EVERY_MS) return;
+        lastPrune = this.clock.now();
+        const deleted = await this.prune();
+        if (deleted > 0) this.deps.log.info({ deleted, retention_days: RETENTION_DAYS }, 'webhooks: old finished deliveries deleted');
+      },
+      everyMs,
+      (err) => this.deps.log.warn({ err }, 'deletion requests: escalation sweep failed'),
+      'deletion-requests',
+      this.clock,
+    );
+    this.job.start();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.sweeping;
+    await this.job?.stop();
+    this.job = null;
   }
 }

@@ -49,7 +49,7 @@ import { randomUUID } from 'node:crypto';
 import { context } from '@opentelemetry/api';
 import { contextFromHeaders } from '../kit/telemetry';
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { systemClock, type Clock, type Logger } from '../kit/base';
 import { GroupCommit } from '../kit/base';
 import { Worker, type RoundResult } from '../kit/work';
 import { EndpointHealthStore } from './endpoint-health';
@@ -93,6 +93,8 @@ export interface DispatcherOptions {
   soleWorker: boolean;
   /** Idle poll interval (due retries are found by polling); default 250 ms. */
   pollMs?: number;
+  /** The claim loop's waits and the breaker sweep's period; default the system's. */
+  clock?: Clock;
 }
 
 export class DeliveryDispatcher {
@@ -106,7 +108,8 @@ export class DeliveryDispatcher {
   /** Moving average of attempt latency (ms) per endpoint, most recently updated last. */
   private readonly latency = new Map<string, number>();
   private readonly health: EndpointHealthStore;
-  private lastSweep = 0;
+  private lastSweep = -Infinity;
+  private readonly clock: Clock;
   private running = false;
   /**
    * The last claim may have left due deliveries that an attempt of this process ending
@@ -126,9 +129,11 @@ export class DeliveryDispatcher {
     this.asyncSql = opts.asyncCommitSql;
     this.log = opts.log;
     const pollMs = opts.pollMs ?? 250;
+    this.clock = opts.clock ?? systemClock;
     this.health = new EndpointHealthStore(opts.sql, opts.asyncCommitSql, opts.schedule, opts.log);
     this.worker = new Worker({
       name: 'webhook-dispatcher',
+      clock: this.clock,
       idleMs: pollMs,
       backoff: { baseMs: pollMs * 2, maxMs: 10_000 },
       round: () => this.round(),
@@ -188,8 +193,8 @@ export class DeliveryDispatcher {
   private async round(): Promise<RoundResult> {
     const freeFast = FAST_LANE_SLOTS - this.laneUse.fast;
     const freeSlow = SLOW_LANE_SLOTS - this.laneUse.slow;
-    if (Date.now() - this.lastSweep >= SWEEP_MS) {
-      this.lastSweep = Date.now();
+    if (this.clock.now() - this.lastSweep >= SWEEP_MS) {
+      this.lastSweep = this.clock.now();
       await this.health.abandonExpiredBehindBreaker();
     }
     if (freeFast <= 0 && freeSlow <= 0) {
@@ -299,7 +304,7 @@ export class DeliveryDispatcher {
 
   /** One attempt as its steps (delivery-steps.ts); a shutdown or a secret we cannot open gives the claim back. */
   private async attempt(row: ClaimedRow, token: string, signal: AbortSignal): Promise<void> {
-    const startedAt = new Date();
+    const startedAt = new Date(this.clock.now());
     const prepared = prepareDispatch(row, this.opts.box);
     if (prepared.kind === 'skip') return void (await this.handle(row, token, prepared.outcome, { startedAt, durationMs: null }));
     if (prepared.kind === 'postpone') {

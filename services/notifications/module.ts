@@ -67,6 +67,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
     poster,
     schedule: config.webhookRetrySchedule,
     soleWorker: ctx.embedded,
+    clock: ctx.clock,
   });
   const registry = new EndpointRegistry({ sql, log, box, poster });
   rt = {
@@ -81,7 +82,7 @@ function runtimeFor(ctx: ServiceContext): Runtime {
       owner: calendarOwner(() => ctx.clients.client(CalendarService, ctx.urls.calendar)),
       onDeliveryCreated: () => dispatcher.nudge(),
     }),
-    deletionRequests: new DeletionRequests({ sql, log, escalationSeconds: config.deletionEscalationSeconds }),
+    deletionRequests: new DeletionRequests({ sql, log, escalationSeconds: config.deletionEscalationSeconds, clock: ctx.clock }),
     hasKey: box !== undefined,
     box,
     key,

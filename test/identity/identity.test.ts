@@ -16,6 +16,7 @@ import { AuthorizeDecision, RateLimitStatusSchema } from '../../gen/psync/identi
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { AccessTokens } from '../../services/identity/access-tokens';
+import { fakeClock } from '../support/fake-clock';
 import { createSql, Sql } from '../../services/kit/db';
 import { backends, RunningSystem, startSystem, stopAllSystems } from '../support/system';
 import {
@@ -337,8 +338,7 @@ describe(`identity service (database: ${backends.database})`, () => {
       const [head, mac] = t.token.split('.') as [string, string];
       const claims = claimsOf(t.token);
       const signingKey = signingKeyOf(system.env, system.dataDir);
-      const ours = new AccessTokens(signingKey);
-      const expired = ours.issue({ kid: t.keyId, ws: t.workspaceId, env: 'sandbox', ttlSeconds: 60, nowMs: Date.now() - 61_000 }).token;
+      const expired = new AccessTokens(signingKey, undefined, fakeClock(Date.now() - 61_000)).issue({ kid: t.keyId, ws: t.workspaceId, env: 'sandbox', ttlSeconds: 60 }).token;
       const foreign = new AccessTokens(randomBytes(32)).issue({ kid: t.keyId, ws: t.workspaceId, env: 'sandbox', ttlSeconds: 60 }).token;
       const tampered = `pst_${Buffer.from(JSON.stringify({ ...claims, exp: (claims.exp as number) + 60 })).toString('base64url')}.${mac}`;
       for (const accessToken of ['', 'garbage', t.apiKey, `${head}.`, `${head}.${mac.split('').reverse().join('')}`, tampered, foreign, expired, `Bearer ${t.token}`]) {

@@ -2,13 +2,14 @@
  * The kit's ground floor, which imports nothing else of the kit: the logger, the limits,
  * identifiers and encodings (uuid, base32), what may be stored (storable-values),
  * private files and keys under DATA_DIR, the request id carried through a call, group
- * commit, durations and the configuration error.
+ * commit, durations, the clock and the configuration error.
  *
  * This file is the module's whole public surface: code outside services/kit/base/ imports
  * from here, never from a file inside (eslint.config.mjs, docs/architecture.md "Modules").
  */
 export { isAbsoluteUri } from './absolute-uri';
 export { base32 } from './base32';
+export { type Clock, type ClockTimer, sleepOn, systemClock } from './clock';
 export { ConfigError, exitOnConfigError } from './config-error';
 export { DURATION_UNITS, formatDuration } from './durations';
 export { dottedKind, EnumNames, environments, type DottedEnumName, type EnumName } from './enum-names';

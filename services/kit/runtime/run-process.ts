@@ -29,7 +29,7 @@ import { provisionServiceRoles } from '../db';
 import { OutboxHousekeeping } from '../events';
 import { OutboxRelay } from '../events';
 import { Shutdown } from './shutdown';
-import { securePrivateDataDir } from '../base';
+import { securePrivateDataDir, systemClock } from '../base';
 import { startTelemetry } from '../telemetry';
 import type { ServiceContext, ServiceModule, ServiceUrls } from './service-module';
 import { AdminService } from '../../../gen/psync/admin/v1/admin_pb';
@@ -310,6 +310,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
           clients: clients.as(m.name),
           urls,
           shutdown,
+          clock: systemClock,
         },
       });
     }

@@ -7,7 +7,7 @@
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Config } from './config';
 import type { Sql } from '../db';
-import type { ServiceName } from '../base';
+import type { Clock, ServiceName } from '../base';
 import type { EventBus } from '../events';
 import type { Logger } from '../base';
 import type { InternalClients } from '../rpc';
@@ -44,6 +44,12 @@ export interface ServiceContext {
   clients: InternalClients;
   urls: ServiceUrls;
   shutdown: Shutdown;
+  /**
+   * Time and timers of the service's own rules (token lifetimes, periodic jobs, sweeps,
+   * windows kept in memory): the system clock in a running process, a fake one in a
+   * test that drives time (services/kit/base/clock.ts).
+   */
+  clock: Clock;
 }
 
 export interface ServiceModule {

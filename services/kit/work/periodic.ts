@@ -2,6 +2,7 @@
  * Timer-driven background jobs (hold expiry, event retention, outbox housekeeping), on
  * the kit's Worker (worker.ts): no nudges, no overlap.
  */
+import { systemClock, type Clock } from '../base';
 import { Worker } from './worker';
 
 /**
@@ -21,6 +22,8 @@ export class PeriodicJob {
     private readonly onError: (err: unknown) => void,
     /** Metrics label (worker.ts); default `periodic`. */
     private readonly name = 'periodic',
+    /** The timers' clock; default the system's. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   start(firstDelayMs = this.intervalMs): void {
@@ -30,6 +33,7 @@ export class PeriodicJob {
       idleMs: this.intervalMs,
       firstDelayMs,
       wakeOnNudge: false,
+      clock: this.clock,
       // A failed run waits one interval, like any other.
       backoff: { baseMs: this.intervalMs, maxMs: this.intervalMs, jitter: 0 },
       round: async () => {
@@ -75,6 +79,8 @@ export class BatchPruner {
       onPruned: (deleted: number) => void;
       /** Called when a run failed. */
       onError: (err: unknown) => void;
+      /** The timers' clock; default the system's. */
+      clock?: Clock;
     },
   ) {
     this.job = new PeriodicJob(
@@ -85,6 +91,7 @@ export class BatchPruner {
       opts.everyMs,
       opts.onError,
       opts.name ?? 'pruner',
+      opts.clock,
     );
   }
 

@@ -1,8 +1,5 @@
 import { backoffMs, WakeSignal, Worker, type RoundResult } from './worker';
-import { sleep, waitFor as waitUntil } from '../../../test/support/eventually';
-
-/** A worker round takes a few milliseconds: these conditions are polled every 2 ms so none is missed. */
-const waitFor = (what: string, cond: () => boolean, timeoutMs = 5000) => waitUntil(what, cond, timeoutMs, 2);
+import { fakeClock, type FakeClock } from '../../../test/support/fake-clock';
 
 describe('backoffMs', () => {
   test('doubles from the base, is capped, and spreads by ± the jitter without passing the cap', () => {
@@ -19,16 +16,26 @@ describe('backoffMs', () => {
 
 describe('Worker', () => {
   const workers: Worker[] = [];
+  let clock: FakeClock;
+  beforeEach(() => {
+    clock = fakeClock();
+  });
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
   });
   function worker(round: () => Promise<RoundResult>, opts: Partial<ConstructorParameters<typeof Worker>[0]> = {}): Worker {
-    const w = new Worker({ name: 'test', idleMs: 60_000, round, onError: () => undefined, ...opts });
+    const w = new Worker({ name: 'test', idleMs: 60_000, round, onError: () => undefined, clock, ...opts });
     workers.push(w);
     return w;
   }
+  /** A promise that the test resolves: a round or a task that takes as long as the test says. */
+  function gate(): { promise: Promise<void>; open: () => void } {
+    let open!: () => void;
+    const promise = new Promise<void>((r) => (open = r));
+    return { promise, open };
+  }
 
-  test('goes again at once while a round says more is waiting, then waits; a nudge ends the wait', async () => {
+  test('goes again at once while a round says more is waiting, then waits idleMs; a nudge ends the wait', async () => {
     let rounds = 0;
     let backlog = 3;
     const w = worker(async () => {
@@ -39,13 +46,17 @@ describe('Worker', () => {
     });
     w.start();
     w.start(); // harmless
-    await waitFor('the backlog', () => rounds === 4);
-    await sleep(50);
+    await clock.settle();
+    expect(rounds).toBe(4);
+    await clock.tick(59_999);
     expect(rounds).toBe(4); // idle: waiting 60 s
     w.nudge();
-    await waitFor('the nudged round', () => rounds === 5);
-    await sleep(30);
+    await clock.settle();
     expect(rounds).toBe(5);
+    await clock.tick(59_999);
+    expect(rounds).toBe(5);
+    await clock.tick(1);
+    expect(rounds).toBe(6); // the idle wait ran out
   });
 
   test('the first round runs on a later tick, after firstDelayMs', async () => {
@@ -53,24 +64,27 @@ describe('Worker', () => {
     const w = worker(async () => ({ items: rounds++ && 0, more: false }), { firstDelayMs: 40 });
     w.start();
     expect(rounds).toBe(0);
-    await sleep(15);
+    await clock.tick(39);
     expect(rounds).toBe(0);
-    await waitFor('the first round', () => rounds === 1);
+    await clock.tick(1);
+    expect(rounds).toBe(1);
   });
 
   test('a nudge during a round runs another round right after it', async () => {
     let rounds = 0;
-    let release!: () => void;
+    const first = gate();
     const w = worker(async () => {
       rounds++;
-      if (rounds === 1) await new Promise<void>((r) => (release = r));
+      if (rounds === 1) await first.promise;
       return { items: 0, more: false };
     });
     w.start();
-    await waitFor('round 1', () => rounds === 1);
+    await clock.settle();
+    expect(rounds).toBe(1);
     w.nudge();
-    release();
-    await waitFor('round 2', () => rounds === 2);
+    first.open();
+    await clock.settle();
+    expect(rounds).toBe(2);
   });
 
   test('a failed round is retried after a growing back-off that a nudge does not cut short; onError hears each', async () => {
@@ -84,14 +98,20 @@ describe('Worker', () => {
       },
       { backoff: { baseMs: 40, maxMs: 100, jitter: 0 }, onError: (_err, retryInMs, failures) => void errors.push({ retryInMs, failures }) },
     );
-    const t0 = Date.now();
     w.start();
-    await waitFor('the first failure', () => rounds === 1);
-    w.nudge();
-    await sleep(20);
+    await clock.settle();
     expect(rounds).toBe(1);
-    await waitFor('recovery', () => rounds === 4);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(40 + 80 + 100 - 10);
+    w.nudge();
+    await clock.tick(39);
+    expect(rounds).toBe(1);
+    await clock.tick(1);
+    expect(rounds).toBe(2);
+    await clock.tick(79);
+    expect(rounds).toBe(2);
+    await clock.tick(1);
+    expect(rounds).toBe(3);
+    await clock.tick(100);
+    expect(rounds).toBe(4);
     expect(errors).toEqual([
       { retryInMs: 40, failures: 1 },
       { retryInMs: 80, failures: 2 },
@@ -103,41 +123,47 @@ describe('Worker', () => {
     let rounds = 0;
     const w = worker(async () => ({ items: rounds++, more: false }), { wakeOnNudge: false, idleMs: 60_000 });
     w.start();
-    await waitFor('round 1', () => rounds === 1);
-    w.nudge();
-    await sleep(30);
+    await clock.settle();
     expect(rounds).toBe(1);
+    w.nudge();
+    await clock.tick(59_999);
+    expect(rounds).toBe(1);
+    await clock.tick(1);
+    expect(rounds).toBe(2);
   });
 
   test('stop() ends the wait or the back-off at once and waits for the round in progress', async () => {
     let finished = false;
+    const slow = gate();
     const w = worker(async () => {
-      await sleep(40);
+      await slow.promise;
       finished = true;
       return { items: 0, more: false };
     });
     w.start();
-    await sleep(5);
-    await w.stop();
-    expect(finished).toBe(true);
+    await clock.settle();
+    const stopped = w.stop();
     expect(w.isStopping).toBe(true);
+    slow.open();
+    await stopped;
+    expect(finished).toBe(true);
 
     const failing = worker(async () => Promise.reject(new Error('down')), { backoff: { baseMs: 60_000, maxMs: 60_000 } });
     failing.start();
-    await sleep(10);
-    const t0 = Date.now();
-    await failing.stop();
-    expect(Date.now() - t0).toBeLessThan(1000);
+    await clock.settle();
+    await failing.stop(); // no tick: the back-off's 60 s never had to pass
+    expect(clock.pending()).toBe(0);
   });
 
   test('tasks: counted, their end nudges the loop; stop() drains within the grace, then aborts the rest', async () => {
     let rounds = 0;
     const events: string[] = [];
+    const quick = gate();
     const w = worker(async () => {
       rounds++;
       if (rounds === 1) {
         w.spawn(async () => {
-          await sleep(20);
+          await quick.promise;
           events.push('quick done');
         });
         w.spawn(
@@ -153,12 +179,19 @@ describe('Worker', () => {
       return { items: rounds === 1 ? 2 : 0, more: false };
     });
     w.start();
-    await waitFor('two tasks', () => w.inFlight === 2);
-    await waitFor('the quick task to free its slot and nudge', () => rounds === 2);
+    await clock.settle();
+    expect(w.inFlight).toBe(2);
+    quick.open();
+    await clock.settle();
+    expect(rounds).toBe(2); // the quick task freed its slot and nudged
     expect(w.inFlight).toBe(1);
-    const t0 = Date.now();
-    expect(await w.stop(50)).toBe(1);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(45);
+    let aborted: number | undefined;
+    const stopped = w.stop(50).then((n) => (aborted = n));
+    await clock.tick(49);
+    expect(aborted).toBeUndefined(); // within the grace
+    await clock.tick(1);
+    await stopped;
+    expect(aborted).toBe(1);
     expect(events).toEqual(['quick done', 'slow aborted']);
     expect(w.inFlight).toBe(0);
   });
@@ -174,19 +207,19 @@ describe('Worker', () => {
       },
     });
     w.start();
-    await waitFor('round 1', () => rounds === 1);
-    w.spawn(async () => {
-      await sleep(10);
-    });
-    await waitFor('the first task to end', () => asked.length === 1);
+    await clock.settle();
+    expect(rounds).toBe(1);
+    w.spawn(async () => undefined);
+    await clock.settle();
     expect(asked).toEqual([0]); // its slot is free by the time it is asked
-    await sleep(40);
+    await clock.tick(59_999);
     expect(rounds).toBe(1); // not nudged: idle for 60 s
     answer = true;
     w.spawn(async () => {
       throw new Error('task failed');
     });
-    await waitFor('the nudged round', () => rounds === 2);
+    await clock.settle();
+    expect(rounds).toBe(2);
     expect(asked).toEqual([0, 0]);
   });
 
@@ -210,17 +243,18 @@ describe('Worker', () => {
       },
     );
     w.start();
-    await waitFor('the first round', () => rounds === 1);
-    expect(checks).toBe(0); // the first round claims without asking
-    await waitFor('idle polls', () => checks >= 3);
-    expect(rounds).toBe(1); // nothing waiting: only the check ran
+    await clock.settle();
+    expect([rounds, checks]).toEqual([1, 0]); // the first round claims without asking
+    await clock.tick(60);
+    expect([rounds, checks]).toEqual([1, 3]); // nothing waiting: only the check ran, once per idle wait
     waiting = true;
-    await waitFor('a round after a true check', () => rounds >= 2);
+    await clock.tick(20);
+    expect([rounds, checks]).toEqual([2, 4]);
     waiting = false;
-    const before = checks;
     w.nudge();
-    await waitFor('the nudged round', () => rounds >= 3);
-    expect(checksAtRound[2]).toBeLessThanOrEqual(before + 1); // a nudge runs the round without asking (a poll may have raced it)
+    await clock.settle();
+    expect([rounds, checks]).toEqual([3, 4]); // a nudge runs the round without asking
+    expect(checksAtRound).toEqual([0, 4, 4]);
   });
 
   test('nudgeOnTaskEnd is not asked while stopping', async () => {
@@ -236,12 +270,12 @@ describe('Worker', () => {
     let rounds = 0;
     const w = worker(async () => ({ items: rounds++ && 0, more: false }));
     w.start();
-    await waitFor('round 1', () => rounds === 1);
+    await clock.settle();
+    expect(rounds).toBe(1);
     for (let i = 0; i < 3; i++) {
-      w.spawn(async () => {
-        await sleep(5);
-      });
-      await waitFor(`round ${i + 2}`, () => rounds === i + 2);
+      w.spawn(async () => undefined);
+      await clock.settle();
+      expect(rounds).toBe(i + 2);
     }
   });
 
@@ -251,11 +285,12 @@ describe('Worker', () => {
     w.spawn(async () => {
       throw new Error('task failed');
     });
-    await waitFor('the error', () => errs.length === 1);
+    await clock.settle();
+    expect(errs).toEqual([new Error('task failed')]);
     expect(w.inFlight).toBe(0);
   });
 
-  test('leases are renewed while the worker runs, and no more after stop()', async () => {
+  test('leases are renewed every everyMs while the worker runs, a failed renewal does not stop the timer, and none after stop()', async () => {
     let renewals = 0;
     const w = worker(async () => ({ items: 0, more: false }), {
       lease: {
@@ -267,63 +302,72 @@ describe('Worker', () => {
       },
     });
     w.start();
-    await waitFor('renewals', () => renewals >= 4);
+    await clock.tick(9);
+    expect(renewals).toBe(0);
+    await clock.tick(31);
+    expect(renewals).toBe(4);
     await w.stop();
-    const after = renewals;
-    await sleep(40);
-    expect(renewals).toBe(after);
+    await clock.tick(100);
+    expect(renewals).toBe(4);
   });
 
   test('a stopped worker can start again', async () => {
     let rounds = 0;
     const w = worker(async () => ({ items: rounds++, more: false }));
     w.start();
-    await waitFor('round 1', () => rounds === 1);
+    await clock.settle();
+    expect(rounds).toBe(1);
     await w.stop();
     w.start();
-    await waitFor('round 2', () => rounds === 2);
+    await clock.settle();
+    expect(rounds).toBe(2);
   });
 });
 
 describe('WakeSignal', () => {
   test('notify() wakes every waiter; a time limit, an abort and close() end a wait too', async () => {
-    const s = new WakeSignal();
+    const clock = fakeClock();
+    const s = new WakeSignal(clock);
     const woken: string[] = [];
     const a = s.wait(null).then(() => woken.push('a'));
     const b = s.wait(60_000).then(() => woken.push('b'));
-    await sleep(5);
+    await clock.settle();
     expect(woken).toEqual([]);
     s.notify();
     await Promise.all([a, b]);
     expect(woken.sort()).toEqual(['a', 'b']);
 
-    const t0 = Date.now();
-    await s.wait(20);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(15);
+    let limited = false;
+    const c = s.wait(20).then(() => (limited = true));
+    await clock.tick(19);
+    expect(limited).toBe(false);
+    await clock.tick(1);
+    await c;
+    expect(limited).toBe(true);
 
     const abort = new AbortController();
-    const c = s.wait(null, abort.signal);
+    const d = s.wait(null, abort.signal);
     abort.abort();
-    await c;
+    await d;
     await s.wait(null, abort.signal); // already aborted
 
-    const d = s.wait(null);
+    const e = s.wait(null);
     s.close();
-    await d;
+    await e;
     expect(s.isClosed).toBe(true);
     await s.wait(null); // closed: at once
+    expect(clock.pending()).toBe(0);
   });
 
   test('a notify between reading the generation and waiting is not lost', async () => {
-    const s = new WakeSignal();
+    const clock = fakeClock();
+    const s = new WakeSignal(clock);
     const seen = s.generation;
     s.notify(); // while the waiter was busy
-    const t0 = Date.now();
-    await s.wait(60_000, undefined, seen);
-    expect(Date.now() - t0).toBeLessThan(100);
+    await s.wait(60_000, undefined, seen); // at once: no tick
     let woken = false;
     const w = s.wait(60_000, undefined, s.generation).then(() => (woken = true));
-    await sleep(10);
+    await clock.settle();
     expect(woken).toBe(false);
     s.notify();
     await w;

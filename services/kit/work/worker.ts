@@ -29,6 +29,7 @@
  *
  * Every timer is unref'd: a worker never keeps a process alive by itself.
  */
+import { systemClock, type Clock, type ClockTimer } from '../base';
 import { recordWorkerRound, recordWorkerRoundFailed } from '../telemetry';
 
 /** What a round did. */
@@ -90,6 +91,8 @@ export interface WorkerOptions {
    * start nothing that the last round could not; work found later is the idle poll's.
    */
   nudgeOnTaskEnd?: () => boolean;
+  /** Time and timers of the waits, the back-off and the lease renewal; default the system's. */
+  clock?: Clock;
 }
 
 interface Task {
@@ -100,15 +103,17 @@ interface Task {
 export class Worker {
   private readonly opts: WorkerOptions;
   private readonly backoff: BackoffPolicy;
+  private readonly clock: Clock;
   private readonly tasks = new Set<Task>();
   private loop: Promise<void> | null = null;
   private stopping = false;
   private nudged = false;
   private wake: (() => void) | null = null;
-  private leaseTimer: NodeJS.Timeout | null = null;
+  private leaseTimer: ClockTimer | null = null;
 
   constructor(opts: WorkerOptions) {
     this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
     this.backoff = opts.backoff ?? { baseMs: Math.max(50, opts.idleMs), maxMs: 10_000 };
   }
 
@@ -119,8 +124,7 @@ export class Worker {
     this.nudged = false;
     if (this.opts.lease) {
       const { everyMs, renew } = this.opts.lease;
-      this.leaseTimer = setInterval(() => void renew().catch(() => undefined), everyMs);
-      this.leaseTimer.unref();
+      this.leaseTimer = this.clock.setInterval(() => void renew().catch(() => undefined), everyMs);
     }
     this.loop = this.run();
   }
@@ -171,16 +175,16 @@ export class Worker {
     if (this.tasks.size > 0) {
       const all = () => Promise.all([...this.tasks].map((t) => t.done));
       if (graceMs > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([all(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
-        clearTimeout(timer);
+        let timer: ClockTimer | undefined;
+        await Promise.race([all(), new Promise<void>((r) => (timer = this.clock.setTimeout(r, graceMs)))]);
+        this.clock.clearTimeout(timer);
       }
       aborted = this.tasks.size;
       if (aborted > 0) onAbort?.(aborted);
       for (const t of this.tasks) t.abort.abort();
       await all();
     }
-    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    if (this.leaseTimer) this.clock.clearInterval(this.leaseTimer);
     this.leaseTimer = null;
     return aborted;
   }
@@ -223,15 +227,14 @@ export class Worker {
     if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         if (this.wake === wakeUp) this.wake = null;
         resolve();
       };
       const wakeUp = () => {
         if (wakeOnNudge || this.stopping) done();
       };
-      const timer = setTimeout(done, ms);
-      timer.unref();
+      const timer = this.clock.setTimeout(done, ms);
       this.wake = wakeUp;
     });
   }
@@ -248,6 +251,8 @@ export class WakeSignal {
   private readonly waiters = new Set<() => void>();
   private closed = false;
   private notified = 0;
+
+  constructor(private readonly clock: Clock = systemClock) {}
 
   /** Wakes every waiter. */
   notify(): void {
@@ -275,13 +280,12 @@ export class WakeSignal {
     if (seenGeneration !== undefined && seenGeneration !== this.notified) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        if (timer) clearTimeout(timer);
+        if (timer !== null) this.clock.clearTimeout(timer);
         signal?.removeEventListener('abort', done);
         this.waiters.delete(done);
         resolve();
       };
-      const timer = ms === null ? null : setTimeout(done, ms);
-      timer?.unref();
+      const timer = ms === null ? null : this.clock.setTimeout(done, ms);
       signal?.addEventListener('abort', done);
       this.waiters.add(done);
     });
