@@ -23,6 +23,7 @@ import { DeleteBlockRequestSchema } from '../../gen/psync/calendar/v1/calendar_p
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { directDeps } from './support/direct-deps';
 import { eventLogAnomalies } from './support/event-replay';
+import { startCpuLoad } from '../support/cpu-load';
 
 jest.setTimeout(120_000);
 
@@ -32,6 +33,7 @@ if (!realPostgres) test.skip('needs a real PostgreSQL (set DATABASE_URL): the em
 
 const WS = '6f1c2a8e-0000-4000-8000-00000000a011';
 let db: TestDatabase;
+let stopLoad: (() => void) | undefined;
 let n = 0;
 const fresh = (label: string) => `${label}-${Date.now().toString(36)}-${++n}`;
 
@@ -39,9 +41,11 @@ beforeAll(async () => {
   if (!realPostgres) return;
   db = await startTestDatabase();
   await runMigrations(db.sql, { schema: 'calendar', sources: [KIT_MIGRATIONS, calendarModule.migrations] });
+  stopLoad = startCpuLoad();
 }, 120_000);
 
 afterAll(async () => {
+  stopLoad?.();
   await db?.stop();
 });
 

@@ -13,8 +13,11 @@ import { ROOT } from '../support/process';
 import { runCommand, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { clientsFor, newListing, newWorkspace, type Clients } from './support';
 import { eventLogAnomalies } from './support/event-replay';
+import { startCpuLoad } from '../support/cpu-load';
 
-jest.setTimeout(300_000);
+/** Under a load on every core (test/support/cpu-load.ts) calls take minutes, not seconds. */
+const loaded = !!process.env.PSYNC_TEST_CPU_LOAD;
+jest.setTimeout(loaded ? 900_000 : 300_000);
 
 const realPostgres = !!process.env.DATABASE_URL;
 const describeReal = realPostgres ? describe : describe.skip;
@@ -34,6 +37,7 @@ describeReal('concurrent conflicting writers across processes (real PostgreSQL)'
   let c: Clients;
   let db: Sql;
   let ws: string;
+  let stopLoad: (() => void) | undefined;
 
   beforeAll(async () => {
     main = await startSystem();
@@ -45,9 +49,11 @@ describeReal('concurrent conflicting writers across processes (real PostgreSQL)'
     c = clientsFor(main.internalUrl);
     db = createSql(main.env.DATABASE_URL!, { max: 2 });
     ws = await newWorkspace(c);
+    stopLoad = startCpuLoad();
   }, 180_000);
 
   afterAll(async () => {
+    stopLoad?.();
     await db?.end({ timeout: 5 });
     c?.close();
     await stopAllSystems();
@@ -71,7 +77,7 @@ describeReal('concurrent conflicting writers across processes (real PostgreSQL)'
           SEED: String(1000 + i),
           START_AT: String(startAt),
         },
-        240_000,
+        loaded ? 600_000 : 240_000,
       ),
     );
     const results = await Promise.all(runs);

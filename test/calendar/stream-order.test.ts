@@ -25,6 +25,7 @@ import type { WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_p
 import { createScratchDatabase, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { clientsFor, day, eventually, newListing, newWorkspace, uid, watch, type Clients, type Watcher } from './support';
 import { sleep } from '../support/eventually';
+import { startCpuLoad } from '../support/cpu-load';
 
 jest.setTimeout(300_000);
 
@@ -57,6 +58,7 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
   let db: Sql;
   let scratch: ScratchDatabase;
   let foreign: Sql;
+  let stopLoad: (() => void) | undefined;
 
   beforeAll(async () => {
     main = await startSystem();
@@ -70,9 +72,11 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
     scratch = await createScratchDatabase();
     foreign = createSql(scratch.url, { max: 1 });
     await foreign`create table rows (at timestamptz)`;
+    stopLoad = startCpuLoad();
   }, 180_000);
 
   afterAll(async () => {
+    stopLoad?.();
     await foreign?.end({ timeout: 5 });
     await scratch?.drop();
     await db?.end({ timeout: 5 });

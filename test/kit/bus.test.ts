@@ -7,7 +7,10 @@ import type { ReceivedEvent, Subscription } from '../../services/kit/events';
 import { createMemoryBus, subjectMatches } from '../../services/kit/events';
 import { createLogger } from '../../services/kit/base';
 import { startTestBus, TestBus } from '../support/bus';
-import { sleep, waitFor } from '../support/eventually';
+import { holdsFor, sleep, waitFor } from '../support/eventually';
+
+/** How long a redelivery that must not happen is watched for. */
+const QUIET_MS = 300;
 
 let t: TestBus;
 const subs: Subscription[] = [];
@@ -66,8 +69,8 @@ test('a second publish with the same id is dropped', async () => {
   await publish('dup.x', 'second', id);
   const sentinel = await publish('dup.x', 'sentinel');
   const { got } = await collect('dup-reader', ['dup.x']);
+  // The stream is ordered: a delivered duplicate would have come before the sentinel.
   await waitFor('sentinel', () => got.some((e) => e.id === sentinel));
-  await sleep(200);
   expect(got.map((e) => dec(e.data))).toEqual(['first', 'sentinel']);
 });
 
@@ -85,8 +88,7 @@ test('a throwing handler gets the event again with a higher deliveryCount', asyn
   const deliveries = got.filter((e) => e.id === id);
   expect(deliveries.map((e) => e.deliveryCount)).toEqual([1, 2]);
   expect(got.some((e) => e.id === after)).toBe(true);
-  await sleep(300);
-  expect(got.filter((e) => e.id === id)).toHaveLength(2); // acknowledged after the success
+  await holdsFor('acknowledged after the success: no third delivery', () => got.filter((e) => e.id === id).length === 2, QUIET_MS);
 });
 
 test('a durable consumer keeps its position across stop and subscribe', async () => {
@@ -95,18 +97,18 @@ test('a durable consumer keeps its position across stop and subscribe', async ()
   await waitFor('first three', () => one.got.length >= 3);
   await one.sub.stop();
   const second = [await publish('pos.x', 'd'), await publish('pos.x', 'e'), await publish('pos.x', 'f')];
-  await sleep(100);
-  expect(one.got.map((e) => e.id)).toEqual(first); // stopped: nothing more arrives
+  const sentinel = await publish('pos.x', 'g');
 
   const two = await collect('pos-reader', ['pos.x']);
-  await waitFor('next three', () => two.got.length >= 3);
-  await sleep(300);
-  expect(two.got.map((e) => e.id)).toEqual(second);
+  // Ordered: anything the first reader had acknowledged, delivered again, would come before the sentinel.
+  await waitFor('the sentinel', () => two.got.some((e) => e.id === sentinel));
+  expect(two.got.map((e) => e.id)).toEqual([...second, sentinel]);
+  expect(one.got.map((e) => e.id)).toEqual(first); // stopped: nothing more arrived
 
   // A different durable starts from the beginning.
   const other = await collect('pos-other', ['pos.x']);
-  await waitFor('all six', () => other.got.length >= 6);
-  expect(other.got.map((e) => e.id)).toEqual([...first, ...second]);
+  await waitFor('all seven', () => other.got.length >= 7);
+  expect(other.got.map((e) => e.id)).toEqual([...first, ...second, sentinel]);
 });
 
 test('only subscribed subjects are delivered (one subject and several)', async () => {
@@ -118,8 +120,8 @@ test('only subscribed subjects are delivered (one subject and several)', async (
   const single = await collect('flt-single', ['flt.a.x']);
   const several = await collect('flt-several', ['flt.a.x', 'flt.b.*']);
   await waitFor('single', () => single.got.some((e) => e.id === last));
+  // Ordered: an unsubscribed event published before `last` would have come before it.
   await waitFor('several', () => several.got.some((e) => e.id === last));
-  await sleep(200);
   expect(single.got.map((e) => dec(e.data))).toEqual(['ax', 'ax2']);
   expect(several.got.map((e) => e.id)).toEqual([ax, bz, last]);
 });
@@ -133,10 +135,13 @@ test('wildcards * and > match like NATS', async () => {
   const star = await collect('wc-star', ['wc.*.done']);
   const tail = await collect('wc-tail', ['wc.>']);
   await waitFor('tail', () => tail.got.some((e) => e.id === end));
-  await waitFor('star', () => star.got.length >= 2);
-  await sleep(200);
-  expect(star.got.map((e) => dec(e.data))).toEqual(['1', '2']);
-  expect(tail.got.map((e) => dec(e.data))).toEqual(['1', '2', '3', '4', '5']);
+  // A sentinel both match, published last: the streams are ordered, so whatever either
+  // should not have seen would have come before it.
+  const sentinel = await publish('wc.last.done', '6');
+  await waitFor('star sentinel', () => star.got.some((e) => e.id === sentinel));
+  await waitFor('tail sentinel', () => tail.got.some((e) => e.id === sentinel));
+  expect(star.got.map((e) => dec(e.data))).toEqual(['1', '2', '6']);
+  expect(tail.got.map((e) => dec(e.data))).toEqual(['1', '2', '3', '4', '5', '6']);
 });
 
 test('subjectMatches', () => {

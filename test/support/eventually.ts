@@ -31,6 +31,24 @@ export async function waitFor(what: string, cond: () => boolean | Promise<boolea
 }
 
 /**
+ * A negative wait: `cond` (what must keep being true: no duplicate arrived, the other
+ * workspace received nothing) is checked every `everyMs` for `windowMs`, and the test
+ * fails at once, naming `what`, when it stops holding. The one place a test spends a
+ * fixed time on purpose: that something does NOT happen can only be seen over a window,
+ * and the window is named by the caller (a `QUIET_MS`). Wait for the positive
+ * condition first (and, where the stream is ordered, for a sentinel sent after the
+ * thing that must not arrive: then no window is needed at all).
+ */
+export async function holdsFor(what: string, cond: () => boolean | Promise<boolean>, windowMs: number, everyMs = 25): Promise<void> {
+  const end = Date.now() + windowMs;
+  for (;;) {
+    if (!(await cond())) throw new Error(`${what}: no longer held after ${windowMs - (end - Date.now())} ms of a ${windowMs} ms window`);
+    if (Date.now() >= end) return;
+    await sleep(Math.min(everyMs, Math.max(1, end - Date.now())));
+  }
+}
+
+/**
  * A fixed wait. Only where time itself is what a test checks (a real server's timer, a
  * window that must pass) — say so beside the call; to wait for something, use
  * `eventually` or `waitFor`.

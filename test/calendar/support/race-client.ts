@@ -44,7 +44,10 @@ const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
 const day = (n: number) => new Date(Date.UTC(2032, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 
 const sm = new Http2SessionManager(url);
-const calendar = createClient(CalendarService, createGrpcTransport({ baseUrl: url, sessionManager: sm, defaultTimeoutMs: 60000, interceptors: [credentialInterceptor()] }));
+// Every call is fired at once; with every core kept busy (PSYNC_TEST_CPU_LOAD,
+// test/support/cpu-load.ts) the last ones are answered minutes later, not never.
+const callTimeoutMs = process.env.PSYNC_TEST_CPU_LOAD ? 240_000 : 60_000;
+const calendar = createClient(CalendarService, createGrpcTransport({ baseUrl: url, sessionManager: sm, defaultTimeoutMs: callTimeoutMs, interceptors: [credentialInterceptor()] }));
 
 const outcome: Record<string, number> = {};
 const unexpected: string[] = [];
