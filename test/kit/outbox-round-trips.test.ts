@@ -16,7 +16,7 @@ import { appendToOutbox } from '../../services/kit/events';
 import { OutboxRelay } from '../../services/kit/events';
 import { startTestBus, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
-import { sleep } from '../support/eventually';
+import { holdsFor, sleep, waitFor } from '../support/eventually';
 
 const SCHEMA = 'kit_outbox_rt';
 let db: TestDatabase;
@@ -104,7 +104,7 @@ test('a batch is two writes to PostgreSQL (begin with the claim, the update with
   const polling = relay({ pollMs: 100 });
   const idle = await databaseWrites(async () => {
     polling.start();
-    await sleep(1000);
+    await waitFor('three idle polls', () => asked.mock.calls.length >= 3, 10_000);
     await polling.stop();
   });
   const polls = asked.mock.calls.length;
@@ -138,11 +138,9 @@ onServer('a relay that finds the lock held by another relay tries again within 5
     });
     const r = relay({ bus, pollMs: 60_000 });
     r.start();
-    await sleep(200); // the first round: lock held elsewhere
     const [id] = await append(1);
     r.nudge();
-    await sleep(300);
-    expect(got).toEqual([]); // still the other relay's
+    await holdsFor('nothing published while another relay holds the lock', () => got.length === 0, 500);
     await conn`commit`;
     const released = performance.now();
     while (!got.includes(id!) && performance.now() - released < 5000) await sleep(10);

@@ -13,7 +13,10 @@ import { OutboxRelay } from '../../services/kit/events';
 import { OutboxHousekeeping } from '../../services/kit/events';
 import { startTestBus, testLogger, TestBus, withPublish } from '../support/bus';
 import { startTestDatabase, TestDatabase } from '../support/database';
-import { sleep, waitFor } from '../support/eventually';
+import { holdsFor, sleep, waitFor } from '../support/eventually';
+
+/** How long a duplicate that must not be published is watched for. */
+const QUIET_MS = 300;
 
 const SCHEMA = 'kit_outbox_test';
 let db: TestDatabase;
@@ -98,7 +101,7 @@ test('events of a rolled-back transaction never appear; committed ones are all p
   r.start();
   r.nudge();
   await waitFor('all committed events', () => got.length >= committed.length);
-  await sleep(300);
+  await holdsFor('no event published twice', () => got.length === committed.length, QUIET_MS);
   expect(got.map((e) => e.id)).toEqual(committed); // all, once each, in commit order
   expect(got.some((e) => e.subject === 'ob.ghost' || e.id === ghost)).toBe(false);
   expect(dec(got[4]!.data)).toBe('2/1');
