@@ -4,7 +4,8 @@
  * - DATABASE_URL set (CI): a new database `psync_t_<random>` on that server, dropped
  *   afterwards, so runs and test files never see each other's rows.
  * - Otherwise: an embedded PGlite server in a child process (PGlite cannot start inside
- *   a Jest worker) with a temporary data directory. It has ONE
+ *   a Jest worker) with a temporary data directory, a copy of an initialised one
+ *   (pglite-template.ts). It has ONE
  *   session: use the returned `sql` (max 1) and do not open a second connection.
  */
 import { spawn, ChildProcess } from 'node:child_process';
@@ -14,6 +15,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createSql, Sql } from '../../services/kit/db';
 import { ROOT, waitForLine } from './process';
+import { seedEmbeddedDatabase } from './pglite-template';
 
 export interface TestDatabase {
   /** postgres:// URL of the fresh database. */
@@ -75,6 +77,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     };
   }
   const dir = mkdtempSync(join(tmpdir(), 'psync-pglite-'));
+  seedEmbeddedDatabase(dir);
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/support/embedded-postgres-server.ts'), dir], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],

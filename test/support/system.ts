@@ -34,6 +34,7 @@ import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { createSql } from '../../services/kit/db';
 import { ROOT, waitForLine } from './process';
+import { seedEmbeddedDatabase } from './pglite-template';
 import { TEST_TOKENS, testCallerEnv } from './credentials';
 import { isRole } from '../../services/kit/rpc';
 import { internalClients, type InternalClients } from './internal-clients';
@@ -314,6 +315,11 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
       env.TOKEN_SIGNING_KEY ??= randomKey();
       env.SECRETS_ENCRYPTION_KEY ??= randomKey();
     }
+    // The embedded database of a DATA_DIR made here starts from an initialised copy
+    // (pglite-template.ts); a caller's DATA_DIR is left as given (a first start is what
+    // some tests check).
+    const embedded = !Object.keys(env).some((k) => k === 'DATABASE_URL' || k.endsWith('_DATABASE_URL'));
+    if (embedded && !opts.dataDir && !given.DATA_DIR) seedEmbeddedDatabase(join(dataDir, 'postgres'));
   } catch (err) {
     for (const c of cleanups.reverse()) await c();
     throw err;
