@@ -26,7 +26,7 @@ import type { WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_p
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { createScratchDatabase, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { clientsFor, day, newListing, newWorkspace, uid, watch, type Clients } from './support';
-import { sleep } from '../support/eventually';
+import { holdsFor, sleep } from '../support/eventually';
 
 jest.setTimeout(120_000);
 
@@ -332,7 +332,7 @@ describeReal('WatchEvents while other transactions stay open (real PostgreSQL)',
         await open.ready;
         // Written after the open writer's event, committed first: it must wait.
         const after = (await c.calendar.placeHold({ listingId: l2, checkIn: day(1), checkOut: day(2) })).hold!;
-        await sleep(1500);
+        await holdsFor('the stream holds back what committed after the open writer began', () => w.received.length === 1, 1500);
         expect(w.received.map(holderOf)).toEqual([before.holdId]);
         const t0 = performance.now();
         await open.end(how);

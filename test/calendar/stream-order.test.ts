@@ -24,7 +24,7 @@ import { CalendarChangeKind, type CalendarChanged } from '../../gen/psync/calend
 import type { WatchEventsResponse } from '../../gen/psync/calendar/v1/calendar_pb';
 import { createScratchDatabase, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { clientsFor, day, eventually, newListing, newWorkspace, uid, watch, type Clients, type Watcher } from './support';
-import { sleep } from '../support/eventually';
+import { holdsFor, sleep } from '../support/eventually';
 import { startCpuLoad } from '../support/cpu-load';
 
 jest.setTimeout(300_000);
@@ -160,7 +160,7 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
       select id::text, xid::text, seq::text from calendar.events where workspace_id = ${ws} order by xid, seq`;
     expect(log.length).toBeGreaterThan(100);
     for (const s of streams) await eventually(async () => s.received.length >= log.length, 30000, `${log.length} events on the stream`);
-    await sleep(500); // nothing more may arrive
+    await holdsFor('nothing more arrives than the log holds', () => streams.every((s) => s.received.length === log.length), 500);
     endForeign();
     await foreignTx;
 
@@ -192,7 +192,7 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
     const resumed = watch(cSecond.calendar, { workspaceId: ws, cursor: streams[0]!.received[mid]!.cursor });
     try {
       await eventually(async () => resumed.received.length >= order.length - mid - 1, 20000, 'the rest of the stream');
-      await sleep(300);
+      await holdsFor('nothing more arrives on the resumed stream', () => resumed.received.length === order.length - mid - 1, 300);
       expect(resumed.received.map(keyOf)).toEqual(order.slice(mid + 1));
     } finally {
       await resumed.stop();

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import { Agent, type buildConnector } from 'undici';
 import { DEFAULT_CONNECT_TIMEOUT_MS, connector, markErrorsOnceUsed } from './egress-connector';
 import type { Resolver } from './egress-rules';
+import { systemClock, type Clock } from '../base';
 
 /** TLS sessions remembered per pool key (one per server name it talks to). */
 const SESSIONS_PER_KEY = 8;
@@ -36,6 +37,8 @@ export interface EgressPoolOptions {
   maxSocketAgeMs?: number;
   /** TCP connection and TLS handshake of a new connection. Default 5000. */
   connectTimeoutMs?: number;
+  /** Tells the connections' age (maxSocketAgeMs); default the system's. */
+  clock?: Clock;
 }
 
 /** One pool key's connections. */
@@ -68,11 +71,15 @@ export class EgressPool {
 
   constructor(private readonly opts: EgressPoolOptions) {}
 
+  private now(): number {
+    return (this.opts.clock ?? systemClock).now();
+  }
+
   /** @internal The connections of `poolKey`, most recently used from now on. */
   key(poolKey: string): KeyConnections {
     const found = this.keys.get(poolKey);
     this.keys.delete(poolKey); // (re-)inserted below: the Map's order is least recently used first
-    if (found && Date.now() - found.since < (this.opts.maxSocketAgeMs ?? 300_000)) {
+    if (found && this.now() - found.since < (this.opts.maxSocketAgeMs ?? 300_000)) {
       this.keys.set(poolKey, found);
       return found;
     }
@@ -86,7 +93,7 @@ export class EgressPool {
     const idle = this.opts.idleTimeoutMs ?? 30_000;
     const created: KeyConnections = {
       connect,
-      since: Date.now(),
+      since: this.now(),
       agent: new Agent({
         connect,
         connections: this.opts.maxSocketsPerKey,

@@ -26,6 +26,7 @@ import {
   type Resolver,
 } from './egress';
 import { sleep } from '../../../test/support/eventually';
+import { fakeClock } from '../../../test/support/fake-clock';
 
 const LOOPBACK = ['127.0.0.0/8'];
 
@@ -640,13 +641,15 @@ describe('kept-alive pools', () => {
   });
 
   it('does not reuse a connection older than maxSocketAgeMs', async () => {
-    pool = new EgressPool({ allowCidrs: ['127.0.0.1/32'], resolver: fakeDns(() => ['127.0.0.1']), maxSocketsPerKey: 1, maxSocketAgeMs: 200 });
+    const clock = fakeClock();
+    pool = new EgressPool({ allowCidrs: ['127.0.0.1/32'], resolver: fakeDns(() => ['127.0.0.1']), maxSocketsPerKey: 1, maxSocketAgeMs: 200, clock });
     const req = () => send('/ok', 'k');
     await req();
     const first = connectionOf();
+    await clock.tick(199);
     await req();
     expect(connectionOf()).toBe(first);
-    await sleep(300);
+    await clock.tick(1);
     await req();
     expect(connectionOf()).not.toBe(first);
   });
