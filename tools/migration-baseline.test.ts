@@ -2,9 +2,10 @@
  * How a baseline is made from pg_dump's output (migration-baseline.ts): entries split
  * at their headers, the preamble and `\restrict` lines gone, the schema's qualifiers
  * removed and nothing else, and only what a baseline keeps. The whole cut is proven on a
- * database by test/kit/migration-baseline.test.ts.
+ * database by test/kit/migration-baseline.test.ts. And the header, as migrate parses it.
  */
-import { baselineText, dumpEntries, unqualified } from './migration-baseline';
+import { parseBaselineHeader } from '../services/kit/db';
+import { baselineHeader, baselineText, dumpEntries, unqualified } from './migration-baseline';
 
 const DUMP = [
   '--',
@@ -106,4 +107,17 @@ test('keeps the schema objects and the functions they call, leaves out the schem
       '',
     ].join('\n'),
   );
+});
+
+test('the header names the release and each replaced migration with its checksum, as migrate reads them back', () => {
+  const replaces = [
+    { id: 'cal/0001_a', checksum: 'a'.repeat(64) },
+    { id: 'cal/0002_b', checksum: 'b'.repeat(64) },
+  ];
+  const text = baselineText({ entries: [], schema: 'cal', called: new Set(), leaveOut: new Set(), header: baselineHeader('cal', 'c'.repeat(40), replaces), extensions: [] });
+  expect(text).toContain('-- release: cccccccccccccccccccccccccccccccccccccccc\n-- replaces: cal/0001_a aaaa');
+  const parsed = parseBaselineHeader(text, 'cal/baseline.sql', 'cal');
+  expect(parsed.release).toBe('c'.repeat(40));
+  expect([...parsed.replaces]).toEqual(replaces.map((r) => [r.id, r.checksum]));
+  expect(() => parseBaselineHeader(text, 'other/baseline.sql', 'other')).toThrow(/replaces cal\/0001_a, a migration of another folder than other's/);
 });
