@@ -9,7 +9,7 @@
  *           CalendarChanged's protobuf bytes in PL/pgSQL), identity up to 0004
  *           (authorize_batch counts with its own code; the token bucket's statement
  *           below is the one queries.ts ran then);
- *   after:  every migration: put_block writes a jsonb body through the one outbox
+ *   after:  a new schema from the tree (its baselines): put_block writes a jsonb body through the one outbox
  *           writer (calendar 0008, kit 0004) and services/calendar/event-codec.ts
  *           encodes it when the relay publishes it; both counters count through
  *           identity.count_requests (identity 0005).
@@ -26,7 +26,7 @@
  * plain one; CPU time) and the stored size of an event.
  */
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { calendarModule } from '../services/calendar/module';
@@ -41,6 +41,7 @@ import type { OutboxRow } from '../services/kit/events';
 import { createBenchDatabase } from './support/bench-system';
 import { cpuMsOf } from './support/proc-cpu';
 import { benchName } from './support/results';
+import { historySource } from '../test/support/migration-history';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? '10');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? '16');
@@ -59,13 +60,11 @@ const WORKLOADS: Record<Workload, string> = {
   token: 'token exchange count (one request)',
 };
 
-/** A copy of `source` with its files up to `last`, as a database migrated before a later file had them. */
-function upTo(root: string, source: MigrationSource, last: string): MigrationSource {
-  const dir = join(root, source.prefix);
-  mkdirSync(dir);
-  for (const name of readdirSync(source.dir).filter((n) => n.endsWith('.sql') && n <= last)) copyFileSync(join(source.dir, name), join(dir, name));
-  return { prefix: source.prefix, dir };
-}
+/**
+ * The landed files of `source` up to `last`, as a database migrated before a later file
+ * had them (they stay in the tree as history; a new schema runs the baseline instead).
+ */
+const upTo = (root: string, source: MigrationSource, last: string): MigrationSource => historySource(root, source, { last });
 
 const day = (n: number) => new Date(Date.UTC(2030, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
 

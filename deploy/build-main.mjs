@@ -1,8 +1,11 @@
 /**
  * Builds what every process runs, the image and `npm start` alike: main.ts and all of
  * the project's code it imports bundled into one CommonJS file, dist/psync.cjs, with
- * every SQL file of the tree (services/<name>/migrations, services/<name>/functions)
- * embedded as text (services/kit/db/sql-tree.ts reads them from there). Dependencies stay
+ * the SQL files migrate reads (services/<name>/baseline.sql, services/<name>/functions and
+ * the migrations no baseline replaces) embedded as text (services/kit/db/sql-tree.ts
+ * reads them from there). A migration a baseline's header names (`-- replaces: <id>
+ * <sha256>`, services/kit/db/migration-baseline.ts) is history migrate never reads, so
+ * it stays out. Dependencies stay
  * in node_modules (`packages: 'external'`): native ones (sharp, PGlite's WebAssembly)
  * cannot be bundled, and the image ships its production node_modules anyway.
  *
@@ -33,10 +36,16 @@ const inputs = [
 const digest = inputsDigest(root, inputs);
 if (!process.argv.includes('--force') && isCurrent(stamp, digest)) process.exit(0);
 
-/** Every SQL file below services/, by its slash-separated path from the root. */
+const allSql = filesUnder(join(root, 'services'), (name) => name.endsWith('.sql'));
+const baselines = allSql.filter((f) => /[/\\]services[/\\][^/\\]+[/\\]baseline\.sql$/.test(f));
+/** The migration files the baselines replace: `<folder>/migrations/<name>.sql` for each `-- replaces: <prefix>/<name>` line. */
+const replaced = new Set(
+  baselines.flatMap((b) => [...readFileSync(b, 'utf8').matchAll(/^-- replaces: [^/\s]+\/(\S+) [0-9a-f]{64}$/gm)].map((m) => join(dirname(b), 'migrations', `${m[1]}.sql`))),
+);
+/** The SQL files migrate reads, by their slash-separated paths from the root. */
 const sqlFiles = Object.fromEntries(
-  filesUnder(join(root, 'services'), (name) => name.endsWith('.sql'))
-    .filter((f) => /[/\\](migrations|functions)[/\\][^/\\]+\.sql$/.test(f))
+  allSql
+    .filter((f) => baselines.includes(f) || (/[/\\](migrations|functions)[/\\][^/\\]+\.sql$/.test(f) && !replaced.has(f)))
     .map((f) => [relative(root, f).split(sep).join('/'), readFileSync(f, 'utf8')]),
 );
 

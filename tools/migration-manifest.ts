@@ -6,7 +6,10 @@
  * Migrations are immutable once landed (docs/operations.md "Migrate"): the test
  * test/kit/migration-manifest.test.ts fails when a listed file changed or disappeared,
  * and when a file is not listed yet. `npm run migrations:manifest` (this file run
- * directly) adds the entries of new files and never rewrites an existing one.
+ * directly) adds the entries of new files and never rewrites an existing one. A file a
+ * baseline replaces (services/kit/db/migration-baseline.ts) stays, as history, and so
+ * does its entry: the baseline's header must name each replaced migration with the
+ * checksum listed here, which migrate records for it on a new schema.
  *
  * Repeatable SQL files (sql-functions.ts) change by raising their version, so the
  * manifest's `functions` pins each landed version, `<prefix>/<name>@<version>` → sha256:
@@ -14,7 +17,7 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { KIT_MIGRATIONS, loadMigrations, type MigrationFile, type MigrationSource } from '../services/kit/db';
+import { type Baseline, KIT_MIGRATIONS, loadBaseline, loadMigrations, type MigrationFile, type MigrationSource } from '../services/kit/db';
 import { loadFunctionFiles, type FunctionFile } from '../services/kit/db';
 
 /** The folder holding `kit/` and one folder per service. */
@@ -56,6 +59,11 @@ export function currentMigrations(servicesDir = SERVICES_DIR): MigrationFile[] {
   return loadMigrations(allMigrationSources(servicesDir));
 }
 
+/** Every baseline on disk (a folder may have none). */
+export function currentBaselines(servicesDir = SERVICES_DIR): Baseline[] {
+  return allMigrationSources(servicesDir).flatMap((s) => loadBaseline(s) ?? []);
+}
+
 /** Every repeatable SQL file on disk, as runMigrations reads them. */
 export function currentFunctionFiles(servicesDir = SERVICES_DIR): FunctionFile[] {
   return loadFunctionFiles(allMigrationSources(servicesDir));
@@ -83,6 +91,8 @@ export interface ManifestCheck {
   missing: string[];
   /** Files not listed yet. */
   unlisted: MigrationFile[];
+  /** Migrations a baseline replaces with a checksum other than the manifest's, or without a listed file. */
+  unfoundedBaselines: Array<{ file: string; id: string; named: string; listed: string | undefined }>;
   /** Repeatable files whose version is listed with other content: changed without raising the version. */
   changedFunctions: Array<{ key: string; file: string; listed: string; current: string }>;
   /** Repeatable files whose version is not listed yet. */
@@ -90,7 +100,7 @@ export interface ManifestCheck {
 }
 
 /** Compares the manifest with the files. */
-export function checkManifest(manifest: Manifest, files: MigrationFile[], functionFiles: FunctionFile[] = []): ManifestCheck {
+export function checkManifest(manifest: Manifest, files: MigrationFile[], functionFiles: FunctionFile[] = [], baselines: Baseline[] = []): ManifestCheck {
   const onDisk = new Map(files.map((f) => [f.id, f]));
   const changed: ManifestCheck['changed'] = [];
   const missing: string[] = [];
@@ -100,6 +110,11 @@ export function checkManifest(manifest: Manifest, files: MigrationFile[], functi
     else if (f.checksum !== listed) changed.push({ id, file: f.file, listed, current: f.checksum });
   }
   const unlisted = files.filter((f) => !(f.id in manifest.migrations));
+  const unfoundedBaselines = baselines.flatMap((b) =>
+    [...b.replaces]
+      .filter(([id, named]) => manifest.migrations[id] !== named || !onDisk.has(id))
+      .map(([id, named]) => ({ file: b.file, id, named, listed: manifest.migrations[id] })),
+  );
   const changedFunctions: ManifestCheck['changedFunctions'] = [];
   const unlistedFunctions: FunctionFile[] = [];
   for (const f of functionFiles) {
@@ -107,7 +122,7 @@ export function checkManifest(manifest: Manifest, files: MigrationFile[], functi
     if (listed === undefined) unlistedFunctions.push(f);
     else if (listed !== f.checksum) changedFunctions.push({ key: functionKey(f), file: f.file, listed, current: f.checksum });
   }
-  return { changed, missing, unlisted, changedFunctions, unlistedFunctions };
+  return { changed, missing, unlisted, unfoundedBaselines, changedFunctions, unlistedFunctions };
 }
 
 /** The manifest with the unlisted files added; existing entries are kept as they are, changed or not. */
@@ -125,7 +140,7 @@ function main(): void {
   const files = currentMigrations();
   const functionFiles = currentFunctionFiles();
   const manifest: Manifest = existsSync(MANIFEST_PATH) ? readManifest(MANIFEST_PATH) : { $comment: MANIFEST_COMMENT, migrations: {}, functions: {} };
-  const check = checkManifest(manifest, files, functionFiles);
+  const check = checkManifest(manifest, files, functionFiles, currentBaselines());
   writeFileSync(MANIFEST_PATH, formatManifest(withNewEntries(manifest, files, functionFiles)));
   const where = relative(process.cwd(), MANIFEST_PATH);
   for (const f of check.unlisted) process.stdout.write(`added ${f.id} ${f.checksum} to ${where}\n`);
@@ -135,8 +150,9 @@ function main(): void {
     process.stderr.write(`${c.id} (${c.file}) changed after it landed: restore it and put the change in a new migration\n`);
   }
   for (const id of check.missing) process.stderr.write(`${id} is listed but its file is gone: restore it\n`);
+  for (const b of check.unfoundedBaselines) process.stderr.write(`${b.file} replaces ${b.id} as ${b.named}, but it landed as ${b.listed ?? 'nothing'}: cut it again\n`);
   for (const c of check.changedFunctions) process.stderr.write(`${c.file} changed without raising its version (${c.key} landed as ${c.listed}): raise its \`-- version:\` line\n`);
-  if (check.changed.length > 0 || check.missing.length > 0 || check.changedFunctions.length > 0) process.exitCode = 1;
+  if (check.changed.length > 0 || check.missing.length > 0 || check.unfoundedBaselines.length > 0 || check.changedFunctions.length > 0) process.exitCode = 1;
 }
 
 if (require.main === module) main();

@@ -4,11 +4,13 @@
  * (kit migration 0004, calendar migration 0008), with those events neither relayed nor
  * streamed yet: the relay publishes the old rows exactly as stored and the new ones
  * encoded by event-codec.ts; WatchEvents streams both; EraseGuest scrubs the guest's
- * name from both forms. Real PostgreSQL with DATABASE_URL, embedded PGlite otherwise.
+ * name from both forms. The upgrade replays the landed files (the baselines replace them
+ * on a new schema only), then migrates from the tree. Real PostgreSQL with DATABASE_URL,
+ * embedded PGlite otherwise.
  */
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EraseGuestRequestSchema, WatchEventsRequestSchema } from '../../gen/psync/calendar/v1/calendar_pb';
@@ -35,6 +37,7 @@ import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
 import { OutboxRelay } from '../../services/kit/events';
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
+import { historySource } from '../support/migration-history';
 
 jest.setTimeout(120_000);
 
@@ -47,13 +50,8 @@ const NEW_AT = new Date('2031-05-07T08:09:10.456Z');
 let db: TestDatabase;
 let fixtures: string;
 
-/** A copy of `source` holding only its files up to `last` (the migrations a database applied before the upgrade). */
-function upTo(source: MigrationSource, last: string): MigrationSource {
-  const dir = join(fixtures, source.prefix);
-  mkdirSync(dir);
-  for (const name of readdirSync(source.dir).filter((n) => n.endsWith('.sql') && n <= last)) copyFileSync(join(source.dir, name), join(dir, name));
-  return { prefix: source.prefix, dir };
-}
+/** The landed files of `source` up to `last` (the migrations a database applied before the upgrade). */
+const upTo = (source: MigrationSource, last: string) => historySource(join(fixtures, 'before'), source, { last });
 
 async function insertBooking(reference: string): Promise<void> {
   await db.sql`
@@ -110,8 +108,10 @@ beforeAll(async () => {
     await tx`insert into calendar.outbox (id, subject, data, headers) values (${id}, 'psync.calendar.v1.BookingConfirmed', ${data}, ${tx.json({ workspace_id: WS })})`;
   });
 
-  // The upgrade, then the same kinds of events written by the new code.
-  applied = (await runMigrations(db.sql, { schema: 'calendar', sources: [KIT_MIGRATIONS, calendarModule.migrations] })).applied;
+  // The upgrade (the landed files, then the tree, whose baselines it skips), then the same kinds of events written by the new code.
+  const landed = [KIT_MIGRATIONS, calendarModule.migrations].map((s) => historySource(join(fixtures, 'landed'), s, { functions: true }));
+  applied = (await runMigrations(db.sql, { schema: 'calendar', sources: landed })).applied;
+  expect((await runMigrations(db.sql, { schema: 'calendar', sources: [KIT_MIGRATIONS, calendarModule.migrations] })).applied).toEqual([]);
   await db.sql`select * from calendar.put_block(${WS}, 'new-block', ${LISTING}, '2031-02-01', '2031-02-04', 'reserved', ${NEW_AT}, '{"traceparent": "t-new"}'::jsonb)`;
   await insertBooking('BKNEW0000001');
   await db.sql.begin(async (tx) => {

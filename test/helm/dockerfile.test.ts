@@ -126,6 +126,7 @@ describe('.dockerignore', () => {
     const kept = [
       'services/kit/runtime/config.ts',
       'services/kit/migrations/0001_outbox.sql',
+      'services/kit/baseline.sql',
       'services/calendar/functions/put_block.sql',
       'bin/psync',
       'package-lock.json',

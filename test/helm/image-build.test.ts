@@ -31,6 +31,7 @@ import { basename, dirname, join, posix, relative } from 'node:path';
 import { CONSOLE_CSP } from '../../gateway/console';
 import { applyEnv, Copy, dockerignoreMatcher, execForm, parseCopy, readDockerfile, splitFlags } from '../support/dockerfile';
 import { ROOT, waitForLine } from '../support/process';
+import { shippedSql } from '../support/embedded-sql';
 import { backends, createScratchDatabase, deleteBusStream, exitOf, freePort, jsonLogs, linesOf, randomKey, runCommand, RunResult, uniqueBusPrefix } from '../support/system';
 
 const dockerfile = readDockerfile();
@@ -400,24 +401,13 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       expect(copied).toContain('bin/psync');
     });
 
-    test("embeds every module's .sql migrations and repeatable SQL files in the one shipped file; dist holds no .sql", () => {
+    test("embeds every module's baseline, the migrations after it and its repeatable SQL files in the one shipped file; dist holds no .sql", () => {
       const bundle = readFileSync(join(distDir, 'psync.cjs'), 'utf8');
-      const modules = readdirSync(join(ROOT, 'services'), { withFileTypes: true })
-        .filter((d) => d.isDirectory())
-        .map((d) => d.name);
-      let embedded = 0;
-      for (const m of modules) {
-        for (const kind of ['migrations', 'functions']) {
-          const source = join(ROOT, 'services', m, kind);
-          if (!existsSync(source)) continue;
-          for (const f of readdirSync(source).filter((n) => n.endsWith('.sql'))) {
-            const name = `services/${m}/${kind}/${f}`;
-            expect({ name, embedded: bundle.includes(JSON.stringify(name)) }).toEqual({ name, embedded: true });
-            embedded++;
-          }
-        }
-      }
-      expect(embedded).toBeGreaterThan(40);
+      // The baselines, the migrations after them and the repeatable files; not the landed migrations a baseline replaces.
+      const { embedded, history } = shippedSql();
+      for (const name of embedded) expect({ name, embedded: bundle.includes(JSON.stringify(name)) }).toEqual({ name, embedded: true });
+      for (const name of history) expect({ name, embedded: bundle.includes(JSON.stringify(name)) }).toEqual({ name, embedded: false });
+      expect(embedded.length).toBeGreaterThan(20);
       expect(filesBelow(distDir).filter((f) => f.endsWith('.sql'))).toEqual([]);
     });
 

@@ -1,46 +1,48 @@
 /**
- * identity/0002_authorize_batch was edited after it landed. The file holds the text
- * that first landed; the edited text (test/identity/fixtures/0002_authorize_batch.edited.sql)
- * is a checksum migrate.ts still accepts for that file (KNOWN_EDITS), and
- * identity/0004 brings either body to the current one (identity/0005 then replaces it
- * with the body that counts through count_requests).
+ * identity/0002_authorize_batch landed with two texts over time: databases recorded
+ * either checksum (the file holds the text that first landed; the other is
+ * test/identity/fixtures/0002_authorize_batch.edited.sql), and identity/0004 brought
+ * either body to one (identity/0005 then replaced it with the body that counts through
+ * count_requests). The identity baseline (services/identity/baseline.sql) replaces
+ * 0001–0006: a schema holding them skips it and their checksums are no longer compared,
+ * so no checksum besides a file's own is accepted anywhere.
  *
- * Three databases: one that applied 0001 and the first-landed 0002, one that applied
- * 0001 and the edited 0002, and a fresh one. All three migrate to the same function
- * and answer the same Authorize batches the same way. Real PostgreSQL when
- * DATABASE_URL is set, else embedded PGlite.
+ * Three databases: one that replayed the landed files with the first 0002 text, one with
+ * the other (both as the previous release left them), and a fresh one. All three start on
+ * this tree (the first two skip the baseline, keeping their record of what ran; the third
+ * runs it), end as the same schema and answer the same Authorize batches the same way. A
+ * database from before the baseline's release, whichever 0002 it holds, is refused with
+ * the release to upgrade through. Real PostgreSQL when DATABASE_URL is set, else
+ * embedded PGlite.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { identityModule } from '../../services/identity/module';
-import { runMigrations } from '../../services/kit/db';
-import { KIT_MIGRATIONS, loadMigrations, type MigrationSource } from '../../services/kit/db';
-import type { Sql } from '../../services/kit/db';
+import { KIT_MIGRATIONS, loadBaseline, runMigrations, type MigrationSource, type Sql } from '../../services/kit/db';
 import { authorizeBatch, insertKey, insertWorkspace, revokeKey, type AuthorizeInput, type AuthorizeRow } from '../../services/identity/queries';
 import { mintApiKey } from '../../services/identity/api-keys';
 import { startTestDatabase, type TestDatabase } from '../support/database';
+import { historySource } from '../support/migration-history';
+import { describeSchema } from '../support/schema-description';
 import { awayFromWindowEdge } from './helpers';
 
 const IDENTITY = identityModule.migrations;
-/** Every identity migration after 0002, as the files stand (later ones too). */
-const AFTER_0002 = loadMigrations([IDENTITY])
-  .map((m) => m.id)
-  .filter((id) => id > 'identity/0002_z');
-const EDITED_0002 = join(__dirname, 'fixtures', '0002_authorize_batch.edited.sql');
+const TREE = [KIT_MIGRATIONS, IDENTITY];
+const FIRST_LANDED = readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql'));
+const EDITED = readFileSync(join(__dirname, 'fixtures', '0002_authorize_batch.edited.sql'));
 const FIRST_LANDED_SUM = '2460892e2ad6460cbccd94fa8eaf9cf9f5d40cb3f9f38c45aa39224cb8fab331';
 const EDITED_SUM = '52f1515654f5a67fe64e1903530e46c92fdeab3eebccafeaec2fe84b7fe60611';
 
 let fixtures: string;
 const dbs: Record<'firstLanded' | 'edited' | 'fresh', TestDatabase> = {} as never;
 
-/** A migration folder of the identity prefix holding 0001 and the given 0002 text. */
-function identityUpTo0002(name: string, text: Buffer | string): MigrationSource {
-  const dir = join(fixtures, name);
-  mkdirSync(dir);
-  copyFileSync(join(IDENTITY.dir, '0001_identity.sql'), join(dir, '0001_identity.sql'));
-  writeFileSync(join(dir, '0002_authorize_batch.sql'), text);
-  return { prefix: IDENTITY.prefix, dir };
+/** The landed kit and identity folders (no baseline), identity's 0002 with `text`, and its files up to `last` when given. */
+function history(name: string, text: Buffer, last?: string): MigrationSource[] {
+  const root = join(fixtures, name);
+  const identity = historySource(root, IDENTITY, { last, functions: last === undefined });
+  writeFileSync(join(identity.dir, '0002_authorize_batch.sql'), text);
+  return [historySource(root, KIT_MIGRATIONS, { functions: last === undefined }), identity];
 }
 
 async function recorded(sql: Sql, schema = 'identity'): Promise<Record<string, string>> {
@@ -58,11 +60,8 @@ beforeAll(async () => {
   dbs.firstLanded = await startTestDatabase();
   dbs.edited = await startTestDatabase();
   dbs.fresh = await startTestDatabase();
-  await runMigrations(dbs.firstLanded.sql, {
-    schema: 'identity',
-    sources: [KIT_MIGRATIONS, identityUpTo0002('first-landed', readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql')))],
-  });
-  await runMigrations(dbs.edited.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, identityUpTo0002('edited', readFileSync(EDITED_0002))] });
+  await runMigrations(dbs.firstLanded.sql, { schema: 'identity', sources: history('first-landed', FIRST_LANDED) });
+  await runMigrations(dbs.edited.sql, { schema: 'identity', sources: history('edited', EDITED) });
 }, 180_000);
 
 afterAll(async () => {
@@ -72,29 +71,35 @@ afterAll(async () => {
 
 beforeEach(() => awayFromWindowEdge(), 30_000);
 
-test('each history recorded its own 0002 checksum', async () => {
+test('each history recorded its own 0002 checksum, and every migration the baseline replaces', async () => {
   expect((await recorded(dbs.firstLanded.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
+  const replaced = [...loadBaseline(IDENTITY)!.replaces.keys()];
+  expect(replaced).toContain('identity/0002_authorize_batch');
+  for (const db of [dbs.firstLanded, dbs.edited]) expect(Object.keys(await recorded(db.sql))).toEqual(expect.arrayContaining(replaced));
 });
 
-test('both histories and a fresh database migrate to the current state: 0003 onwards applied, the edited checksum accepted at every start', async () => {
+test('both histories and a fresh database start on this tree and end as one schema; each record keeps what ran', async () => {
   for (const db of [dbs.firstLanded, dbs.edited]) {
-    const { applied } = await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] });
-    expect(applied.slice(0, 3)).toEqual(['identity/0003_internal_clients', 'identity/0004_authorize_batch_insert_first', 'identity/0005_rate_window_and_counting']);
-    expect(applied).toEqual(AFTER_0002);
+    // The baseline is skipped and the replaced checksums are not compared: the edited 0002 starts.
+    expect((await runMigrations(db.sql, { schema: 'identity', sources: TREE })).applied).toEqual([]);
     // The next start applies nothing and refuses nothing.
-    expect((await runMigrations(db.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] })).applied).toEqual([]);
+    expect((await runMigrations(db.sql, { schema: 'identity', sources: TREE })).applied).toEqual([]);
   }
-  const fresh = await runMigrations(dbs.fresh.sql, { schema: 'identity', sources: [KIT_MIGRATIONS, IDENTITY] });
-  expect(fresh.applied.filter((id) => id.startsWith('identity/'))).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch', ...AFTER_0002]);
-  // The record keeps what each database applied.
+  const fresh = await runMigrations(dbs.fresh.sql, { schema: 'identity', sources: TREE });
+  expect(fresh.applied).toEqual(['kit/baseline', 'identity/baseline']);
+  // The record keeps what each database applied; a fresh one records the text that landed.
+  expect((await recorded(dbs.firstLanded.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
   expect((await recorded(dbs.edited.sql))['identity/0002_authorize_batch']).toBe(EDITED_SUM);
   expect((await recorded(dbs.fresh.sql))['identity/0002_authorize_batch']).toBe(FIRST_LANDED_SUM);
 
   const current = await functionDefinition(dbs.fresh.sql);
-  expect(current).toContain('identity.count_requests('); // 0005's body: counts through the one counting function
+  expect(current).toContain('identity.count_requests('); // counts through the one counting function
   expect(await functionDefinition(dbs.firstLanded.sql)).toBe(current);
   expect(await functionDefinition(dbs.edited.sql)).toBe(current);
+  const schema = await describeSchema(dbs.fresh.sql, 'identity');
+  expect(await describeSchema(dbs.firstLanded.sql, 'identity')).toEqual(schema);
+  expect(await describeSchema(dbs.edited.sql, 'identity')).toEqual(schema);
 });
 
 test('the three databases answer the same Authorize batches identically', async () => {
@@ -158,12 +163,20 @@ test('the three databases answer the same Authorize batches identically', async 
   expect(answers[2]).toEqual(answers[0]);
 });
 
-test('any other text recorded for 0002 is still refused: the accepted edit is that one checksum of that one file', async () => {
+test('a database from before the baseline release is refused, whichever 0002 it holds, naming the release to upgrade through', async () => {
   const sql = dbs.fresh.sql;
-  const other = identityUpTo0002('other-edit', `${readFileSync(join(IDENTITY.dir, '0002_authorize_batch.sql'), 'utf8')}\n-- another edit\n`);
-  await runMigrations(sql, { schema: 'identity_other', sources: [other] });
-  await expect(runMigrations(sql, { schema: 'identity_other', sources: [IDENTITY] })).rejects.toThrow(
-    /migration identity\/0002_authorize_batch .* was changed after it was applied to schema identity_other/,
-  );
-  expect(Object.keys(await recorded(sql, 'identity_other')).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
+  const release = loadBaseline(IDENTITY)!.release;
+  for (const [schema, text] of [
+    ['identity_early', FIRST_LANDED],
+    ['identity_early_edited', EDITED],
+  ] as const) {
+    await runMigrations(sql, { schema, sources: [history(schema, text, '0002_authorize_batch.sql')[1]!] });
+    expect(Object.keys(await recorded(sql, schema)).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
+    await expect(runMigrations(sql, { schema, sources: [IDENTITY] })).rejects.toThrow(
+      new RegExp(
+        `schema ${schema} lacks 4 of the 6 identity migrations .*baseline\\.sql replaces .*: it is older than release ${release}, .* upgrade it through that release first`,
+      ),
+    );
+    expect(Object.keys(await recorded(sql, schema)).sort()).toEqual(['identity/0001_identity', 'identity/0002_authorize_batch']);
+  }
 });

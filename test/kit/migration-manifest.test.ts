@@ -2,16 +2,18 @@
  * Landed migrations are immutable (docs/operations.md "Migrate"): every migration file
  * is pinned in services/migrations.manifest.json with the sha256 migrate.ts records,
  * and this test fails when a listed file changes or disappears, or when a file is not
- * listed (the message says how to add it).
+ * listed (the message says how to add it). A baseline's header names the migrations it
+ * replaces with the checksums listed here; their files and entries stay.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { KNOWN_EDITS, acceptsChecksum, migrationChecksum } from '../../services/kit/db';
+import { migrationChecksum } from '../../services/kit/db';
 import {
   MANIFEST_PATH,
   allMigrationSources,
   checkManifest,
+  currentBaselines,
   currentFunctionFiles,
   currentMigrations,
   functionKey,
@@ -29,7 +31,7 @@ import { ROOT } from '../support/process';
 const manifest = readManifest();
 const files = currentMigrations();
 const functionFiles = currentFunctionFiles();
-const check = checkManifest(manifest, files, functionFiles);
+const check = checkManifest(manifest, files, functionFiles, currentBaselines());
 const where = relative(ROOT, MANIFEST_PATH);
 
 describe('the checked-in manifest', () => {
@@ -66,25 +68,18 @@ describe('the checked-in manifest', () => {
     expect(sources[0]).toEqual(['kit', 'services/kit/migrations']);
   });
 
-  test('KNOWN_EDITS names only listed migrations, with checksums other than the current one', () => {
-    for (const [id, superseded] of Object.entries(KNOWN_EDITS)) {
-      expect(manifest.migrations[id]).toEqual(expect.stringMatching(/^[0-9a-f]{64}$/));
-      expect(superseded.length).toBeGreaterThan(0);
-      for (const old of superseded) {
-        expect(old).toMatch(/^[0-9a-f]{64}$/);
-        expect(old).not.toBe(manifest.migrations[id]);
-      }
-    }
+  test('each baseline names the migrations it replaces with the checksums they landed with, and their files stay', () => {
+    expect(currentBaselines()).toHaveLength(5);
+    expect(check.unfoundedBaselines.map((b) => `${relative(ROOT, b.file)} replaces ${b.id} as ${b.named}, listed as ${b.listed ?? 'nothing'}: cut it again`)).toEqual([]);
   });
 
-  test('identity/0002 is the text that first landed; the version it was edited to is accepted only for that file', () => {
-    const edited = readFileSync(join(__dirname, '../identity/fixtures/0002_authorize_batch.edited.sql'));
-    const editedSum = migrationChecksum(edited);
+  test('identity/0002 is the text that first landed; the text it was once edited to is accepted nowhere, it is history a baseline replaced', () => {
+    const editedSum = migrationChecksum(readFileSync(join(__dirname, '../identity/fixtures/0002_authorize_batch.edited.sql')));
     expect(manifest.migrations['identity/0002_authorize_batch']).toBe('2460892e2ad6460cbccd94fa8eaf9cf9f5d40cb3f9f38c45aa39224cb8fab331');
-    expect(KNOWN_EDITS['identity/0002_authorize_batch']).toEqual([editedSum]);
-    expect(acceptsChecksum('identity/0002_authorize_batch', manifest.migrations['identity/0002_authorize_batch']!, editedSum)).toBe(true);
-    expect(acceptsChecksum('identity/0003_internal_clients', manifest.migrations['identity/0003_internal_clients']!, editedSum)).toBe(false);
-    expect(acceptsChecksum('identity/0002_authorize_batch', manifest.migrations['identity/0002_authorize_batch']!, '0'.repeat(64))).toBe(false);
+    expect(files.find((f) => f.id === 'identity/0002_authorize_batch')!.checksum).toBe(manifest.migrations['identity/0002_authorize_batch']);
+    const identity = currentBaselines().find((b) => b.id === 'identity/baseline')!;
+    expect(identity.replaces.get('identity/0002_authorize_batch')).toBe(manifest.migrations['identity/0002_authorize_batch']);
+    expect(Object.values(manifest.migrations)).not.toContain(editedSum);
   });
 });
 
@@ -121,6 +116,28 @@ describe('checkManifest and withNewEntries', () => {
     const next = withNewEntries(listed, onDisk);
     expect(next.migrations).toEqual({ ...listed.migrations, 'alpha/0002_b': sum('create table b (id int);') });
     expect(Object.keys(JSON.parse(formatManifest(next)).migrations)).toEqual(['alpha/0000_gone', 'alpha/0001_a', 'alpha/0002_b', 'kit/0001_base']);
+  });
+
+  test('a baseline naming a migration with another checksum than the listed one, or one without a file, is reported', () => {
+    const sum = (s: string) => migrationChecksum(Buffer.from(s));
+    const listed: Manifest = { $comment: '', migrations: { 'alpha/0001_a': sum('create table a (id int);'), 'alpha/0002_b': sum('create table b (id int);') }, functions: {} };
+    const baseline = {
+      id: 'alpha/baseline',
+      file: join(dir, 'alpha', 'baseline.sql'),
+      content: '',
+      checksum: '',
+      release: 'a'.repeat(40),
+      replaces: new Map([
+        ['alpha/0001_a', sum('create table a (id int);')],
+        ['alpha/0002_b', sum('another text')],
+        ['alpha/0003_c', sum('no such file')],
+      ]),
+    };
+    const result = checkManifest(listed, currentMigrations(dir), [], [baseline]);
+    expect(result.unfoundedBaselines.map((b) => [b.id, b.listed])).toEqual([
+      ['alpha/0002_b', sum('create table b (id int);')],
+      ['alpha/0003_c', undefined],
+    ]);
   });
 
   test('pins each landed version of a repeatable file: an edit without a higher version is reported, a new version is added beside the old', () => {

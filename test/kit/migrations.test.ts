@@ -8,8 +8,11 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { createSql, Sql } from '../../services/kit/db';
 import { runMigrations } from '../../services/kit/db';
-import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
+import { KIT_MIGRATIONS, loadBaseline, type MigrationSource } from '../../services/kit/db';
 import { startTestDatabase, TestDatabase } from '../support/database';
+
+/** What a schema records after the kit's baseline: the landed kit migrations it replaces. */
+const KIT_IDS = ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'];
 
 let db: TestDatabase;
 let sql: Sql;
@@ -53,15 +56,15 @@ describe('kit migrations', () => {
     const result = await runMigrations(sql, { schema: 'svc_kit', sources: [KIT_MIGRATIONS], log });
     expect(result).toEqual({
       schema: 'svc_kit',
-      applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'],
+      applied: ['kit/baseline'],
       functions: ['kit/append_outbox'],
     });
-    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
-      [30, 'svc_kit', 'kit/0001_outbox'],
-      [30, 'svc_kit', 'kit/0002_processed_events'],
-      [30, 'svc_kit', 'kit/0003_processed_events_age'],
-      [30, 'svc_kit', 'kit/0004_outbox_writer'],
-    ]);
+    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([[30, 'svc_kit', 'kit/baseline']]);
+    // The baseline records the landed migrations it replaces, with their landed checksums.
+    expect(await sql`select id, checksum from svc_kit.schema_migrations order by id`).toEqual(
+      [...loadBaseline(KIT_MIGRATIONS)!.replaces].map(([id, checksum]) => ({ id, checksum })),
+    );
+    expect(await appliedIds('svc_kit')).toEqual(KIT_IDS);
 
     expect(await tableExists('svc_kit', 'outbox')).toBe(true);
     expect(await tableExists('svc_kit', 'processed_events')).toBe(true);
@@ -118,14 +121,7 @@ describe('runMigrations', () => {
       '0002_seed.sql': "insert into things (name) values ('a'), ('b');",
     });
     const first = await runMigrations(sql, { schema: 'svc_twice', sources: [KIT_MIGRATIONS, src] });
-    expect(first.applied).toEqual([
-      'kit/0001_outbox',
-      'kit/0002_processed_events',
-      'kit/0003_processed_events_age',
-      'kit/0004_outbox_writer',
-      'service/0001_things',
-      'service/0002_seed',
-    ]);
+    expect(first.applied).toEqual(['kit/baseline', 'service/0001_things', 'service/0002_seed']);
     const thingsBefore = await sql`select * from svc_twice.things order by id`;
     const recordBefore = await sql`select * from svc_twice.schema_migrations order by id`;
 
@@ -147,19 +143,12 @@ describe('runMigrations', () => {
     try {
       const runs = await Promise.all(Array.from({ length: 5 }, (_, i) => runMigrations(clients[i % clients.length]!, { schema: 'svc_race', sources: [KIT_MIGRATIONS, src] })));
       const all = runs.flatMap((r) => r.applied).sort();
-      expect(all).toEqual(['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer', 'service/0001_counter', 'service/0002_bump']);
+      expect(all).toEqual(['kit/baseline', 'service/0001_counter', 'service/0002_bump']);
       expect(runs.filter((r) => r.applied.length > 0)).toHaveLength(1);
     } finally {
       if (!db.embedded) await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
     }
-    expect(await appliedIds('svc_race')).toEqual([
-      'kit/0001_outbox',
-      'kit/0002_processed_events',
-      'kit/0003_processed_events_age',
-      'kit/0004_outbox_writer',
-      'service/0001_counter',
-      'service/0002_bump',
-    ]);
+    expect(await appliedIds('svc_race')).toEqual([...KIT_IDS, 'service/0001_counter', 'service/0002_bump']);
     expect(await sql`select n from svc_race.counter`).toEqual([{ n: 1 }]);
   });
 

@@ -3,10 +3,11 @@
  * against the test database (real PostgreSQL with DATABASE_URL, embedded PGlite
  * otherwise): the bodies 0003 kept in `replay_bodies` move back into their abandoned
  * deliveries (an erased guest's name still scrubbed), nothing else changes, and the side
- * table, its triggers and functions are gone.
+ * table, its triggers and functions are gone. The landed files stay in the tree as
+ * history (the notifications baseline replaces them on a new schema): this replays them.
  */
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runMigrations } from '../../services/kit/db';
@@ -14,25 +15,27 @@ import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
 import { envelopeBody, scrubGuestName } from '../../services/notifications/envelope';
 import { notificationsModule } from '../../services/notifications/module';
 import { startTestDatabase, type TestDatabase } from '../support/database';
+import { historySource } from '../support/migration-history';
 
 jest.setTimeout(120_000);
 
 const MIGRATIONS = notificationsModule.migrations;
 let db: TestDatabase;
-let before0004: string;
+let fixtures: string;
+let before0004: MigrationSource;
+let landed: MigrationSource[];
 
 beforeAll(async () => {
   db = await startTestDatabase();
   // The notifications migrations as they were before 0004: the same files, so the same checksums.
-  before0004 = mkdtempSync(join(tmpdir(), 'psync-notifications-0003-'));
-  for (const name of readdirSync(MIGRATIONS.dir).filter((n) => n.endsWith('.sql') && n < '0004')) {
-    copyFileSync(join(MIGRATIONS.dir, name), join(before0004, name));
-  }
+  fixtures = mkdtempSync(join(tmpdir(), 'psync-notifications-0003-'));
+  before0004 = historySource(join(fixtures, 'before'), MIGRATIONS, { last: '0003_replay_bodies.sql' });
+  landed = [KIT_MIGRATIONS, MIGRATIONS].map((s) => historySource(join(fixtures, 'landed'), s, { functions: true }));
 }, 120_000);
 
 afterAll(async () => {
   await db?.stop();
-  if (before0004) rmSync(before0004, { recursive: true, force: true });
+  if (fixtures) rmSync(fixtures, { recursive: true, force: true });
 });
 
 const WS = randomUUID();
@@ -48,8 +51,7 @@ function confirmation(ref: string, guestName: string): string {
 
 test('0004 moves the kept bodies back into their abandoned deliveries, then drops replay_bodies, its triggers and functions', async () => {
   const sql = db.sql;
-  const source: MigrationSource = { prefix: MIGRATIONS.prefix, dir: before0004 };
-  const first = await runMigrations(sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, source] });
+  const first = await runMigrations(sql, { schema: 'notifications', sources: [landed[0]!, before0004] });
   expect(first.applied.filter((id) => id.startsWith('notifications/'))).toEqual([
     'notifications/0001_webhooks',
     'notifications/0002_delivery_trace',
@@ -84,9 +86,11 @@ test('0004 moves the kept bodies back into their abandoned deliveries, then drop
   const delivered = await insert('BK-DELIVERED', null, 'delivered');
   expect((await sql`select delivery_id from notifications.replay_bodies order by delivery_id`).map((r) => String(r.delivery_id))).toEqual([kept, erased]);
 
-  const second = await runMigrations(sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, MIGRATIONS] });
+  const second = await runMigrations(sql, { schema: 'notifications', sources: landed });
   // 0004 first; later migrations follow it.
   expect(second.applied[0]).toBe('notifications/0004_abandoned_bodies_in_deliveries');
+  // The tree finds the schema at its baselines: nothing left to run.
+  expect((await runMigrations(sql, { schema: 'notifications', sources: [KIT_MIGRATIONS, MIGRATIONS] })).applied).toEqual([]);
 
   const rows = await sql<{ id: string; state: string; body: string | null }[]>`
     select id, state, body from notifications.deliveries where workspace_id = ${WS} order by id`;

@@ -1,5 +1,5 @@
 /**
- * The shipped build (deploy/build-main.mjs): one file with every SQL file embedded,
+ * The shipped build (deploy/build-main.mjs): one file with every SQL file migrate reads embedded,
  * rebuilt when a source changed and not otherwise (what `npm start` and jest's global
  * set-up rely on). Built in a copy of the tree, so the checkout's own dist/ is never
  * touched while other test files run it.
@@ -9,6 +9,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/process';
+import { shippedSql } from '../support/embedded-sql';
 
 let copy: string;
 
@@ -41,14 +42,14 @@ test('builds once, then only after a source changed', () => {
   expect(built()).toBeGreaterThan(second); // SQL is an input too
 });
 
-test('every migration and repeatable SQL file is embedded in the one file', () => {
+test('the baselines, the migrations after them and the repeatable SQL files are embedded in the one file; the migrations a baseline replaces are not', () => {
   build();
   const bundle = readFileSync(join(copy, 'dist', 'psync.cjs'), 'utf8');
-  const sql = execFileSync('find', [join(ROOT, 'services'), '-path', '*/migrations/*.sql', '-o', '-path', '*/functions/*.sql'], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .map((f) => f.slice(ROOT.length + 1));
-  expect(sql.length).toBeGreaterThan(40);
-  for (const f of sql) expect({ f, embedded: bundle.includes(JSON.stringify(f)) }).toEqual({ f, embedded: true });
+  const { embedded, history } = shippedSql();
+  expect(embedded.filter((f) => f.endsWith('/baseline.sql'))).toHaveLength(5);
+  expect(embedded.length).toBeGreaterThan(20);
+  expect(history.length).toBeGreaterThan(30);
+  for (const f of embedded) expect({ f, embedded: bundle.includes(JSON.stringify(f)) }).toEqual({ f, embedded: true });
+  for (const f of history) expect({ f, embedded: bundle.includes(JSON.stringify(f)) }).toEqual({ f, embedded: false });
   expect(bundle).not.toMatch(/require\("tsx/);
 });

@@ -241,7 +241,7 @@ export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemI
  * the composition root moved to the top (the rolling-upgrade check starts the previous
  * release from its own checkout).
  */
-function entryOf(root: string): string[] {
+export function entryOf(root: string): string[] {
   if (root === ROOT) return [SHIPPED_MAIN];
   return ['--import', 'tsx', existsSync(join(root, 'main.ts')) ? 'main.ts' : join('services', 'main.ts')];
 }

@@ -5,8 +5,10 @@
  * other's work when it leaves (docs/operations.md "Upgrades"; docs/architecture.md
  * "Every release runs beside the previous one").
  *
- * As `helm upgrade` does it: this change's migrations run first (`main.ts migrate`, the
- * hook Job) while nothing of the new release serves, its repeatable SQL files
+ * As `helm upgrade` does it on a database at the previous release (the previous release's
+ * own `migrate` on an empty database): this change's migrations run first (`main.ts
+ * migrate`, the hook Job, which skips the baselines: the schema holds what they replace)
+ * while nothing of the new release serves, its repeatable SQL files
  * (services/kit/db/sql-functions.ts) recorded at their versions, which the old release's
  * own start-up migration leaves in place; then the old release alone serves
  * the contract smoke (token, property, blocks, webhook registration with its challenge, a
@@ -25,7 +27,9 @@
  * lost = bookings committed but never acknowledged by the partner, plus blocks answered
  * 200 that the last process does not list; duplicated = event ids the partner
  * acknowledged more than once. Everything runs on a private PostgreSQL and nats-server on
- * free loopback ports, removed in afterAll.
+ * free loopback ports, removed in afterAll. Beside it, on a second database of that
+ * server: a schema this change's migrate made from its baselines is one the previous
+ * release's migrate finds fully migrated (a new install, then a rollback).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
@@ -39,7 +43,7 @@ import { SystemClients, webhookEnv } from '../notifications/support/harness';
 import { echoAndAccept, Receiver, verifyDelivery, type Handler, type Received } from '../notifications/support/receiver';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { privatePostgresUnavailable, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres';
-import { randomKey, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
+import { entryOf, randomKey, runCommand, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { ROOT } from '../support/process';
 import { createCertificates, type Certificates } from '../support/tls';
 import { FIGURES_DIR, recordFigures, non503Errors } from './support/figures';
@@ -390,8 +394,35 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
     checkout?.remove();
   });
 
-  test("this change's migrations run first, as the pre-upgrade hook Job does", async () => {
+  /** The previous release's `migrate` (its own entry point, from its checkout) on `databaseUrl`. */
+  const previousMigrate = (databaseUrl: string) =>
+    runCommand(process.execPath, [...entryOf(checkout!.dir), 'migrate'], { ...process.env, ...env, DATABASE_URL: databaseUrl }, 120_000, { cwd: checkout!.dir });
+
+  test("a new database: this change's migrate runs the baselines; the previous release's then finds every migration it knows applied", async () => {
+    const admin = createSql(pg!.url, { max: 1 });
+    try {
+      await admin`create database baseline_first`;
+    } finally {
+      await admin.end({ timeout: 5 });
+    }
+    const url = new URL(pg!.url);
+    url.pathname = '/baseline_first';
+    const fresh = await runMain(['migrate'], { ...process.env, ...env, DATABASE_URL: url.toString() }, 120_000);
+    expect([fresh.code, fresh.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
+    expect(fresh.stderr).toContain('"migration":"calendar/baseline"');
+    const previous = await previousMigrate(url.toString());
+    expect([previous.code, previous.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
+    expect(`${previous.stdout}${previous.stderr}`).not.toContain('migration applied');
+  });
+
+  test('the database is at the previous release: its own migrate on the empty database', async () => {
+    const res = await previousMigrate(env.DATABASE_URL!);
+    expect([res.code, res.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
+  });
+
+  test("this change's migrations run next, as the pre-upgrade hook Job does: the baselines skipped", async () => {
     const res = await runMain(['migrate'], { ...process.env, ...env }, 120_000);
+    expect(`${res.stdout}${res.stderr}`).not.toContain('/baseline"');
     expect([res.code, res.stdout]).toEqual([0, expect.stringContaining('"migrated":true')]);
     const { migrations, functions } = await recorded();
     expect(currentMigrations().filter((m) => !migrations.has(m.id))).toEqual([]);

@@ -6,9 +6,12 @@
  * service applies into its own schema before its own files. Applied files are
  * recorded in `<schema>.schema_migrations` with their sha256, so an edited applied
  * migration is refused instead of silently diverging: the fix is a new file. The
- * checked-in manifest (migration-manifest.ts) pins every landed file's sha256, so an
- * edit fails the tests before it reaches a database; `KNOWN_EDITS` lists the few
- * superseded checksums still accepted.
+ * checked-in manifest (tools/migration-manifest.ts) pins every landed file's sha256, so
+ * an edit fails the tests before it reaches a database.
+ *
+ * A source may have a baseline (migration-baseline.ts): a new schema runs it in place of
+ * the landed migrations it replaces and records them; a schema holding them skips it and
+ * no longer compares their checksums; an older schema is refused.
  *
  * Several replicas may start at once: everything runs in ONE transaction that first
  * takes a global transaction-scoped advisory lock, so runs serialize (CREATE SCHEMA
@@ -23,7 +26,8 @@
  */
 import type { Sql, Tx } from './database';
 import type { Logger } from '../base';
-import { acceptsChecksum, loadMigrations, type MigrationSource } from './migration-files';
+import type { MigrationSource } from './migration-files';
+import { baselineStep, migrationPlan } from './migration-baseline';
 import { applyFunctionFiles, loadFunctionFiles } from './sql-functions';
 
 /**
@@ -51,10 +55,10 @@ const SCHEMA_NAME = /^[a-z][a-z0-9_]*$/;
  * migrations/ folder). Files run with `search_path` = `<schema>, public`, so they use
  * unqualified names.
  *
- * Throws, applying nothing, when an applied file's checksum changed (unless the
- * recorded one is in `KNOWN_EDITS` for that file) or a file fails.
- * Returns the ids applied by this call (empty when up to date): migrations in `applied`,
- * repeatable files in `functions`.
+ * Throws, applying nothing, when an applied file's checksum changed, a file fails, or
+ * the schema predates a baseline (migration-baseline.ts baselineStep).
+ * Returns the ids applied by this call (empty when up to date): baselines
+ * (`<prefix>/baseline`) and migrations in `applied`, repeatable files in `functions`.
  */
 export async function runMigrations(
   sql: Sql,
@@ -62,7 +66,7 @@ export async function runMigrations(
 ): Promise<{ schema: string; applied: string[]; functions: string[] }> {
   const { schema, log } = opts;
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}: expected ${SCHEMA_NAME}`);
-  const files = loadMigrations(opts.sources);
+  const steps = migrationPlan(opts.sources);
   const functions = loadFunctionFiles(opts.sources);
   const table = `${schema}.schema_migrations`;
 
@@ -82,26 +86,38 @@ export async function runMigrations(
     const known = new Map(rows.map((r) => [r.id, r.checksum]));
 
     const done: string[] = [];
-    for (const m of files) {
-      const recorded = known.get(m.id);
-      if (recorded !== undefined) {
-        if (!acceptsChecksum(m.id, m.checksum, recorded)) {
-          throw new Error(
-            `migration ${m.id} (${m.file}) was changed after it was applied to schema ${schema} ` +
-              `(checksum ${recorded} recorded, ${m.checksum} on disk); migrations are forward-only: add a new file instead`,
-          );
-        }
-        continue;
-      }
-      // Set before every file: a previous file may have changed search_path.
+    /** Runs `content` as the file `id`; search_path set before each: an earlier file may have changed it. */
+    const run = async (id: string, file: string, content: string) => {
       await tx`set local search_path to ${tx(schema)}, public`;
       try {
-        await tx.unsafe(m.content);
+        await tx.unsafe(content);
       } catch (err) {
-        throw new Error(`migration ${m.id} (${m.file}) failed on schema ${schema}: ${(err as Error).message}`, { cause: err });
+        throw new Error(`migration ${id} (${file}) failed on schema ${schema}: ${(err as Error).message}`, { cause: err });
       }
-      await tx`insert into ${tx(table)} (id, checksum) values (${m.id}, ${m.checksum})`;
-      done.push(m.id);
+      done.push(id);
+    };
+    for (const { baseline, files } of steps) {
+      if (baseline && baselineStep(baseline, known, schema) === 'apply') {
+        await run(baseline.id, baseline.file, baseline.content);
+        for (const [id, checksum] of baseline.replaces) {
+          await tx`insert into ${tx(table)} (id, checksum) values (${id}, ${checksum})`;
+          known.set(id, checksum);
+        }
+      }
+      for (const m of files) {
+        const recorded = known.get(m.id);
+        if (recorded !== undefined) {
+          if (recorded !== m.checksum) {
+            throw new Error(
+              `migration ${m.id} (${m.file}) was changed after it was applied to schema ${schema} ` +
+                `(checksum ${recorded} recorded, ${m.checksum} on disk); migrations are forward-only: add a new file instead`,
+            );
+          }
+          continue;
+        }
+        await run(m.id, m.file, m.content);
+        await tx`insert into ${tx(table)} (id, checksum) values (${m.id}, ${m.checksum})`;
+      }
     }
     return { done, functions: await applyFunctionFiles(tx, schema, functions, log) };
   });

@@ -1,5 +1,5 @@
 /**
- * The SQL files of the tree (each service's `migrations/` and `functions/`), read the
+ * The SQL files of the tree (each service's `migrations/`, `functions/` and baseline), read the
  * same way from the sources and from the shipped build. From the sources they are files
  * on disk; deploy/build-main.mjs bundles the process into one file and embeds every one
  * of them as text (`__PSYNC_SQL_FILES__`, repository-relative path → content), so the
@@ -39,17 +39,29 @@ export function sqlDirExists(dir: string): boolean {
   return Object.keys(EMBEDDED!).some((k) => k.startsWith(`${name}/`));
 }
 
-/** The files directly in `dir`, in name order: their names and bytes. */
-export function readSqlDir(dir: string): { name: string; bytes: Buffer }[] {
+/**
+ * The files directly in `dir`, in name order: their names and bytes. `wanted` leaves
+ * files out by name before they are read.
+ */
+export function readSqlDir(dir: string, wanted: (name: string) => boolean = () => true): { name: string; bytes: Buffer }[] {
   const name = embeddedName(dir);
   if (name === undefined) {
     return readdirSync(dir)
       .sort()
+      .filter(wanted)
       .map((n) => ({ name: n, bytes: readFileSync(join(dir, n)) }));
   }
   const prefix = `${name}/`;
   return Object.keys(EMBEDDED!)
-    .filter((k) => k.startsWith(prefix) && !k.slice(prefix.length).includes('/'))
+    .filter((k) => k.startsWith(prefix) && !k.slice(prefix.length).includes('/') && wanted(k.slice(prefix.length)))
     .sort()
     .map((k) => ({ name: k.slice(prefix.length), bytes: Buffer.from(EMBEDDED![k]!, 'utf8') }));
+}
+
+/** The bytes of the file at `path`, or undefined when there is none. */
+export function readSqlFile(path: string): Buffer | undefined {
+  const name = embeddedName(path);
+  if (name === undefined) return existsSync(path) ? readFileSync(path) : undefined;
+  const text = EMBEDDED![name];
+  return text === undefined ? undefined : Buffer.from(text, 'utf8');
 }
