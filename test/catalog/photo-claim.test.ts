@@ -18,6 +18,7 @@ import { ROOT } from '../support/process';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { testLogger } from '../support/bus';
 import { backends } from '../support/system';
+import { holdsFor } from '../support/eventually';
 
 jest.setTimeout(120_000);
 
@@ -119,8 +120,7 @@ describe(`fair photo claim (database: ${backends.database})`, () => {
     finish(u('a', 0));
     await startedCount(6);
     expect(started[5]).toBe(u('a', 2));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(started).toHaveLength(6); // A still at its limit: its 4th and 5th wait
+    await holdsFor('A still at its limit: its 4th and 5th wait', () => started.length === 6, 300);
 
     for (const url of [u('a', 1), u('b', 0), u('b', 1), u('a', 2)]) finish(url);
     await startedCount(8);

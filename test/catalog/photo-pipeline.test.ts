@@ -16,6 +16,7 @@ import { backends, createScratchDatabase, deleteBusStream, startSystem, stopAllS
 import { CATALOG_TEST_ENV, clientsFor, completeProperty, missingNames, newWorkspace, pid, rejections, waitForPhotos, type Clients } from './support/catalog';
 import { makeImage, startPhotoServer, type PhotoServer } from './support/photo-server';
 import { createCertificates } from '../support/tls';
+import { holdsFor } from '../support/eventually';
 
 jest.setTimeout(180000);
 
@@ -163,8 +164,8 @@ describe(`photo pipeline (database: ${backends.database}, bus: ${backends.bus})`
     const held = () => paths.reduce((n, p) => n + http.hits(p), 0);
     const deadline = Date.now() + 15000;
     while (held() < CONCURRENCY && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 1500)); // room for a third fetch, if the bound were broken
     expect(held()).toBe(CONCURRENCY);
+    await holdsFor('no fetch beyond the concurrency bound', () => held() === CONCURRENCY, 1500);
     for (const p of paths) http.release(p);
     const after = await waitForPhotos(c.catalog, ws, id);
     expect(after.publishable).toBe(true);

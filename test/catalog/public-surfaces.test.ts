@@ -23,6 +23,7 @@ import { connectNatsBus } from '../../services/kit/events';
 import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { CATALOG_TEST_ENV, clientsFor, completeProperty, connectErrorOf, missingNames, newWorkspace, pid, reasonOf, waitForPhotos, type Clients } from './support/catalog';
 import { startPhotoServer, type PhotoServer } from './support/photo-server';
+import { holdsFor } from '../support/eventually';
 
 jest.setTimeout(120000);
 
@@ -274,8 +275,7 @@ describe(`public surfaces (database: ${backends.database}, bus: ${backends.bus})
       events = await waitFor(listingId!, 4);
       expect(events[3]!.subject).toBe('catalog.listing.updated');
       expect(events[3]!.msg!.listing!.publishable).toBe(true);
-      await new Promise((r) => setTimeout(r, 500));
-      expect(eventsFor(listingId!)).toHaveLength(4);
+      await holdsFor('no fifth event for the listing', () => eventsFor(listingId!).length === 4, 500);
 
       const market = (await c.catalog.createListing({ workspaceId: sandbox })).listing!;
       const [created] = await waitFor(market.listingId, 1);
