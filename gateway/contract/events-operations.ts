@@ -1,0 +1,37 @@
+import { type TagOperations, answer, parameterRef, problem, responseRef, withExamples } from './operation';
+import { EVENT_FEED_RETENTION_DAYS } from '../../services/kit/base';
+import { VALIDATION_FAILED_REQUEST } from './components-responses';
+import { listEventsExamples } from './events-examples';
+
+export const EVENTS_OPERATIONS: TagOperations = {
+  paths: {
+    '/events': {
+      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      get: withExamples(
+        {
+          operationId: 'listEvents',
+          summary: "List the workspace's events (reconciliation)",
+          description: [
+            "Every `booking.confirmed`, `booking.cancelled` and `user.erased` event of the workspace, oldest first, in the order the marketplace recorded them — whether or not it was delivered: while the endpoint was paused, pending verification, suspended, after its deliveries were abandoned, or before any endpoint was registered. Each item is exactly the envelope a delivery carries (same `event_id`, `occurred_at` and `data`, the guest's name `null` once the guest was erased); test events are not listed.",
+            '',
+            `Read it to recover missed events: keep the last page's \`next_after\` and pass it as \`after\` next time; deduplicate on \`event_id\` against what your receiver already handled. Events are kept ${EVENT_FEED_RETENTION_DAYS} days (at least 30): \`after_expired: true\` says events after your \`after\` were pruned before you read them.`,
+          ].join('\n'),
+          tags: ['Events'],
+          parameters: [parameterRef('events_after'), parameterRef('events_limit')],
+          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/events?after=41&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"' }],
+          responses: {
+            '200': answer('One page of events.', 'EventList'),
+            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
+            '401': responseRef('Unauthorized'),
+            '403': responseRef('WorkspaceScopeMismatch'),
+            '429': responseRef('RateLimited'),
+            '500': responseRef('InternalError'),
+            '501': responseRef('NotEnabled'),
+            '503': responseRef('ServiceUnavailable'),
+          },
+        },
+        listEventsExamples,
+      ),
+    },
+  },
+};

@@ -1,0 +1,37 @@
+import { type TagOperations, headerRef, responseRef, withExamples } from './operation';
+import { getOpenApiDocumentExamples } from './meta-examples';
+
+export const META_OPERATIONS: TagOperations = {
+  paths: {
+    '/openapi.json': {
+      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      get: withExamples(
+        {
+          operationId: 'getOpenApiDocument',
+          summary: 'This document',
+          description: 'The OpenAPI 3.1 document of this contract. No authentication; not counted toward any quota.',
+          tags: ['Meta'],
+          security: [],
+          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/openapi.json"' }],
+          responses: {
+            '200': {
+              description: 'The OpenAPI document.',
+              headers: {
+                'RateLimit-Policy': headerRef('RateLimit-Policy'),
+                'RateLimit-Limit': headerRef('RateLimit-Limit'),
+                'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
+                'RateLimit-Reset': headerRef('RateLimit-Reset'),
+                RateLimit: headerRef('RateLimit'),
+                'X-Request-Id': headerRef('X-Request-Id'),
+                'Cache-Control': headerRef('Cache-Control-Document'),
+              },
+              content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'info'], properties: { openapi: { type: 'string' }, info: { type: 'object' } } } } },
+            },
+            '500': responseRef('InternalError'),
+          },
+        },
+        getOpenApiDocumentExamples,
+      ),
+    },
+  },
+};

@@ -1,0 +1,35 @@
+import { type TagOperations, answer, responseRef, withExamples } from './operation';
+import { TOKEN_QUOTA } from './document-values';
+import { exchangeTokenExamples } from './token-examples';
+
+export const TOKEN_OPERATIONS: TagOperations = {
+  paths: {
+    '/token': {
+      'x-other-methods': { allow: 'POST', response: responseRef('MethodNotAllowed') },
+      post: withExamples(
+        {
+          operationId: 'exchangeToken',
+          summary: 'Exchange an API key for an access token',
+          description: `The API key is read only from \`Authorization: Bearer <API_KEY>\`; the body is ignored. An unknown key, a revoked key, a wrong secret and a missing header all get the one identical \`401\`. Its own ceiling per key (by default ${TOKEN_QUOTA} exchanges per hour) is what its \`RateLimit-*\` headers describe; exchanges do not count toward the contract quota.`,
+          tags: ['Authentication'],
+          security: [{ apiKey: [] }],
+          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X POST "$BASE_URL/token" \\\n  -H "Authorization: Bearer $API_KEY"' }],
+          requestBody: {
+            required: false,
+            description:
+              'Ignored: the key is read from the `Authorization` header only. Any body, of any content type, or none at all gets the same answer: it is never read or parsed.',
+            content: { '*/*': { schema: { description: 'Anything, or nothing: not read.' } } },
+          },
+          responses: {
+            '200': answer('A fresh access token.', 'Token'),
+            '401': responseRef('TokenRefused'),
+            '429': responseRef('TokenRateLimited'),
+            '500': responseRef('InternalError'),
+            '503': responseRef('TokenNotConfigured'),
+          },
+        },
+        exchangeTokenExamples,
+      ),
+    },
+  },
+};

@@ -1,0 +1,244 @@
+import { type TagOperations, answer, problem, responseRef, schemaRef, withExamples } from './operation';
+import { VALIDATION_FAILED_PARAMETERS, VALIDATION_FAILED_REQUEST } from './components-responses';
+import {
+  getWebhookEndpointExamples,
+  putWebhookEndpointExamples,
+  webhook_booking_cancelledExamples,
+  webhook_booking_confirmedExamples,
+  webhook_endpoint_challengeExamples,
+  webhook_user_erasedExamples,
+} from './webhooks-examples';
+
+export const SIGNATURE_DESCRIPTION =
+  'Lowercase hex HMAC-SHA256 keyed with the UTF-8 bytes of the signing secret over `v1:` + `X-Signature-Timestamp` + `:` + the raw body. Verify over the raw body before parsing, in constant time.';
+
+export const SIGNATURE_EXAMPLE = '9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d1f';
+
+export const TIMESTAMP_DESCRIPTION = 'Unix seconds, covered by the signature. Reject a timestamp more than five minutes old before comparing.';
+
+export const PREVIOUS_SIGNATURE_DESCRIPTION =
+  'The same body signed with the previous secret, only while a rotation overlap is open (its absence is normal). During a rotation accept either signature.';
+
+export const PREVIOUS_SIGNATURE_EXAMPLE = '3a5c7e9b1d2f4a6c8e0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f2a4c';
+
+export const NOT_VERIFIED = 'Not verified: the endpoint stays `pending_verification`.';
+
+export const DELIVERY_DESCRIPTION =
+  "A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`, and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service's operators, who can replay it with the same `event_id`, and `POST /webhooks/deliveries/{event_id}/resend` sends it again. Redirects are never followed.";
+
+export const ACKNOWLEDGED = 'Any 2xx acknowledges the delivery (also for a duplicate `event_id`).';
+
+export const WEBHOOKS_OPERATIONS: TagOperations = {
+  paths: {
+    '/webhooks/endpoint': {
+      'x-other-methods': { allow: 'PUT, GET, HEAD', response: responseRef('MethodNotAllowed') },
+      get: withExamples(
+        {
+          operationId: 'getWebhookEndpoint',
+          summary: 'Read the webhook endpoint back',
+          description: [
+            "The workspace's one endpoint as last registered: `url`, `events` (empty: delivery paused) and `status`. The signing secret is never shown again: it is returned only by the `PUT` that first issues it.",
+            '',
+            'No endpoint registered yet: `404 webhook_endpoint_not_found`.',
+          ].join('\n'),
+          tags: ['Webhooks'],
+          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"' }],
+          responses: {
+            '200': answer('The registered endpoint: `url`, `events` and `status`; never the signing secret.', 'WebhookEndpointState'),
+            '400': problem('validation_failed', VALIDATION_FAILED_PARAMETERS),
+            '401': responseRef('Unauthorized'),
+            '403': responseRef('WorkspaceScopeMismatch'),
+            '404': responseRef('WebhookEndpointNotFound'),
+            '429': responseRef('RateLimited'),
+            '500': responseRef('InternalError'),
+            '501': responseRef('NotEnabled'),
+            '503': responseRef('ServiceUnavailable'),
+          },
+        },
+        getWebhookEndpointExamples,
+      ),
+      put: withExamples(
+        {
+          operationId: 'putWebhookEndpoint',
+          summary: 'Register the webhook endpoint',
+          description:
+            'One endpoint per workspace. Every call POSTs a signed `endpoint.challenge` to the URL during the call: echoed within five seconds → `active`, else `pending_verification`. Re-registration replaces the URL and event list and keeps the secret; `events: []` pauses delivery. A refused URL is one generic violation `{url, invalid}` that does not say which check failed.',
+          tags: ['Webhooks'],
+          'x-codeSamples': [
+            {
+              lang: 'Shell',
+              label: 'curl',
+              source:
+                'curl -X PUT "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"url":"https://hooks.partner.example/psync","events":["booking.confirmed","booking.cancelled","user.erased"]}\'',
+            },
+          ],
+          requestBody: { required: true, description: 'The endpoint and the subscribed kinds.', content: { 'application/json': { schema: schemaRef('WebhookEndpoint') } } },
+          responses: {
+            '200': answer('Registered; `signing_secret` on the first registration only.', 'WebhookEndpointState'),
+            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
+            '401': responseRef('Unauthorized'),
+            '403': responseRef('WorkspaceScopeMismatch'),
+            '429': responseRef('RateLimited'),
+            '500': responseRef('InternalError'),
+            '501': responseRef('NotEnabled'),
+            '503': responseRef('ServiceUnavailable'),
+          },
+        },
+        putWebhookEndpointExamples,
+      ),
+    },
+  },
+  webhooks: {
+    'endpoint.challenge': {
+      post: withExamples(
+        {
+          operationId: 'webhook_endpoint_challenge',
+          summary: 'Endpoint verification challenge',
+          description: 'A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`.',
+          tags: ['Webhooks'],
+          security: [],
+          parameters: [
+            {
+              name: 'X-Signature',
+              in: 'header',
+              required: true,
+              description: SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: SIGNATURE_EXAMPLE,
+            },
+            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
+            {
+              name: 'X-Signature-Previous',
+              in: 'header',
+              required: false,
+              description: PREVIOUS_SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: PREVIOUS_SIGNATURE_EXAMPLE,
+            },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('ChallengeEvent') } } },
+          responses: {
+            '2XX': {
+              description: 'Verified: a 2xx answer with the JSON `{"challenge": "<same string>"}` within five seconds. Anything else leaves the endpoint `pending_verification`.',
+              content: { 'application/json': { schema: schemaRef('ChallengeAnswer') } },
+            },
+            '4XX': { description: NOT_VERIFIED },
+            '5XX': { description: NOT_VERIFIED },
+          },
+        },
+        webhook_endpoint_challengeExamples,
+      ),
+    },
+    'booking.confirmed': {
+      post: withExamples(
+        {
+          operationId: 'webhook_booking_confirmed',
+          summary: 'A booking was confirmed',
+          description: DELIVERY_DESCRIPTION,
+          tags: ['Webhooks'],
+          security: [],
+          parameters: [
+            {
+              name: 'X-Signature',
+              in: 'header',
+              required: true,
+              description: SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: SIGNATURE_EXAMPLE,
+            },
+            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
+            {
+              name: 'X-Signature-Previous',
+              in: 'header',
+              required: false,
+              description: PREVIOUS_SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: PREVIOUS_SIGNATURE_EXAMPLE,
+            },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('BookingConfirmedEvent') } } },
+          responses: {
+            '2XX': { description: ACKNOWLEDGED },
+            '4XX': { description: 'Not acknowledged: retried later.' },
+            '5XX': { description: 'Not acknowledged: retried later.' },
+          },
+        },
+        webhook_booking_confirmedExamples,
+      ),
+    },
+    'booking.cancelled': {
+      post: withExamples(
+        {
+          operationId: 'webhook_booking_cancelled',
+          summary: 'A booking was cancelled',
+          description: DELIVERY_DESCRIPTION,
+          tags: ['Webhooks'],
+          security: [],
+          parameters: [
+            {
+              name: 'X-Signature',
+              in: 'header',
+              required: true,
+              description: SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: SIGNATURE_EXAMPLE,
+            },
+            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
+            {
+              name: 'X-Signature-Previous',
+              in: 'header',
+              required: false,
+              description: PREVIOUS_SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: PREVIOUS_SIGNATURE_EXAMPLE,
+            },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('BookingCancelledEvent') } } },
+          responses: {
+            '2XX': { description: ACKNOWLEDGED },
+            '4XX': { description: 'Not acknowledged: retried later.' },
+            '5XX': { description: 'Not acknowledged: retried later.' },
+          },
+        },
+        webhook_booking_cancelledExamples,
+      ),
+    },
+    'user.erased': {
+      post: withExamples(
+        {
+          operationId: 'webhook_user_erased',
+          summary: 'A guest erased their account',
+          description: DELIVERY_DESCRIPTION,
+          tags: ['Webhooks'],
+          security: [],
+          parameters: [
+            {
+              name: 'X-Signature',
+              in: 'header',
+              required: true,
+              description: SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: SIGNATURE_EXAMPLE,
+            },
+            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
+            {
+              name: 'X-Signature-Previous',
+              in: 'header',
+              required: false,
+              description: PREVIOUS_SIGNATURE_DESCRIPTION,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              example: PREVIOUS_SIGNATURE_EXAMPLE,
+            },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('UserErasedEvent') } } },
+          responses: {
+            '2XX': { description: ACKNOWLEDGED },
+            '4XX': { description: 'Not acknowledged: retried later.' },
+            '5XX': { description: 'Not acknowledged: retried later.' },
+          },
+        },
+        webhook_user_erasedExamples,
+      ),
+    },
+  },
+};
