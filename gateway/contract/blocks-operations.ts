@@ -1,4 +1,4 @@
-import { type TagOperations, answer, headers, parameterRef, problem, responseRef, schemaRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, headers, otherMethods, parameterRef, problem, problems, responseRef, schemaRef, withExamples } from './operation';
 import { NOT_ENABLED_DESCRIPTION, VALIDATION_FAILED_REQUEST } from './components-responses';
 import { deleteBlockExamples, listBlocksExamples, listListingNightsExamples, putBlockExamples } from './blocks-examples';
 import { MAX_NIGHTS, MAX_NIGHTS_READ } from '../../services/kit/base';
@@ -6,7 +6,7 @@ import { MAX_NIGHTS, MAX_NIGHTS_READ } from '../../services/kit/base';
 export const BLOCKS_OPERATIONS: TagOperations = {
   paths: {
     '/blocks': {
-      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('GET, HEAD'),
       get: withExamples(
         {
           operationId: 'listBlocks',
@@ -14,29 +14,14 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           description: "Only the calling partner's blocks in the key's workspace. A page past the end is `200` with `items: []` and `has_more: false`.",
           tags: ['Blocks'],
           parameters: [parameterRef('from'), parameterRef('to'), parameterRef('page'), parameterRef('page_size')],
-          'x-codeSamples': [
-            {
-              lang: 'Shell',
-              label: 'curl',
-              source: 'curl -X GET "$BASE_URL/blocks?from=2030-07-01&to=2030-07-31&page=1&page_size=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"',
-            },
-          ],
-          responses: {
-            '200': answer('One page of blocks.', 'BlockList'),
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
-          },
+          'x-codeSamples': curl('curl -X GET "$BASE_URL/blocks?from=2030-07-01&to=2030-07-31&page=1&page_size=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          responses: { '200': answer('One page of blocks.', 'BlockList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listBlocksExamples,
       ),
     },
     '/blocks/{external_uid}': {
-      'x-other-methods': { allow: 'PUT, DELETE', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('PUT, DELETE'),
       parameters: [parameterRef('external_uid')],
       put: withExamples(
         {
@@ -44,14 +29,9 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           summary: 'Create, re-confirm or move a block',
           description: `Exactly one of \`provider_id\` and \`listing_id\` (addressing by \`provider_id\` answers \`501\` in every environment: use \`listing_id\`). At most ${MAX_NIGHTS} nights; the departure day stays sellable. An identical retry is a no-op (\`updated\`); other dates move the block in one step. The conflict scan runs on every push.`,
           tags: ['Blocks'],
-          'x-codeSamples': [
-            {
-              lang: 'Shell',
-              label: 'curl',
-              source:
-                'curl -X PUT "$BASE_URL/blocks/resv-100234" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"listing_id":"lst_7k2mq4xw6c3rbt5nhd6pvf3j","check_in":"2030-07-10","check_out":"2030-07-14","reason":"reserved"}\'',
-            },
-          ],
+          'x-codeSamples': curl(
+            'curl -X PUT "$BASE_URL/blocks/resv-100234" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"listing_id":"lst_7k2mq4xw6c3rbt5nhd6pvf3j","check_in":"2030-07-10","check_out":"2030-07-14","reason":"reserved"}\'',
+          ),
           requestBody: { required: true, description: 'The block.', content: { 'application/json': { schema: schemaRef('Block') } } },
           responses: {
             '200': answer('Created (`created`) or re-confirmed or moved (`updated`).', 'BlockPut'),
@@ -75,23 +55,17 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           description:
             'Frees only the nights the block still holds; a night unavailable for another reason stays unavailable. `204` whether or not the block existed. To shorten a stay, `PUT` the shorter range.',
           tags: ['Blocks'],
-          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X DELETE "$BASE_URL/blocks/resv-100234" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"' }],
+          'x-codeSamples': curl('curl -X DELETE "$BASE_URL/blocks/resv-100234" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
           responses: {
             '204': { description: 'Released (or there was nothing to release).', headers: headers() },
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
+            ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }),
           },
         },
         deleteBlockExamples,
       ),
     },
     '/listings/{listing_id}/nights': {
-      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('GET, HEAD'),
       parameters: [parameterRef('listing_id')],
       get: withExamples(
         {
@@ -104,26 +78,18 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           ].join('\n'),
           tags: ['Blocks'],
           parameters: [parameterRef('nights_from'), parameterRef('nights_to')],
-          'x-codeSamples': [
-            {
-              lang: 'Shell',
-              label: 'curl',
-              source: 'curl -X GET "$BASE_URL/listings/lst_7k2mq4xw6c3rbt5nhd6pvf3j/nights?from=2030-07-01&to=2030-07-08" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"',
-            },
-          ],
+          'x-codeSamples': curl(
+            'curl -X GET "$BASE_URL/listings/lst_7k2mq4xw6c3rbt5nhd6pvf3j/nights?from=2030-07-01&to=2030-07-08" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"',
+          ),
           responses: {
             '200': answer('One item per night of the range.', 'ListingNights'),
-            '400': problem(
-              'validation_failed',
-              `\`validation_failed\`: the request does not match the schema — path and query parameters checked together, unknown query parameters included; \`to\` not after \`from\` (\`invalid\`) or more than ${MAX_NIGHTS_READ} nights after it (\`maximum\`), reported on \`to\`. \`errors\` names every violation, never a submitted value.`,
-            ),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '404': responseRef('PropertyNotFound'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
+            ...problems({
+              '400': problem(
+                'validation_failed',
+                `\`validation_failed\`: the request does not match the schema — path and query parameters checked together, unknown query parameters included; \`to\` not after \`from\` (\`invalid\`) or more than ${MAX_NIGHTS_READ} nights after it (\`maximum\`), reported on \`to\`. \`errors\` names every violation, never a submitted value.`,
+              ),
+              '404': 'property_not_found',
+            }),
           },
         },
         listListingNightsExamples,

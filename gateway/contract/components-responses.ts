@@ -1,8 +1,6 @@
-import { BODY_LIMIT_KIB } from './document-values';
-import { answer, exampled, headerRef, headers, problem, schemaRef } from './operation';
+import { type Part, answer, exampled, headerRef, headers, problem, schemaRef } from './operation';
 import { RESPONSE_EXAMPLES } from './components-examples';
-import { TOKEN_QUOTA } from './document-values';
-import type { Part } from './operation';
+import { BODY_LIMIT_KIB, TOKEN_QUOTA } from './document-values';
 
 export const VALIDATION_FAILED_REQUEST = `\`validation_failed\`: the request does not match the schema — body, path and query parameters checked together, unknown fields and parameters included; also a body that is not JSON, has another content type than \`application/json\` or exceeds ${BODY_LIMIT_KIB} KiB (field \`body\`). \`errors\` names every violation, never a submitted value.`;
 

@@ -1,6 +1,6 @@
-import type { Part } from './operation';
 import { PROBLEM_CODES, VIOLATION_CODES } from '../problems';
 import { cancellationInitiators } from '../public-enums';
+import { type Part, schemaRef } from './operation';
 import { PhotoState, PropertyBody, PropertyPath, PropertyUpsert, StoredProperty, StoredPropertyList } from './properties';
 import { BlockBody, BlockItem, BlockList, BlockPut } from './blocks';
 import { WebhookEndpointBody, WebhookEndpointState } from './webhooks';
@@ -8,7 +8,6 @@ import { AcknowledgeBody, DeletionAcknowledgementState } from './deletion-reques
 import { Delivery, DeliveryAttempt, DeliveryList, EndpointCheck, EndpointCheckRun, TestEventBody } from './sandbox';
 import { Token } from './token';
 import { DOCS_URL } from './document-values';
-import { schemaRef } from './operation';
 import { EventList } from './events';
 import { RecordedRequest, RecordedRequestList } from './requests';
 import { ListingNight, ListingNights } from './listings';
@@ -88,11 +87,7 @@ export const SCHEMAS: Record<string, Part> = {
         type: 'string',
         description: "A dotted path with indices (`address.country`, `photos[1].url`); `body` for the document itself; the parameter's name for path and query parameters.",
       },
-      code: {
-        type: 'string',
-        enum: [...VIOLATION_CODES],
-        description: '`one_of`: both or neither of two exclusive fields; `invalid`: any other bad value.',
-      },
+      code: { type: 'string', enum: [...VIOLATION_CODES], description: '`one_of`: both or neither of two exclusive fields; `invalid`: any other bad value.' },
     },
   },
   ChallengeEvent: {

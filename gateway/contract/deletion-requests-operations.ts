@@ -1,4 +1,4 @@
-import { type TagOperations, answer, parameterRef, problem, responseRef, schemaRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, otherMethods, parameterRef, problem, problems, schemaRef, withExamples } from './operation';
 import { COMPLETED_AT_SKEW_MINUTES } from './document-values';
 import { VALIDATION_FAILED_REQUEST } from './components-responses';
 import { acknowledgeDeletionRequestExamples } from './deletion-requests-examples';
@@ -6,7 +6,7 @@ import { acknowledgeDeletionRequestExamples } from './deletion-requests-examples
 export const DELETION_REQUESTS_OPERATIONS: TagOperations = {
   paths: {
     '/deletion-requests/{event_id}/acknowledge': {
-      'x-other-methods': { allow: 'POST', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('POST'),
       parameters: [parameterRef('event_id')],
       post: withExamples(
         {
@@ -14,14 +14,9 @@ export const DELETION_REQUESTS_OPERATIONS: TagOperations = {
           summary: 'Acknowledge a carried-out erasure',
           description: `Call it only once the records named by the \`user.erased\` delivery are deleted. An empty body is \`{}\`. \`completed_at\` cannot be in the future (beyond ${COMPLETED_AT_SKEW_MINUTES} minutes of clock skew: violation \`maximum\`). Acknowledging twice answers \`200\` again with the first \`acknowledged_at\`. Sandbox only.`,
           tags: ['Deletion requests'],
-          'x-codeSamples': [
-            {
-              lang: 'Shell',
-              label: 'curl',
-              source:
-                'curl -X POST "$BASE_URL/deletion-requests/0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f/acknowledge" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"completed_at":"2026-09-14T09:30:00Z"}\'',
-            },
-          ],
+          'x-codeSamples': curl(
+            'curl -X POST "$BASE_URL/deletion-requests/0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f/acknowledge" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"completed_at":"2026-09-14T09:30:00Z"}\'',
+          ),
           requestBody: {
             required: false,
             description: 'Optional `completed_at` (defaults to the time of receipt); the body may be empty.',
@@ -29,14 +24,7 @@ export const DELETION_REQUESTS_OPERATIONS: TagOperations = {
           },
           responses: {
             '200': answer('Acknowledged.', 'DeletionAcknowledgementState'),
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '404': responseRef('DeletionRequestNotFound'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
+            ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST), '404': 'deletion_request_not_found' }),
           },
         },
         acknowledgeDeletionRequestExamples,

@@ -1,4 +1,4 @@
-import { type TagOperations, answer, parameterRef, problem, responseRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, otherMethods, parameterRef, problem, problems, withExamples } from './operation';
 import { EVENT_FEED_RETENTION_DAYS } from '../../services/kit/base';
 import { VALIDATION_FAILED_REQUEST } from './components-responses';
 import { listEventsExamples } from './events-examples';
@@ -6,7 +6,7 @@ import { listEventsExamples } from './events-examples';
 export const EVENTS_OPERATIONS: TagOperations = {
   paths: {
     '/events': {
-      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('GET, HEAD'),
       get: withExamples(
         {
           operationId: 'listEvents',
@@ -18,17 +18,8 @@ export const EVENTS_OPERATIONS: TagOperations = {
           ].join('\n'),
           tags: ['Events'],
           parameters: [parameterRef('events_after'), parameterRef('events_limit')],
-          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/events?after=41&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"' }],
-          responses: {
-            '200': answer('One page of events.', 'EventList'),
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
-          },
+          'x-codeSamples': curl('curl -X GET "$BASE_URL/events?after=41&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          responses: { '200': answer('One page of events.', 'EventList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listEventsExamples,
       ),

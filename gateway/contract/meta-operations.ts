@@ -1,10 +1,10 @@
-import { type TagOperations, headerRef, responseRef, withExamples } from './operation';
+import { type TagOperations, curl, headerRef, otherMethods, responseRef, withExamples } from './operation';
 import { getOpenApiDocumentExamples } from './meta-examples';
 
 export const META_OPERATIONS: TagOperations = {
   paths: {
     '/openapi.json': {
-      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('GET, HEAD'),
       get: withExamples(
         {
           operationId: 'getOpenApiDocument',
@@ -12,7 +12,7 @@ export const META_OPERATIONS: TagOperations = {
           description: 'The OpenAPI 3.1 document of this contract. No authentication; not counted toward any quota.',
           tags: ['Meta'],
           security: [],
-          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/openapi.json"' }],
+          'x-codeSamples': curl('curl -X GET "$BASE_URL/openapi.json"'),
           responses: {
             '200': {
               description: 'The OpenAPI document.',

@@ -17,9 +17,10 @@ export interface TagOperations {
   webhooks?: Record<string, Part>;
 }
 
-/** An example of a problem response: the request and the violations or conflicts; its value is rendered from the response's code. */
+/** An example of a problem response: the request and the violations or conflicts; its value is rendered from the response's code (`code`: which one, where the response has several). */
 export interface ProblemExample {
   summary: string;
+  code?: ProblemCode;
   'x-request'?: Part;
   errors?: Violation[];
   conflicts?: string[];
@@ -53,17 +54,60 @@ export function answer(description: string, schema: string): Part {
   return { description, headers: headers(), content: { 'application/json': { schema: schemaRef(schema) } } };
 }
 
-/** The problem response of `code`: the problem document with that `code` and its status (and `errors` / `conflicts` where problems.ts always renders them). */
-export function problem(code: ProblemCode, description: string, extraHeaders?: Part): Part {
-  const always = code === 'validation_failed' ? ['errors'] : code === 'conflict' ? ['conflicts'] : undefined;
-  const own = { type: 'object', properties: { code: { const: code }, status: { const: PROBLEM_CODES[code].status } }, ...(always && { required: always }) };
+/**
+ * The problem response of `codes` (one, or several sharing a status): a problem document
+ * whose `code` is one of them, with their status (and `errors` / `conflicts` where
+ * problems.ts always renders them).
+ */
+export function problem(codes: ProblemCode | ProblemCode[], description: string, extraHeaders?: Part): Part {
+  const list = typeof codes === 'string' ? [codes] : codes;
+  const status = PROBLEM_CODES[list[0]!].status;
+  if (list.some((c) => PROBLEM_CODES[c].status !== status)) throw new Error(`openapi: ${list.join(', ')} do not share a status`);
+  const always = list.includes('validation_failed') ? ['errors'] : list.includes('conflict') ? ['conflicts'] : undefined;
+  const code = list.length === 1 ? { const: list[0] } : { enum: list };
+  const own = { type: 'object', properties: { code, status: { const: status } }, ...(always && { required: always }) };
   return { description, headers: headers(extraHeaders), content: { 'application/problem+json': { schema: { allOf: [schemaRef('Problem'), own] } } } };
 }
 
-/** The code a `problem` response declares, if `response` is one. */
-function problemCode(media: Part): ProblemCode | undefined {
-  const allOf = (media.schema as { allOf?: { properties?: { code?: { const?: ProblemCode } } }[] } | undefined)?.allOf;
-  return allOf?.[1]?.properties?.code?.const;
+/** The shared response (components-responses.ts) of a problem code: its name is the code in PascalCase. */
+export function problemRef(code: ProblemCode): Part {
+  return responseRef(code.replace(/(^|_)([a-z])/g, (_, _sep: string, letter: string) => letter.toUpperCase()));
+}
+
+/** What every contract operation may answer besides its own problems, in the order of the checks and then the faults. */
+const EVERY_OPERATION: Record<string, ProblemCode> = {
+  401: 'unauthorized',
+  429: 'rate_limited',
+  403: 'workspace_scope_mismatch',
+  501: 'not_enabled',
+  500: 'internal_error',
+  503: 'service_unavailable',
+};
+
+/**
+ * The problem responses of a contract operation by status: the ones every operation has,
+ * then its own — a code answered by its shared response, or a response of its own
+ * (`problem`, for its own description or examples). Statuses sort as numbers.
+ */
+export function problems(own: Record<string, ProblemCode | Part>): Record<string, Part> {
+  const all = { ...EVERY_OPERATION, ...own };
+  return Object.fromEntries(Object.entries(all).map(([status, r]) => [status, typeof r === 'string' ? problemRef(r) : r]));
+}
+
+/** A path's `x-other-methods`: the `Allow` the router answers for another method, with `405 method_not_allowed`. */
+export function otherMethods(allow: string): Part {
+  return { allow, response: problemRef('method_not_allowed') };
+}
+
+/** An operation's `x-codeSamples`: its curl command. */
+export function curl(source: string): Part[] {
+  return [{ lang: 'Shell', label: 'curl', source }];
+}
+
+/** The codes a `problem` response declares, if `media` is one. */
+function problemCodes(media: Part): ProblemCode[] | undefined {
+  const code = (media.schema as { allOf?: { properties?: { code?: { const?: ProblemCode; enum?: ProblemCode[] } } }[] } | undefined)?.allOf?.[1]?.properties?.code;
+  return code?.const ? [code.const] : code?.enum;
 }
 
 /** The one media type of `content` (every body and response with examples has one). */
@@ -74,11 +118,12 @@ function onlyMedia(content: unknown, where: string): [string, Part] {
 }
 
 /** `examples` of a problem response, each with the document problems.ts renders for the response's code as its value. */
-function rendered(code: ProblemCode, examples: NamedExamples, where: string): NamedExamples {
+function rendered(codes: ProblemCode[], examples: NamedExamples, where: string): NamedExamples {
   const out: NamedExamples = {};
   for (const [name, example] of Object.entries(examples)) {
-    const { summary, 'x-request': request, errors, conflicts, ...rest } = example as unknown as ProblemExample;
-    if (Object.keys(rest).length > 0) throw new Error(`openapi: ${where} ${name} is a problem example: only summary, x-request, errors and conflicts`);
+    const { summary, code = codes.length === 1 ? codes[0]! : undefined, 'x-request': request, errors, conflicts, ...rest } = example as unknown as ProblemExample;
+    if (Object.keys(rest).length > 0) throw new Error(`openapi: ${where} ${name} is a problem example: only summary, code, x-request, errors and conflicts`);
+    if (!code || !codes.includes(code)) throw new Error(`openapi: ${where} ${name} names no code of its response (${codes.join(', ')})`);
     const value = problemDocument(new ProblemError(code, { ...(errors && { errors }), ...(conflicts && { conflicts }) }), DOCS_URL, EXAMPLE_REQUEST_ID);
     out[name] = { summary, ...(request && { 'x-request': request }), value };
   }
@@ -88,8 +133,8 @@ function rendered(code: ProblemCode, examples: NamedExamples, where: string): Na
 /** A copy of `body` (a request body or a response) with `examples` in its one media type. */
 export function exampled(body: Part, examples: NamedExamples, where = 'response'): Part {
   const [type, media] = onlyMedia(body.content, where);
-  const code = problemCode(media);
-  return { ...body, content: { [type]: { ...media, examples: code ? rendered(code, examples, where) : examples } } };
+  const codes = problemCodes(media);
+  return { ...body, content: { [type]: { ...media, examples: codes ? rendered(codes, examples, where) : examples } } };
 }
 
 /** Operation `op` with its examples in place: the request body's, and each response's (a response of its own, not a `$ref`). */

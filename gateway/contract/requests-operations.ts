@@ -1,4 +1,4 @@
-import { type TagOperations, answer, problem, responseRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, otherMethods, problem, problems, withExamples } from './operation';
 import { RequestsQuery } from './requests';
 import { PAGE_SIZE_DEFAULT } from '../../services/kit/base';
 import { VALIDATION_FAILED_REQUEST } from './components-responses';
@@ -7,7 +7,7 @@ import { listRequestsExamples } from './requests-examples';
 export const REQUESTS_OPERATIONS: TagOperations = {
   paths: {
     '/requests': {
-      'x-other-methods': { allow: 'GET, HEAD', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('GET, HEAD'),
       get: withExamples(
         {
           operationId: 'listRequests',
@@ -42,19 +42,8 @@ export const REQUESTS_OPERATIONS: TagOperations = {
               example: 'A4REDMxzX_______________________',
             },
           ],
-          'x-codeSamples': [
-            { lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/requests?code=validation_failed&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"' },
-          ],
-          responses: {
-            '200': answer('One page of recorded requests.', 'RecordedRequestList'),
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
-          },
+          'x-codeSamples': curl('curl -X GET "$BASE_URL/requests?code=validation_failed&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          responses: { '200': answer('One page of recorded requests.', 'RecordedRequestList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listRequestsExamples,
       ),

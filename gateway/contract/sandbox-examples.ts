@@ -175,28 +175,10 @@ export const resendDeliveryExamples: OperationExamples = {
     '409': {
       not_resendable: {
         summary: 'A real event that was delivered: its body is gone',
+        code: 'delivery_not_resendable',
         'x-request': { path: { event_id: '0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f' } },
-        value: {
-          type: 'https://docs.partner-sync.example/v1/errors/delivery-not-resendable',
-          title: 'Delivery not resendable',
-          status: 409,
-          detail: "This delivery's body is no longer kept (a real event's is deleted once delivered); nothing was queued.",
-          instance: 'urn:psync:request:3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40',
-          code: 'delivery_not_resendable',
-        },
       },
-      endpoint_not_active: {
-        summary: 'The endpoint is paused',
-        'x-request': { path: { event_id: '6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c' } },
-        value: {
-          type: 'https://docs.partner-sync.example/v1/errors/webhook-endpoint-not-active',
-          title: 'Webhook endpoint not active',
-          status: 409,
-          detail: 'The workspace has no active webhook endpoint subscribed to this event kind; nothing was queued.',
-          instance: 'urn:psync:request:3f1c5f0e-8d2b-4c53-9a61-2b1f2e7c9d40',
-          code: 'webhook_endpoint_not_active',
-        },
-      },
+      endpoint_not_active: { summary: 'The endpoint is paused', code: 'webhook_endpoint_not_active', 'x-request': { path: { event_id: '6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c' } } },
     },
   },
 };

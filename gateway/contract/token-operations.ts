@@ -1,11 +1,11 @@
-import { type TagOperations, answer, responseRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, otherMethods, responseRef, withExamples } from './operation';
 import { TOKEN_QUOTA } from './document-values';
 import { exchangeTokenExamples } from './token-examples';
 
 export const TOKEN_OPERATIONS: TagOperations = {
   paths: {
     '/token': {
-      'x-other-methods': { allow: 'POST', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('POST'),
       post: withExamples(
         {
           operationId: 'exchangeToken',
@@ -13,7 +13,7 @@ export const TOKEN_OPERATIONS: TagOperations = {
           description: `The API key is read only from \`Authorization: Bearer <API_KEY>\`; the body is ignored. An unknown key, a revoked key, a wrong secret and a missing header all get the one identical \`401\`. Its own ceiling per key (by default ${TOKEN_QUOTA} exchanges per hour) is what its \`RateLimit-*\` headers describe; exchanges do not count toward the contract quota.`,
           tags: ['Authentication'],
           security: [{ apiKey: [] }],
-          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X POST "$BASE_URL/token" \\\n  -H "Authorization: Bearer $API_KEY"' }],
+          'x-codeSamples': curl('curl -X POST "$BASE_URL/token" \\\n  -H "Authorization: Bearer $API_KEY"'),
           requestBody: {
             required: false,
             description:

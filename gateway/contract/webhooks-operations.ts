@@ -1,4 +1,4 @@
-import { type TagOperations, answer, problem, responseRef, schemaRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, otherMethods, problem, problems, schemaRef, withExamples } from './operation';
 import { VALIDATION_FAILED_PARAMETERS, VALIDATION_FAILED_REQUEST } from './components-responses';
 import {
   getWebhookEndpointExamples,
@@ -28,10 +28,31 @@ export const DELIVERY_DESCRIPTION =
 
 export const ACKNOWLEDGED = 'Any 2xx acknowledges the delivery (also for a duplicate `event_id`).';
 
+/** The signature headers of every delivery. */
+const SIGNATURE_HEADERS = [
+  { name: 'X-Signature', in: 'header', required: true, description: SIGNATURE_DESCRIPTION, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' }, example: SIGNATURE_EXAMPLE },
+  { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
+  {
+    name: 'X-Signature-Previous',
+    in: 'header',
+    required: false,
+    description: PREVIOUS_SIGNATURE_DESCRIPTION,
+    schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    example: PREVIOUS_SIGNATURE_EXAMPLE,
+  },
+];
+
+/** What the partner's receiver answers to a delivery. */
+const DELIVERY_ANSWERS = {
+  '2XX': { description: ACKNOWLEDGED },
+  '4XX': { description: 'Not acknowledged: retried later.' },
+  '5XX': { description: 'Not acknowledged: retried later.' },
+};
+
 export const WEBHOOKS_OPERATIONS: TagOperations = {
   paths: {
     '/webhooks/endpoint': {
-      'x-other-methods': { allow: 'PUT, GET, HEAD', response: responseRef('MethodNotAllowed') },
+      'x-other-methods': otherMethods('PUT, GET, HEAD'),
       get: withExamples(
         {
           operationId: 'getWebhookEndpoint',
@@ -42,17 +63,10 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
             'No endpoint registered yet: `404 webhook_endpoint_not_found`.',
           ].join('\n'),
           tags: ['Webhooks'],
-          'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: 'curl -X GET "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"' }],
+          'x-codeSamples': curl('curl -X GET "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
           responses: {
             '200': answer('The registered endpoint: `url`, `events` and `status`; never the signing secret.', 'WebhookEndpointState'),
-            '400': problem('validation_failed', VALIDATION_FAILED_PARAMETERS),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '404': responseRef('WebhookEndpointNotFound'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
+            ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_PARAMETERS), '404': 'webhook_endpoint_not_found' }),
           },
         },
         getWebhookEndpointExamples,
@@ -64,24 +78,13 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
           description:
             'One endpoint per workspace. Every call POSTs a signed `endpoint.challenge` to the URL during the call: echoed within five seconds → `active`, else `pending_verification`. Re-registration replaces the URL and event list and keeps the secret; `events: []` pauses delivery. A refused URL is one generic violation `{url, invalid}` that does not say which check failed.',
           tags: ['Webhooks'],
-          'x-codeSamples': [
-            {
-              lang: 'Shell',
-              label: 'curl',
-              source:
-                'curl -X PUT "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"url":"https://hooks.partner.example/psync","events":["booking.confirmed","booking.cancelled","user.erased"]}\'',
-            },
-          ],
+          'x-codeSamples': curl(
+            'curl -X PUT "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"url":"https://hooks.partner.example/psync","events":["booking.confirmed","booking.cancelled","user.erased"]}\'',
+          ),
           requestBody: { required: true, description: 'The endpoint and the subscribed kinds.', content: { 'application/json': { schema: schemaRef('WebhookEndpoint') } } },
           responses: {
             '200': answer('Registered; `signing_secret` on the first registration only.', 'WebhookEndpointState'),
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': responseRef('NotEnabled'),
-            '503': responseRef('ServiceUnavailable'),
+            ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }),
           },
         },
         putWebhookEndpointExamples,
@@ -97,25 +100,7 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
           description: 'A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`.',
           tags: ['Webhooks'],
           security: [],
-          parameters: [
-            {
-              name: 'X-Signature',
-              in: 'header',
-              required: true,
-              description: SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: SIGNATURE_EXAMPLE,
-            },
-            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
-            {
-              name: 'X-Signature-Previous',
-              in: 'header',
-              required: false,
-              description: PREVIOUS_SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: PREVIOUS_SIGNATURE_EXAMPLE,
-            },
-          ],
+          parameters: SIGNATURE_HEADERS,
           requestBody: { required: true, content: { 'application/json': { schema: schemaRef('ChallengeEvent') } } },
           responses: {
             '2XX': {
@@ -137,31 +122,9 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
           description: DELIVERY_DESCRIPTION,
           tags: ['Webhooks'],
           security: [],
-          parameters: [
-            {
-              name: 'X-Signature',
-              in: 'header',
-              required: true,
-              description: SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: SIGNATURE_EXAMPLE,
-            },
-            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
-            {
-              name: 'X-Signature-Previous',
-              in: 'header',
-              required: false,
-              description: PREVIOUS_SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: PREVIOUS_SIGNATURE_EXAMPLE,
-            },
-          ],
+          parameters: SIGNATURE_HEADERS,
           requestBody: { required: true, content: { 'application/json': { schema: schemaRef('BookingConfirmedEvent') } } },
-          responses: {
-            '2XX': { description: ACKNOWLEDGED },
-            '4XX': { description: 'Not acknowledged: retried later.' },
-            '5XX': { description: 'Not acknowledged: retried later.' },
-          },
+          responses: DELIVERY_ANSWERS,
         },
         webhook_booking_confirmedExamples,
       ),
@@ -174,31 +137,9 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
           description: DELIVERY_DESCRIPTION,
           tags: ['Webhooks'],
           security: [],
-          parameters: [
-            {
-              name: 'X-Signature',
-              in: 'header',
-              required: true,
-              description: SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: SIGNATURE_EXAMPLE,
-            },
-            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
-            {
-              name: 'X-Signature-Previous',
-              in: 'header',
-              required: false,
-              description: PREVIOUS_SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: PREVIOUS_SIGNATURE_EXAMPLE,
-            },
-          ],
+          parameters: SIGNATURE_HEADERS,
           requestBody: { required: true, content: { 'application/json': { schema: schemaRef('BookingCancelledEvent') } } },
-          responses: {
-            '2XX': { description: ACKNOWLEDGED },
-            '4XX': { description: 'Not acknowledged: retried later.' },
-            '5XX': { description: 'Not acknowledged: retried later.' },
-          },
+          responses: DELIVERY_ANSWERS,
         },
         webhook_booking_cancelledExamples,
       ),
@@ -211,31 +152,9 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
           description: DELIVERY_DESCRIPTION,
           tags: ['Webhooks'],
           security: [],
-          parameters: [
-            {
-              name: 'X-Signature',
-              in: 'header',
-              required: true,
-              description: SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: SIGNATURE_EXAMPLE,
-            },
-            { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
-            {
-              name: 'X-Signature-Previous',
-              in: 'header',
-              required: false,
-              description: PREVIOUS_SIGNATURE_DESCRIPTION,
-              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-              example: PREVIOUS_SIGNATURE_EXAMPLE,
-            },
-          ],
+          parameters: SIGNATURE_HEADERS,
           requestBody: { required: true, content: { 'application/json': { schema: schemaRef('UserErasedEvent') } } },
-          responses: {
-            '2XX': { description: ACKNOWLEDGED },
-            '4XX': { description: 'Not acknowledged: retried later.' },
-            '5XX': { description: 'Not acknowledged: retried later.' },
-          },
+          responses: DELIVERY_ANSWERS,
         },
         webhook_user_erasedExamples,
       ),
