@@ -1,3 +1,4 @@
+/** The operations of the Blocks tag of the OpenAPI document (openapi.ts), with their examples (blocks-examples.ts). */
 import { type TagOperations, answer, curl, headers, otherMethods, parameterRef, problem, problems, responseRef, schemaRef, withExamples } from './operation';
 import { NOT_ENABLED_DESCRIPTION, VALIDATION_FAILED_REQUEST } from './components-responses';
 import { deleteBlockExamples, listBlocksExamples, listListingNightsExamples, putBlockExamples } from './blocks-examples';

@@ -1,3 +1,4 @@
+/** The examples of the shared responses (components-responses.ts), by response name. */
 import type { NamedExamples } from './operation';
 
 /** The examples of the shared responses (components-responses.ts), by response name. */

@@ -1,3 +1,4 @@
+/** The response headers (`#/components/headers/<name>`); every answer carries those of operation.ts `headers()`. */
 import type { Part } from './operation';
 import { RATE_WINDOW_SECONDS } from '../../services/kit/base';
 import { CONTRACT_QUOTA, CONTRACT_QUOTA_LESS_ONE, RATE_WINDOW_HALF, TOKEN_QUOTA } from './document-values';

@@ -1,3 +1,4 @@
+/** The parameters several operations share (`#/components/parameters/<name>`); each schema is the route's own path or query declaration. */
 import type { Part } from './operation';
 import { PropertyPath } from './properties';
 import { BlockPath, BlocksQuery } from './blocks';

@@ -1,3 +1,4 @@
+/** The responses several operations share (`#/components/responses/<name>`); a problem's is named by its code in PascalCase (operation.ts `problemRef`). */
 import { type Part, answer, exampled, headerRef, headers, problem, schemaRef } from './operation';
 import { RESPONSE_EXAMPLES } from './components-examples';
 import { BODY_LIMIT_KIB, TOKEN_QUOTA } from './document-values';

@@ -1,3 +1,7 @@
+/**
+ * The document's schemas (`#/components/schemas/<name>`): the request and answer declarations of the route groups (the very objects ajv
+ * compiles), and what only the document has: the webhook payloads, the problem document, the token endpoint's refusal.
+ */
 import { PROBLEM_CODES, VIOLATION_CODES } from '../problems';
 import { cancellationInitiators } from '../public-enums';
 import { type Part, schemaRef } from './operation';
@@ -15,11 +19,25 @@ import { ListingNight, ListingNights } from './listings';
 /** Every problem code, in the order problems.ts lists them. */
 const PROBLEM_CODE_NAMES = Object.keys(PROBLEM_CODES);
 
-export const EVENT_ID_DESCRIPTION = 'Stable across retries: deduplicate on it and answer duplicates with 2xx.';
-
-export const OCCURRED_AT_DESCRIPTION = 'When the event happened (for a booking, when it was confirmed), not when it was sent. Order deliveries by it, never by arrival.';
-
-export const TEST_FLAG_DESCRIPTION = 'Present only on a test event (`POST /sandbox/events`, sandbox tools), always `true`; absent from every real delivery.';
+/** A webhook delivery's body: the envelope every event kind shares, around its `data`. */
+function event(kind: string, description: string, data: Part): Part {
+  return {
+    type: 'object',
+    description,
+    required: ['event_id', 'event_type', 'occurred_at', 'data'],
+    properties: {
+      event_id: { type: 'string', format: 'uuid', description: 'Stable across retries: deduplicate on it and answer duplicates with 2xx.' },
+      event_type: { type: 'string', const: kind },
+      occurred_at: {
+        type: 'string',
+        format: 'date-time',
+        description: 'When the event happened (for a booking, when it was confirmed), not when it was sent. Order deliveries by it, never by arrival.',
+      },
+      data,
+      test: { type: 'boolean', const: true, description: 'Present only on a test event (`POST /sandbox/events`, sandbox tools), always `true`; absent from every real delivery.' },
+    },
+  };
+}
 
 export const SCHEMAS: Record<string, Part> = {
   Property: PropertyBody,
@@ -90,97 +108,59 @@ export const SCHEMAS: Record<string, Part> = {
       code: { type: 'string', enum: [...VIOLATION_CODES], description: '`one_of`: both or neither of two exclusive fields; `invalid`: any other bad value.' },
     },
   },
-  ChallengeEvent: {
+  ChallengeEvent: event('endpoint.challenge', 'Sent during every `PUT /webhooks/endpoint`, only to verify the endpoint.', {
     type: 'object',
-    description: 'Sent during every `PUT /webhooks/endpoint`, only to verify the endpoint.',
-    required: ['event_id', 'event_type', 'occurred_at', 'data'],
-    properties: {
-      event_id: { type: 'string', format: 'uuid', description: EVENT_ID_DESCRIPTION },
-      event_type: { type: 'string', const: 'endpoint.challenge' },
-      occurred_at: { type: 'string', format: 'date-time', description: OCCURRED_AT_DESCRIPTION },
-      data: {
-        type: 'object',
-        required: ['challenge'],
-        properties: { challenge: { type: 'string', minLength: 1, description: 'Opaque and single-use: echo it within five seconds.' } },
-      },
-      test: { type: 'boolean', const: true, description: TEST_FLAG_DESCRIPTION },
-    },
-  },
+    required: ['challenge'],
+    properties: { challenge: { type: 'string', minLength: 1, description: 'Opaque and single-use: echo it within five seconds.' } },
+  }),
   ChallengeAnswer: {
     type: 'object',
     description: "The receiver's answer to a challenge: the body is what is checked.",
     required: ['challenge'],
     properties: { challenge: { type: 'string', description: 'The same string as `data.challenge`.' } },
   },
-  BookingConfirmedEvent: {
-    type: 'object',
-    description:
-      'A guest completed and paid for a booking on a synced property. No email, phone or durable guest identifier; the split between marketplace and property is not included.',
-    required: ['event_id', 'event_type', 'occurred_at', 'data'],
-    properties: {
-      event_id: { type: 'string', format: 'uuid', description: EVENT_ID_DESCRIPTION },
-      event_type: { type: 'string', const: 'booking.confirmed' },
-      occurred_at: { type: 'string', format: 'date-time', description: OCCURRED_AT_DESCRIPTION },
-      data: {
-        type: 'object',
-        required: ['booking_reference', 'listing_id', 'provider_id', 'check_in', 'check_out', 'check_in_time', 'check_out_time', 'party_size', 'guest_name', 'amount_paid'],
-        properties: {
-          booking_reference: { type: 'string', minLength: 1, description: "The marketplace's booking reference." },
-          listing_id: { type: 'string', minLength: 1 },
-          provider_id: { type: ['string', 'null'], description: "The partner's property id; `null` when the partner did not push the property." },
-          check_in: { type: 'string', format: 'date' },
-          check_out: { type: 'string', format: 'date', description: 'Departure day (exclusive).' },
-          check_in_time: PropertyBody.properties.check_in_time,
-          check_out_time: PropertyBody.properties.check_out_time,
-          party_size: { type: 'integer', minimum: 1 },
-          guest_name: { type: ['string', 'null'], description: "The guest's name; `null` in a retry sent after the guest erased their account." },
-          amount_paid: schemaRef('Money'),
-        },
+  BookingConfirmedEvent: event(
+    'booking.confirmed',
+    'A guest completed and paid for a booking on a synced property. No email, phone or durable guest identifier; the split between marketplace and property is not included.',
+    {
+      type: 'object',
+      required: ['booking_reference', 'listing_id', 'provider_id', 'check_in', 'check_out', 'check_in_time', 'check_out_time', 'party_size', 'guest_name', 'amount_paid'],
+      properties: {
+        booking_reference: { type: 'string', minLength: 1, description: "The marketplace's booking reference." },
+        listing_id: { type: 'string', minLength: 1 },
+        provider_id: { type: ['string', 'null'], description: "The partner's property id; `null` when the partner did not push the property." },
+        check_in: { type: 'string', format: 'date' },
+        check_out: { type: 'string', format: 'date', description: 'Departure day (exclusive).' },
+        check_in_time: PropertyBody.properties.check_in_time,
+        check_out_time: PropertyBody.properties.check_out_time,
+        party_size: { type: 'integer', minimum: 1 },
+        guest_name: { type: ['string', 'null'], description: "The guest's name; `null` in a retry sent after the guest erased their account." },
+        amount_paid: schemaRef('Money'),
       },
-      test: { type: 'boolean', const: true, description: TEST_FLAG_DESCRIPTION },
     },
-  },
-  BookingCancelledEvent: {
+  ),
+  BookingCancelledEvent: event('booking.cancelled', 'A booking was cancelled. No guest name and no money.', {
     type: 'object',
-    description: 'A booking was cancelled. No guest name and no money.',
-    required: ['event_id', 'event_type', 'occurred_at', 'data'],
+    required: ['booking_reference', 'listing_id', 'cancelled_at', 'initiated_by'],
     properties: {
-      event_id: { type: 'string', format: 'uuid', description: EVENT_ID_DESCRIPTION },
-      event_type: { type: 'string', const: 'booking.cancelled' },
-      occurred_at: { type: 'string', format: 'date-time', description: OCCURRED_AT_DESCRIPTION },
-      data: {
-        type: 'object',
-        required: ['booking_reference', 'listing_id', 'cancelled_at', 'initiated_by'],
-        properties: {
-          booking_reference: { type: 'string', minLength: 1, description: "The marketplace's booking reference." },
-          listing_id: { type: 'string', minLength: 1 },
-          cancelled_at: { type: 'string', format: 'date-time' },
-          initiated_by: { type: 'string', enum: [...cancellationInitiators.names], description: '`guest`: the nights can be re-sold; `host`: the property withdrew.' },
-        },
-      },
-      test: { type: 'boolean', const: true, description: TEST_FLAG_DESCRIPTION },
+      booking_reference: { type: 'string', minLength: 1, description: "The marketplace's booking reference." },
+      listing_id: { type: 'string', minLength: 1 },
+      cancelled_at: { type: 'string', format: 'date-time' },
+      initiated_by: { type: 'string', enum: [...cancellationInitiators.names], description: '`guest`: the nights can be re-sold; `host`: the property withdrew.' },
     },
-  },
-  UserErasedEvent: {
-    type: 'object',
-    description:
-      'A guest erased their account: delete the named records, then call `POST /deletion-requests/{event_id}/acknowledge` with this `event_id`. No personal data and no user id.',
-    required: ['event_id', 'event_type', 'occurred_at', 'data'],
-    properties: {
-      event_id: { type: 'string', format: 'uuid', description: EVENT_ID_DESCRIPTION },
-      event_type: { type: 'string', const: 'user.erased' },
-      occurred_at: { type: 'string', format: 'date-time', description: OCCURRED_AT_DESCRIPTION },
-      data: {
-        type: 'object',
-        required: ['booking_references', 'provider_ids'],
-        properties: {
-          booking_references: { type: 'array', items: { type: 'string', minLength: 1, description: "The marketplace's booking reference." } },
-          provider_ids: { type: 'array', items: PropertyPath.properties.provider_id },
-        },
+  }),
+  UserErasedEvent: event(
+    'user.erased',
+    'A guest erased their account: delete the named records, then call `POST /deletion-requests/{event_id}/acknowledge` with this `event_id`. No personal data and no user id.',
+    {
+      type: 'object',
+      required: ['booking_references', 'provider_ids'],
+      properties: {
+        booking_references: { type: 'array', items: { type: 'string', minLength: 1, description: "The marketplace's booking reference." } },
+        provider_ids: { type: 'array', items: PropertyPath.properties.provider_id },
       },
-      test: { type: 'boolean', const: true, description: TEST_FLAG_DESCRIPTION },
     },
-  },
+  ),
   EventList: EventList,
   EndpointCheck: EndpointCheck,
   EndpointCheckRun: EndpointCheckRun,

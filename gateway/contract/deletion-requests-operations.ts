@@ -1,3 +1,4 @@
+/** The operations of the Deletion requests tag of the OpenAPI document (openapi.ts), with their examples (deletion-requests-examples.ts). */
 import { type TagOperations, answer, curl, otherMethods, parameterRef, problem, problems, schemaRef, withExamples } from './operation';
 import { COMPLETED_AT_SKEW_MINUTES } from './document-values';
 import { VALIDATION_FAILED_REQUEST } from './components-responses';

@@ -1,3 +1,4 @@
+/** The OpenAPI document's top (openapi, info, servers, security, tags in document order) and its security schemes. */
 import { API_VERSION, BODY_LIMIT_KIB, CONTRACT_QUOTA, DOCS_URL, SPEC_DATE, TOKEN_QUOTA, TOKEN_TTL_MINUTES } from './document-values';
 import { RATE_WINDOW_SECONDS } from '../../services/kit/base';
 import { responseRef } from './operation';

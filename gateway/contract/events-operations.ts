@@ -1,3 +1,4 @@
+/** The operations of the Events tag of the OpenAPI document (openapi.ts), with their examples (events-examples.ts). */
 import { type TagOperations, answer, curl, otherMethods, parameterRef, problem, problems, withExamples } from './operation';
 import { EVENT_FEED_RETENTION_DAYS } from '../../services/kit/base';
 import { VALIDATION_FAILED_REQUEST } from './components-responses';

@@ -1,3 +1,7 @@
+/**
+ * The Example Objects of the Meta operations (meta-operations.ts). A request example and the response example of the same name
+ * belong together; a problem example gives its request and violations, and its document is rendered for its response's code (operation.ts).
+ */
 import { API_VERSION, SPEC_DATE } from './document-values';
 import type { OperationExamples } from './operation';
 

@@ -1,3 +1,4 @@
+/** The operations of the Meta tag of the OpenAPI document (openapi.ts), with their examples (meta-examples.ts). */
 import { type TagOperations, curl, headerRef, otherMethods, responseRef, withExamples } from './operation';
 import { getOpenApiDocumentExamples } from './meta-examples';
 

@@ -1,3 +1,4 @@
+/** The operations of the Properties tag of the OpenAPI document (openapi.ts), with their examples (properties-examples.ts). */
 import { type TagOperations, answer, curl, otherMethods, parameterRef, problem, problems, schemaRef, withExamples } from './operation';
 import { VALIDATION_FAILED_PARAMETERS, VALIDATION_FAILED_REQUEST } from './components-responses';
 import { getPropertyExamples, listPropertiesExamples, upsertPropertyExamples } from './properties-examples';

@@ -1,3 +1,7 @@
+/**
+ * The Example Objects of the Request log operations (requests-operations.ts). A request example and the response example of the same name
+ * belong together; a problem example gives its request and violations, and its document is rendered for its response's code (operation.ts).
+ */
 import type { OperationExamples } from './operation';
 
 /** GET /requests */

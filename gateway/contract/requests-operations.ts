@@ -1,3 +1,4 @@
+/** The operations of the Request log tag of the OpenAPI document (openapi.ts), with their examples (requests-examples.ts). */
 import { type TagOperations, answer, curl, otherMethods, problem, problems, withExamples } from './operation';
 import { RequestsQuery } from './requests';
 import { PAGE_SIZE_DEFAULT } from '../../services/kit/base';

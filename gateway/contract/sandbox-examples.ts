@@ -1,4 +1,13 @@
-import type { OperationExamples } from './operation';
+/**
+ * The Example Objects of the Sandbox tools operations (sandbox-operations.ts). A request example and the response example of the same name
+ * belong together; a problem example gives its request and violations, and its document is rendered for its response's code (operation.ts).
+ */
+import type { NamedExamples, OperationExamples } from './operation';
+
+/** The `400` of a path whose `event_id` is not a UUID. */
+const EVENT_ID_NOT_A_UUID: NamedExamples = {
+  invalid: { summary: 'An `event_id` that is not a UUID', 'x-request': { path: { event_id: 'evt-100234' } }, errors: [{ field: 'event_id', code: 'format' }] },
+};
 
 /** POST /sandbox/events */
 export const triggerTestEventExamples: OperationExamples = {
@@ -148,7 +157,7 @@ export const getDeliveryExamples: OperationExamples = {
         },
       },
     },
-    '400': { invalid: { summary: 'An `event_id` that is not a UUID', 'x-request': { path: { event_id: 'evt-100234' } }, errors: [{ field: 'event_id', code: 'format' }] } },
+    '400': EVENT_ID_NOT_A_UUID,
   },
 };
 
@@ -171,7 +180,7 @@ export const resendDeliveryExamples: OperationExamples = {
         },
       },
     },
-    '400': { invalid: { summary: 'An `event_id` that is not a UUID', 'x-request': { path: { event_id: 'evt-100234' } }, errors: [{ field: 'event_id', code: 'format' }] } },
+    '400': EVENT_ID_NOT_A_UUID,
     '409': {
       not_resendable: {
         summary: 'A real event that was delivered: its body is gone',

@@ -1,3 +1,4 @@
+/** The operations of the Sandbox tools tag of the OpenAPI document (openapi.ts), with their examples (sandbox-examples.ts). */
 import { type TagOperations, answer, curl, headers, otherMethods, parameterRef, problem, problems, schemaRef, withExamples } from './operation';
 import { VALIDATION_FAILED_REQUEST } from './components-responses';
 import {

@@ -1,3 +1,4 @@
+/** The operations of the Authentication tag of the OpenAPI document (openapi.ts), with their examples (token-examples.ts). */
 import { type TagOperations, answer, curl, otherMethods, responseRef, withExamples } from './operation';
 import { TOKEN_QUOTA } from './document-values';
 import { exchangeTokenExamples } from './token-examples';

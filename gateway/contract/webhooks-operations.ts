@@ -1,3 +1,4 @@
+/** The operations of the Webhooks tag of the OpenAPI document (openapi.ts), with their examples (webhooks-examples.ts). */
 import { type TagOperations, answer, curl, otherMethods, problem, problems, schemaRef, withExamples } from './operation';
 import { VALIDATION_FAILED_PARAMETERS, VALIDATION_FAILED_REQUEST } from './components-responses';
 import {
