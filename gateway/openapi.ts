@@ -4,64 +4,52 @@
  * committed as docs/openapi.json (`npm run openapi:write`, openapi-write.ts; a test
  * fails while the file is stale).
  *
- * The document is data, in gateway/openapi/ (JSON, so the build's JSON imports carry
- * it into dist/ and nothing parses it at run time); this module only assembles it:
+ * The document is declared in TypeScript in gateway/contract/, beside what each route
+ * accepts and answers; this module only puts the parts together:
  *
- *   document.json           openapi, info, servers, security, tags (in document order)
- *   tags/<tag>.json         the paths of one tag with their operations (the Webhooks
- *                           tag also holds the `webhooks`); responses shared by several
- *                           operations are `$ref`s into components
- *   components/<kind>.json  securitySchemes, schemas (the webhook payloads and the
- *                           problem document; every request and answer schema of a
- *                           route is an `$embed` of its TypeBox declaration in
- *                           gateway/contract/), responses, parameters, headers
- *   examples/<tag>.json     the Example Objects of that tag's operations, keyed by
- *                           `METHOD /path` (or `WEBHOOK <name>`): `request` (the request
- *                           body's examples) and `responses` (by status); placed into the
- *                           one media type of that body or response
- *   examples/components.json  the examples of components/responses.json, by response name
+ *   document.ts                  openapi, info, servers, security, tags (in document
+ *                                order), the security schemes
+ *   <group>-operations.ts        the paths of one tag with their operations (the Webhooks
+ *                                tag also holds the `webhooks`), each operation wrapped in
+ *                                `withExamples(…, <operationId>Examples)`
+ *   <group>-examples.ts          those operations' Example Objects: the request body's, and
+ *                                the responses' by status
+ *   components-schemas.ts        the route groups' TypeBox declarations themselves (the
+ *                                objects ajv compiled: never mutate them; JSON ignores their
+ *                                symbol keys), the webhook payloads and the problem document
+ *   components-responses.ts      shared responses (examples in components-examples.ts),
+ *   components-parameters.ts,    parameters (each schema a route's own path or query
+ *   components-headers.ts        declaration) and headers
  *
- * Three conventions, and nothing else, are applied while assembling:
+ * The helpers of contract/operation.ts say what repeats: `headers()` (the RateLimit-*,
+ * X-Request-Id and Cache-Control every answer carries), `answer()` (a JSON answer),
+ * `problem(codes, …)` (a problem response answering those codes), `problems({…})` (an
+ * operation's problem responses by status: those every contract operation has, then its
+ * own — a code whose shared response is named by it, or a `problem`), `otherMethods()`
+ * and `curl()`. A problem example gives only its summary, request (`x-request`) and
+ * violations or conflicts: its document is what problems.ts renders for its response's
+ * code. Values the code owns (limits, the configuration's defaults: the document shows the
+ * defaults and never varies with a deployment) are the constants themselves, in template
+ * literals (contract/document-values.ts names the ones only the document derives).
  *
- * - `{"$embed": "<name>#<JSON pointer>"}` is replaced by that object of the request
- *   schema `name` (REQUEST_SCHEMAS, contract/index.ts): the very object ajv compiled (not
- *   a copy), so a request body or parameter schema in the document is the validator's.
- *   Never mutate them.
- * - `{{NAME}}` in a string is replaced by the value named NAME in VALUES below (a string
- *   that is exactly `{{NAME}}` becomes the value itself, a number where the value is
- *   one). These are values the code owns — limits (services/kit/base/limits.ts), the
- *   configuration's defaults (services/kit/runtime/config.ts: the document never varies with a
- *   deployment's configuration, it shows the defaults and says so), the body limit, the
- *   token lifetime — so each is named once, in TypeScript, and a change there changes
- *   the document (house rule 11). Why placeholders rather than literals checked by a
- *   test: these numbers sit inside prose (descriptions) as often as in schema keywords,
- *   and a test cannot tell which "600" in a sentence is the quota; a placeholder says
- *   it. An unknown name throws.
- * - A `description` written as an array of lines is joined with newlines (long
- *   multi-paragraph descriptions read better that way).
+ * What is still written literally is CHECKED against the code. In
+ * test/gateway/openapi-data.test.ts: enumerations of the answers and webhook payloads equal
+ * the code's vocabularies; the token endpoint's `{message}` examples are the route's bodies;
+ * each curl sample is its operation's request. In test/gateway/openapi.test.ts: the
+ * `errors[]` of every `400` example is exactly what the gateway's validators report for
+ * that example's request (`x-request`); every example validates against its schema; each
+ * path's `x-other-methods.allow` is the `Allow` the router answers.
+ * test/gateway/openapi-examples.test.ts sends the examples to a running system.
  *
- * Everything else is written literally and CHECKED against the code. In
- * test/gateway/openapi-data.test.ts: enumerations (problem codes, violation codes, event
- * kinds …) equal the code's vocabularies; every problem example is exactly the document
- * problems.ts renders for its code (title, detail, type); the token endpoint's `{message}`
- * examples are the route's bodies; each curl sample is its operation's request. In
- * test/gateway/openapi.test.ts: the `errors[]` of every `400` example is exactly what
- * the gateway's validators report for that example's request (`x-request`); every
- * example validates against its schema; each path's `x-other-methods.allow` is the
- * `Allow` the router answers. test/gateway/openapi-examples.test.ts sends the examples
- * to a running system.
- *
- * To add an endpoint: add its path and operation to tags/<tag>.json (a new path item
- * starts with `x-other-methods`: the `Allow` the router answers for other methods,
- * `HEAD` beside `GET`; a new tag also needs its entry in document.json's `tags` and in
- * TAGS below), its request and response examples to examples/<tag>.json under
- * `METHOD /path` (a `400` example with `x-request` and the `errors[]` the validators
- * report, which the tests print when they differ), what it accepts and answers to
+ * To add an endpoint: the route in gateway/routes/; what it accepts and answers in
  * gateway/contract/<group>.ts (TypeBox; listed in REQUEST_SCHEMAS or RESPONSE_SCHEMAS of
- * its index.ts, an answer named in components/schemas.json by `$embed`), then
+ * its index.ts, an answer also named in components-schemas.ts); its path and operation in
+ * <group>-operations.ts (a new path item starts with `otherMethods(…)`, the `Allow` the
+ * router answers, `HEAD` beside `GET`; a new tag also needs its entry in document.ts and
+ * in TAGS below); its examples in <group>-examples.ts (a `400` example with `x-request`
+ * and the `errors[]` the validators report, which the tests print when they differ). Then
  * `npm run openapi:write` and `npm run sdk:generate`, and run
- * test/gateway/openapi*.test.ts. The route itself lives in gateway/routes/; the
- * coverage test fails until route and document agree.
+ * test/gateway/openapi*.test.ts; the coverage test fails until route and document agree.
  */
 import { DOCUMENT, SECURITY_SCHEMES } from './contract/document';
 import { SCHEMAS } from './contract/components-schemas';
