@@ -33,13 +33,13 @@
  * literals (contract/document-values.ts names the ones only the document derives).
  *
  * What is still written literally is CHECKED against the code. In
- * test/gateway/openapi-data.test.ts: enumerations of the answers and webhook payloads equal
- * the code's vocabularies; the token endpoint's `{message}` examples are the route's bodies;
- * each curl sample is its operation's request. In test/gateway/openapi.test.ts: the
- * `errors[]` of every `400` example is exactly what the gateway's validators report for
- * that example's request (`x-request`); every example validates against its schema; each
- * path's `x-other-methods.allow` is the `Allow` the router answers.
- * test/gateway/openapi-examples.test.ts sends the examples to a running system.
+ * test/gateway/openapi-data.test.ts: enumerations of the answers and webhook payloads
+ * equal the code's vocabularies; each curl sample is its operation's request. In
+ * test/gateway/openapi.test.ts: the `errors[]` of every `400` example is exactly what the
+ * gateway's validators report for that example's request (`x-request`); every example
+ * validates against its schema; each path's `x-other-methods.allow` is the `Allow` the
+ * router answers. test/gateway/openapi-examples.test.ts sends the examples to a running
+ * system.
  *
  * To add an endpoint: the route in gateway/routes/; what it accepts and answers in
  * gateway/contract/<group>.ts (TypeBox; listed in REQUEST_SCHEMAS or RESPONSE_SCHEMAS of

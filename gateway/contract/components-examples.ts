@@ -1,7 +1,7 @@
 /** The examples of the shared responses (components-responses.ts), by response name. */
 import type { NamedExamples } from './operation';
+import { INVALID_API_KEY, TOKEN_CEILING_REACHED, TOKEN_NOT_CONFIGURED, TOO_MANY_FAILURES } from './token';
 
-/** The examples of the shared responses (components-responses.ts), by response name. */
 export const RESPONSE_EXAMPLES = {
   Unauthorized: { missing_token: { summary: 'No, a malformed or an expired access token, or a revoked key' } },
   WorkspaceScopeMismatch: { scope_mismatch: { summary: 'The token does not grant access to the workspace' } },
@@ -14,12 +14,12 @@ export const RESPONSE_EXAMPLES = {
   InternalError: { internal_error: { summary: "A fault on the service's side" } },
   NotEnabled: { production: { summary: "Any valid request with a production workspace's token" } },
   ServiceUnavailable: { unavailable: { summary: 'A needed capability is not available' } },
-  TokenRefused: { invalid_key: { summary: 'Unknown, revoked, wrong or missing key', value: { message: 'invalid API key' } } },
+  TokenRefused: { invalid_key: { summary: 'Unknown, revoked, wrong or missing key', value: INVALID_API_KEY } },
   TokenRateLimited: {
-    too_many_exchanges: { summary: "The key's ceiling of exchanges is used up", value: { message: 'too many token requests for this API key; retry later' } },
-    too_many_failures: { summary: 'Too many failed exchanges', value: { message: 'too many failed token requests; retry later' } },
+    too_many_exchanges: { summary: "The key's ceiling of exchanges is used up", value: TOKEN_CEILING_REACHED },
+    too_many_failures: { summary: 'Too many failed exchanges', value: TOO_MANY_FAILURES },
   },
-  TokenNotConfigured: { not_configured: { summary: 'No tokens are issued', value: { message: 'the token endpoint is not configured' } } },
+  TokenNotConfigured: { not_configured: { summary: 'No tokens are issued', value: TOKEN_NOT_CONFIGURED } },
   DeliveryNotFound: {
     unknown_delivery: { summary: "An `event_id` that is unknown or another partner's", 'x-request': { path: { event_id: '6f1c1f57-3a39-4f0a-9a8e-0a4f2e2d7c11' } } },
   },
