@@ -11,7 +11,7 @@
  *                                order), the security schemes
  *   <group>-operations.ts        the paths of one tag with their operations (the Webhooks
  *                                tag also holds the `webhooks`), each operation wrapped in
- *                                `withExamples(…, <operationId>Examples)`
+ *                                `withExamples(…, <operation>Examples)`
  *   <group>-examples.ts          those operations' Example Objects: the request body's, and
  *                                the responses' by status
  *   components-schemas.ts        the route groups' TypeBox declarations themselves (the

@@ -3,11 +3,14 @@ import { type Part, answer, exampled, headerRef, headers, problem, schemaRef } f
 import { RESPONSE_EXAMPLES } from './components-examples';
 import { BODY_LIMIT_KIB, TOKEN_QUOTA } from './document-values';
 
+/** The `400` of most operations: body, path and query checked together, the body's own failures (not JSON, its media type, its size) included. */
 export const VALIDATION_FAILED_REQUEST = `\`validation_failed\`: the request does not match the schema — body, path and query parameters checked together, unknown fields and parameters included; also a body that is not JSON, has another content type than \`application/json\` or exceeds ${BODY_LIMIT_KIB} KiB (field \`body\`). \`errors\` names every violation, never a submitted value.`;
 
+/** The `501` of every contract operation. */
 export const NOT_ENABLED_DESCRIPTION =
   '`not_enabled`: the request was valid, but this contract is not enabled for the workspace (every production workspace; blocks addressed by `provider_id` in every environment). Nothing was written.';
 
+/** The `400` of an operation that takes only path and query parameters. */
 export const VALIDATION_FAILED_PARAMETERS =
   '`validation_failed`: the request does not match the schema — path and query parameters checked together, unknown query parameters included. `errors` names every violation, never a submitted value.';
 

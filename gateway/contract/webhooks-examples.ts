@@ -63,7 +63,7 @@ export const putWebhookEndpointExamples: OperationExamples = {
 };
 
 /** WEBHOOK endpoint.challenge */
-export const webhook_endpoint_challengeExamples: OperationExamples = {
+export const challengeWebhookExamples: OperationExamples = {
   request: {
     challenge: {
       summary: 'Endpoint verification challenge',
@@ -79,7 +79,7 @@ export const webhook_endpoint_challengeExamples: OperationExamples = {
 };
 
 /** WEBHOOK booking.confirmed */
-export const webhook_booking_confirmedExamples: OperationExamples = {
+export const bookingConfirmedWebhookExamples: OperationExamples = {
   request: {
     confirmed: {
       summary: 'A booking was confirmed',
@@ -105,7 +105,7 @@ export const webhook_booking_confirmedExamples: OperationExamples = {
 };
 
 /** WEBHOOK booking.cancelled */
-export const webhook_booking_cancelledExamples: OperationExamples = {
+export const bookingCancelledWebhookExamples: OperationExamples = {
   request: {
     cancelled: {
       summary: 'A booking was cancelled',
@@ -120,7 +120,7 @@ export const webhook_booking_cancelledExamples: OperationExamples = {
 };
 
 /** WEBHOOK user.erased */
-export const webhook_user_erasedExamples: OperationExamples = {
+export const userErasedWebhookExamples: OperationExamples = {
   request: {
     erased: {
       summary: 'A guest erased their account',

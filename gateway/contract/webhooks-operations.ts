@@ -1,54 +1,69 @@
 /** The operations of the Webhooks tag of the OpenAPI document (openapi.ts), with their examples (webhooks-examples.ts). */
-import { type TagOperations, answer, curl, otherMethods, problem, problems, schemaRef, withExamples } from './operation';
+import { type OperationExamples, type Part, type TagOperations, answer, curl, otherMethods, problem, problems, schemaRef, withExamples } from './operation';
 import { VALIDATION_FAILED_PARAMETERS, VALIDATION_FAILED_REQUEST } from './components-responses';
 import {
   getWebhookEndpointExamples,
   putWebhookEndpointExamples,
-  webhook_booking_cancelledExamples,
-  webhook_booking_confirmedExamples,
-  webhook_endpoint_challengeExamples,
-  webhook_user_erasedExamples,
+  bookingCancelledWebhookExamples,
+  bookingConfirmedWebhookExamples,
+  challengeWebhookExamples,
+  userErasedWebhookExamples,
 } from './webhooks-examples';
 
-export const SIGNATURE_DESCRIPTION =
-  'Lowercase hex HMAC-SHA256 keyed with the UTF-8 bytes of the signing secret over `v1:` + `X-Signature-Timestamp` + `:` + the raw body. Verify over the raw body before parsing, in constant time.';
+const NOT_VERIFIED = 'Not verified: the endpoint stays `pending_verification`.';
 
-export const SIGNATURE_EXAMPLE = '9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d1f';
-
-export const TIMESTAMP_DESCRIPTION = 'Unix seconds, covered by the signature. Reject a timestamp more than five minutes old before comparing.';
-
-export const PREVIOUS_SIGNATURE_DESCRIPTION =
-  'The same body signed with the previous secret, only while a rotation overlap is open (its absence is normal). During a rotation accept either signature.';
-
-export const PREVIOUS_SIGNATURE_EXAMPLE = '3a5c7e9b1d2f4a6c8e0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f2a4c';
-
-export const NOT_VERIFIED = 'Not verified: the endpoint stays `pending_verification`.';
-
-export const DELIVERY_DESCRIPTION =
-  "A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`, and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service's operators, who can replay it with the same `event_id`, and `POST /webhooks/deliveries/{event_id}/resend` sends it again. Redirects are never followed.";
-
-export const ACKNOWLEDGED = 'Any 2xx acknowledges the delivery (also for a duplicate `event_id`).';
-
-/** The signature headers of every delivery. */
+/** The signature headers of every delivery, the challenge's included. */
 const SIGNATURE_HEADERS = [
-  { name: 'X-Signature', in: 'header', required: true, description: SIGNATURE_DESCRIPTION, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' }, example: SIGNATURE_EXAMPLE },
-  { name: 'X-Signature-Timestamp', in: 'header', required: true, description: TIMESTAMP_DESCRIPTION, schema: { type: 'integer', minimum: 0 }, example: 1789372803 },
+  {
+    name: 'X-Signature',
+    in: 'header',
+    required: true,
+    description:
+      'Lowercase hex HMAC-SHA256 keyed with the UTF-8 bytes of the signing secret over `v1:` + `X-Signature-Timestamp` + `:` + the raw body. Verify over the raw body before parsing, in constant time.',
+    schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    example: '9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d1f',
+  },
+  {
+    name: 'X-Signature-Timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix seconds, covered by the signature. Reject a timestamp more than five minutes old before comparing.',
+    schema: { type: 'integer', minimum: 0 },
+    example: 1789372803,
+  },
   {
     name: 'X-Signature-Previous',
     in: 'header',
     required: false,
-    description: PREVIOUS_SIGNATURE_DESCRIPTION,
+    description: 'The same body signed with the previous secret, only while a rotation overlap is open (its absence is normal). During a rotation accept either signature.',
     schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-    example: PREVIOUS_SIGNATURE_EXAMPLE,
+    example: '3a5c7e9b1d2f4a6c8e0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f2a4c',
   },
 ];
 
-/** What the partner's receiver answers to a delivery. */
-const DELIVERY_ANSWERS = {
-  '2XX': { description: ACKNOWLEDGED },
-  '4XX': { description: 'Not acknowledged: retried later.' },
-  '5XX': { description: 'Not acknowledged: retried later.' },
-};
+/** The webhook of one event kind: a signed delivery of body `schema`, acknowledged by any 2xx. */
+function delivery(operationId: string, summary: string, schema: string, examples: OperationExamples): Part {
+  return {
+    post: withExamples(
+      {
+        operationId,
+        summary,
+        description:
+          "A signed HTTPS POST to the registered endpoint (port 443 or 8443), only once it is `active`, and only for subscribed kinds. Anything but a 2xx is retried with exponential backoff (about a day in all); after the last attempt the delivery is abandoned and surfaced to the service's operators, who can replay it with the same `event_id`, and `POST /webhooks/deliveries/{event_id}/resend` sends it again. Redirects are never followed.",
+        tags: ['Webhooks'],
+        security: [],
+        parameters: SIGNATURE_HEADERS,
+        requestBody: { required: true, content: { 'application/json': { schema: schemaRef(schema) } } },
+        responses: {
+          '2XX': { description: 'Any 2xx acknowledges the delivery (also for a duplicate `event_id`).' },
+          '4XX': { description: 'Not acknowledged: retried later.' },
+          '5XX': { description: 'Not acknowledged: retried later.' },
+        },
+      },
+      examples,
+    ),
+  };
+}
 
 export const WEBHOOKS_OPERATIONS: TagOperations = {
   paths: {
@@ -112,53 +127,11 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
             '5XX': { description: NOT_VERIFIED },
           },
         },
-        webhook_endpoint_challengeExamples,
+        challengeWebhookExamples,
       ),
     },
-    'booking.confirmed': {
-      post: withExamples(
-        {
-          operationId: 'webhook_booking_confirmed',
-          summary: 'A booking was confirmed',
-          description: DELIVERY_DESCRIPTION,
-          tags: ['Webhooks'],
-          security: [],
-          parameters: SIGNATURE_HEADERS,
-          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('BookingConfirmedEvent') } } },
-          responses: DELIVERY_ANSWERS,
-        },
-        webhook_booking_confirmedExamples,
-      ),
-    },
-    'booking.cancelled': {
-      post: withExamples(
-        {
-          operationId: 'webhook_booking_cancelled',
-          summary: 'A booking was cancelled',
-          description: DELIVERY_DESCRIPTION,
-          tags: ['Webhooks'],
-          security: [],
-          parameters: SIGNATURE_HEADERS,
-          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('BookingCancelledEvent') } } },
-          responses: DELIVERY_ANSWERS,
-        },
-        webhook_booking_cancelledExamples,
-      ),
-    },
-    'user.erased': {
-      post: withExamples(
-        {
-          operationId: 'webhook_user_erased',
-          summary: 'A guest erased their account',
-          description: DELIVERY_DESCRIPTION,
-          tags: ['Webhooks'],
-          security: [],
-          parameters: SIGNATURE_HEADERS,
-          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('UserErasedEvent') } } },
-          responses: DELIVERY_ANSWERS,
-        },
-        webhook_user_erasedExamples,
-      ),
-    },
+    'booking.confirmed': delivery('webhook_booking_confirmed', 'A booking was confirmed', 'BookingConfirmedEvent', bookingConfirmedWebhookExamples),
+    'booking.cancelled': delivery('webhook_booking_cancelled', 'A booking was cancelled', 'BookingCancelledEvent', bookingCancelledWebhookExamples),
+    'user.erased': delivery('webhook_user_erased', 'A guest erased their account', 'UserErasedEvent', userErasedWebhookExamples),
   },
 };

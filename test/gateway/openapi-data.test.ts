@@ -38,6 +38,22 @@ import { documentAjv, operations, requestExamples } from './openapi-walk';
 const doc = JSON.parse(JSON.stringify(buildOpenApiDocument()));
 const schemas = doc.components.schemas;
 
+describe('references', () => {
+  test('every $ref names a component the document has (a shared problem response is named after its code)', () => {
+    const missing: string[] = [];
+    const walk = (v: any, at: string) => {
+      if (v === null || typeof v !== 'object') return;
+      if (typeof v.$ref === 'string') {
+        const [, kind, name] = /^#\/components\/([^/]+)\/([^/]+)$/.exec(v.$ref) ?? [];
+        if (!kind || !doc.components[kind]?.[name!]) missing.push(`${at}: ${v.$ref}`);
+      }
+      for (const [k, c] of Object.entries(v)) walk(c, `${at}/${k}`);
+    };
+    walk(doc, '');
+    expect(missing).toEqual([]);
+  });
+});
+
 describe('values', () => {
   test('the values the document shows are the configuration defaults', () => {
     expect([DOCS_URL, CONTRACT_QUOTA, TOKEN_QUOTA, TOKEN_TTL_SECONDS]).toEqual([
