@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ENDPOINT_CHECK_NAMES, ENDPOINT_CHECK_RUN_STATUSES, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, TEST_EVENT_KINDS } from '../../gateway/contract';
+import { buildOpenApiDocument } from '../../gateway/openapi';
 import * as publicEnums from '../../gateway/public-enums';
 import { EnumNames } from '../../services/kit/base';
 import { ROOT } from '../support/process';
@@ -65,5 +66,14 @@ describe('the public contract is declared once', () => {
     expect(lists.length).toBeGreaterThan(10);
     const unexplained = lists.filter(([at, list]) => !EXEMPT_PATHS.some((p) => p.test(at)) && ![...DERIVED, ...OWN].some((known) => sameList(known, list)));
     expect(unexplained).toEqual([]);
+  });
+
+  test('the OpenAPI document holds the very schema objects ajv compiles, not copies', () => {
+    const doc = buildOpenApiDocument() as any;
+    expect(doc.components.schemas.Block).toBe(REQUEST_SCHEMAS.block);
+    expect(doc.components.schemas.BlockPut).toBe(RESPONSE_SCHEMAS.BlockPut);
+    expect(doc.components.parameters.from.schema).toBe(REQUEST_SCHEMAS.blocksQuery.properties.from);
+    const named = Object.values(doc.components.schemas);
+    expect(Object.entries(RESPONSE_SCHEMAS).filter(([, schema]) => !named.includes(schema))).toEqual([]);
   });
 });
