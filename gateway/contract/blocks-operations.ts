@@ -1,5 +1,5 @@
 /** The operations of the Blocks tag of the OpenAPI document (openapi.ts), with their examples (blocks-examples.ts). */
-import { type TagOperations, answer, curl, headers, otherMethods, parameterRef, problem, problems, responseRef, schemaRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, headers, otherMethods, parameterRef, problem, problems, schemaRef, withExamples } from './operation';
 import { NOT_ENABLED_DESCRIPTION, VALIDATION_FAILED_REQUEST } from './components-responses';
 import { deleteBlockExamples, listBlocksExamples, listListingNightsExamples, putBlockExamples } from './blocks-examples';
 import { MAX_NIGHTS, MAX_NIGHTS_READ } from '../../services/kit/base';
@@ -36,15 +36,12 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           requestBody: { required: true, description: 'The block.', content: { 'application/json': { schema: schemaRef('Block') } } },
           responses: {
             '200': answer('Created (`created`) or re-confirmed or moved (`updated`).', 'BlockPut'),
-            '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
-            '401': responseRef('Unauthorized'),
-            '403': responseRef('WorkspaceScopeMismatch'),
-            '404': responseRef('PropertyNotFound'),
-            '409': responseRef('Conflict'),
-            '429': responseRef('RateLimited'),
-            '500': responseRef('InternalError'),
-            '501': problem('not_enabled', NOT_ENABLED_DESCRIPTION),
-            '503': responseRef('ServiceUnavailable'),
+            ...problems({
+              '400': problem('validation_failed', VALIDATION_FAILED_REQUEST),
+              '404': 'property_not_found',
+              '409': 'conflict',
+              '501': problem('not_enabled', NOT_ENABLED_DESCRIPTION),
+            }),
           },
         },
         putBlockExamples,

@@ -1,7 +1,7 @@
 /** The OpenAPI document's top (openapi, info, servers, security, tags in document order) and its security schemes. */
 import { API_VERSION, BODY_LIMIT_KIB, CONTRACT_QUOTA, DOCS_URL, SPEC_DATE, TOKEN_QUOTA, TOKEN_TTL_MINUTES } from './document-values';
 import { RATE_WINDOW_SECONDS } from '../../services/kit/base';
-import { responseRef } from './operation';
+import { problemRef } from './operation';
 
 export const DOCUMENT = {
   openapi: '3.1.0',
@@ -54,7 +54,7 @@ export const DOCUMENT = {
   'x-unknown-path': {
     description:
       "A request to a path that is not in `paths` (under the server URL or anywhere else, except the gateway's own pages outside the contract: `/healthz`, `/readyz` and the sandbox console under `/console/`) is answered `404 not_found`, whatever its method.",
-    response: responseRef('NotFound'),
+    response: problemRef('not_found'),
   },
 };
 

@@ -1,5 +1,5 @@
 /** The operations of the Meta tag of the OpenAPI document (openapi.ts), with their examples (meta-examples.ts). */
-import { type TagOperations, curl, headerRef, otherMethods, responseRef, withExamples } from './operation';
+import { type TagOperations, curl, headerRef, headers, otherMethods, problemRef, withExamples } from './operation';
 import { getOpenApiDocumentExamples } from './meta-examples';
 
 export const META_OPERATIONS: TagOperations = {
@@ -17,18 +17,10 @@ export const META_OPERATIONS: TagOperations = {
           responses: {
             '200': {
               description: 'The OpenAPI document.',
-              headers: {
-                'RateLimit-Policy': headerRef('RateLimit-Policy'),
-                'RateLimit-Limit': headerRef('RateLimit-Limit'),
-                'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
-                'RateLimit-Reset': headerRef('RateLimit-Reset'),
-                RateLimit: headerRef('RateLimit'),
-                'X-Request-Id': headerRef('X-Request-Id'),
-                'Cache-Control': headerRef('Cache-Control-Document'),
-              },
+              headers: headers({ 'Cache-Control': headerRef('Cache-Control-Document') }),
               content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'info'], properties: { openapi: { type: 'string' }, info: { type: 'object' } } } } },
             },
-            '500': responseRef('InternalError'),
+            '500': problemRef('internal_error'),
           },
         },
         getOpenApiDocumentExamples,

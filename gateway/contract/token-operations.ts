@@ -1,5 +1,5 @@
 /** The operations of the Authentication tag of the OpenAPI document (openapi.ts), with their examples (token-examples.ts). */
-import { type TagOperations, answer, curl, otherMethods, responseRef, withExamples } from './operation';
+import { type TagOperations, answer, curl, otherMethods, problemRef, responseRef, withExamples } from './operation';
 import { TOKEN_QUOTA } from './document-values';
 import { exchangeTokenExamples } from './token-examples';
 
@@ -25,7 +25,7 @@ export const TOKEN_OPERATIONS: TagOperations = {
             '200': answer('A fresh access token.', 'Token'),
             '401': responseRef('TokenRefused'),
             '429': responseRef('TokenRateLimited'),
-            '500': responseRef('InternalError'),
+            '500': problemRef('internal_error'),
             '503': responseRef('TokenNotConfigured'),
           },
         },
