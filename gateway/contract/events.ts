@@ -1,7 +1,7 @@
 /** What GET /v1/events accepts (routes/events.ts). */
 import { Type, type Static } from '@sinclair/typebox';
 import { PAGE_SIZE_MAX } from '../../services/kit/base';
-import type { Json } from '../json';
+import { type Json } from '../json';
 import { closed, nullable, type Validated } from '../contract-schema';
 import { Limit } from './paging';
 

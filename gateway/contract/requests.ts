@@ -1,7 +1,7 @@
 /** What GET /v1/requests accepts (routes/requests.ts). */
 import { Type, type Static } from '@sinclair/typebox';
 import { PAGE_SIZE_MAX } from '../../services/kit/base';
-import type { Json } from '../json';
+import { type Json } from '../json';
 import { patternOf, rangeOf } from '../proto-rules';
 import { closed, componentRef, nullable, type Validated } from '../contract-schema';
 import { ListRequestsRequestSchema } from '../../gen/psync/identity/v1/identity_pb';
