@@ -8,12 +8,17 @@ import { ListingNightsQuery, ListingPath } from './listings';
 import { DeliveriesQuery, DeliveryPath, EndpointCheckPath } from './sandbox';
 import { EventsQuery } from './events';
 
+/** A string schema's length bounds, as the prose says them: `1–128 characters`. */
+function characters(schema: { minLength?: number; maxLength?: number }): string {
+  return `${schema.minLength}–${schema.maxLength} characters`;
+}
+
 export const PARAMETERS: Record<string, Part> = {
   provider_id: {
     name: 'provider_id',
     in: 'path',
     required: true,
-    description: "The partner's own property identifier, unique within its integration (1–128 characters).",
+    description: `The partner's own property identifier, unique within its integration (${characters(PropertyPath.properties.provider_id)}).`,
     schema: PropertyPath.properties.provider_id,
     example: 'villa-42',
   },
@@ -21,7 +26,7 @@ export const PARAMETERS: Record<string, Part> = {
     name: 'external_uid',
     in: 'path',
     required: true,
-    description: "The partner's own block identifier, typically a reservation id (1–255 characters).",
+    description: `The partner's own block identifier, typically a reservation id (${characters(BlockPath.properties.external_uid)}).`,
     schema: BlockPath.properties.external_uid,
     example: 'resv-100234',
   },

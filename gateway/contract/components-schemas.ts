@@ -4,6 +4,7 @@
  */
 import { PROBLEM_CODES, VIOLATION_CODES } from '../problems';
 import { cancellationInitiators } from '../public-enums';
+import { MAX_VIOLATIONS } from '../validate';
 import { type Part, schemaRef } from './operation';
 import { PhotoState, PropertyBody, PropertyPath, PropertyUpsert, StoredProperty, StoredPropertyList } from './properties';
 import { BlockBody, BlockItem, BlockList, BlockPut } from './blocks';
@@ -89,8 +90,8 @@ export const SCHEMAS: Record<string, Part> = {
       },
       errors: {
         type: 'array',
-        description: '`validation_failed` only: every violation, in the order found (at most 100). Names fields, never their values.',
-        maxItems: 100,
+        description: `\`validation_failed\` only: every violation, in the order found (at most ${MAX_VIOLATIONS}). Names fields, never their values.`,
+        maxItems: MAX_VIOLATIONS,
         items: schemaRef('Violation'),
       },
       conflicts: { type: 'array', description: '`conflict` only: every colliding night, `YYYY-MM-DD`, untruncated.', items: { type: 'string', format: 'date' } },
