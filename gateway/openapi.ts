@@ -26,7 +26,8 @@
  * `problem(codes, …)` (a problem response answering those codes), `problems({…})` (an
  * operation's problem responses by status: those every contract operation has, then its
  * own — a code whose shared response is named by it, or a `problem`), `otherMethods()`
- * and `curl()`. A problem example gives only its summary, request (`x-request`) and
+ * and `curl(method, target)` (`withExamples` adds a JSON request's first example as its
+ * body). A problem example gives only its summary, request (`x-request`) and
  * violations or conflicts: its document is what problems.ts renders for its response's
  * code. Values the code owns (limits, the configuration's defaults: the document shows the
  * defaults and never varies with a deployment) are the constants themselves, in template
@@ -34,7 +35,7 @@
  *
  * What is still written literally is CHECKED against the code. In
  * test/gateway/openapi-data.test.ts: enumerations of the answers and webhook payloads
- * equal the code's vocabularies; each curl sample is its operation's request. In
+ * equal the code's vocabularies; each curl sample is its operation's method and path. In
  * test/gateway/openapi.test.ts: the `errors[]` of every `400` example is exactly what the
  * gateway's validators report for that example's request (`x-request`); every example
  * validates against its schema; each path's `x-other-methods.allow` is the `Allow` the

@@ -15,7 +15,7 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           description: "Only the calling partner's blocks in the key's workspace. A page past the end is `200` with `items: []` and `has_more: false`.",
           tags: ['Blocks'],
           parameters: [parameterRef('from'), parameterRef('to'), parameterRef('page'), parameterRef('page_size')],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/blocks?from=2030-07-01&to=2030-07-31&page=1&page_size=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/blocks?from=2030-07-01&to=2030-07-31&page=1&page_size=50'),
           responses: { '200': answer('One page of blocks.', 'BlockList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listBlocksExamples,
@@ -30,9 +30,7 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           summary: 'Create, re-confirm or move a block',
           description: `Exactly one of \`provider_id\` and \`listing_id\` (addressing by \`provider_id\` answers \`501\` in every environment: use \`listing_id\`). At most ${MAX_NIGHTS} nights; the departure day stays sellable. An identical retry is a no-op (\`updated\`); other dates move the block in one step. The conflict scan runs on every push.`,
           tags: ['Blocks'],
-          'x-codeSamples': curl(
-            'curl -X PUT "$BASE_URL/blocks/resv-100234" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"listing_id":"lst_7k2mq4xw6c3rbt5nhd6pvf3j","check_in":"2030-07-10","check_out":"2030-07-14","reason":"reserved"}\'',
-          ),
+          'x-codeSamples': curl('PUT', '/blocks/resv-100234'),
           requestBody: { required: true, description: 'The block.', content: { 'application/json': { schema: schemaRef('Block') } } },
           responses: {
             '200': answer('Created (`created`) or re-confirmed or moved (`updated`).', 'BlockPut'),
@@ -53,7 +51,7 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           description:
             'Frees only the nights the block still holds; a night unavailable for another reason stays unavailable. `204` whether or not the block existed. To shorten a stay, `PUT` the shorter range.',
           tags: ['Blocks'],
-          'x-codeSamples': curl('curl -X DELETE "$BASE_URL/blocks/resv-100234" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('DELETE', '/blocks/resv-100234'),
           responses: {
             '204': { description: 'Released (or there was nothing to release).', headers: headers() },
             ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }),
@@ -76,9 +74,7 @@ export const BLOCKS_OPERATIONS: TagOperations = {
           ].join('\n'),
           tags: ['Blocks'],
           parameters: [parameterRef('nights_from'), parameterRef('nights_to')],
-          'x-codeSamples': curl(
-            'curl -X GET "$BASE_URL/listings/lst_7k2mq4xw6c3rbt5nhd6pvf3j/nights?from=2030-07-01&to=2030-07-08" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"',
-          ),
+          'x-codeSamples': curl('GET', '/listings/lst_7k2mq4xw6c3rbt5nhd6pvf3j/nights?from=2030-07-01&to=2030-07-08'),
           responses: {
             '200': answer('One item per night of the range.', 'ListingNights'),
             ...problems({

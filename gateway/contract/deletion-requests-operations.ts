@@ -15,9 +15,7 @@ export const DELETION_REQUESTS_OPERATIONS: TagOperations = {
           summary: 'Acknowledge a carried-out erasure',
           description: `Call it only once the records named by the \`user.erased\` delivery are deleted. An empty body is \`{}\`. \`completed_at\` cannot be in the future (beyond ${COMPLETED_AT_SKEW_MINUTES} minutes of clock skew: violation \`maximum\`). Acknowledging twice answers \`200\` again with the first \`acknowledged_at\`. Sandbox only.`,
           tags: ['Deletion requests'],
-          'x-codeSamples': curl(
-            'curl -X POST "$BASE_URL/deletion-requests/0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f/acknowledge" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"completed_at":"2026-09-14T09:30:00Z"}\'',
-          ),
+          'x-codeSamples': curl('POST', '/deletion-requests/0b7c6f7e-5d1a-4f2b-8e3c-9a1b2c3d4e5f/acknowledge'),
           requestBody: {
             required: false,
             description: 'Optional `completed_at` (defaults to the time of receipt); the body may be empty.',

@@ -19,7 +19,7 @@ export const EVENTS_OPERATIONS: TagOperations = {
           ].join('\n'),
           tags: ['Events'],
           parameters: [parameterRef('events_after'), parameterRef('events_limit')],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/events?after=41&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/events?after=41&limit=50'),
           responses: { '200': answer('One page of events.', 'EventList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listEventsExamples,

@@ -13,7 +13,7 @@ export const META_OPERATIONS: TagOperations = {
           description: 'The OpenAPI 3.1 document of this contract. No authentication; not counted toward any quota.',
           tags: ['Meta'],
           security: [],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/openapi.json"'),
+          'x-codeSamples': curl('GET', '/openapi.json', null),
           responses: {
             '200': {
               description: 'The OpenAPI document.',

@@ -99,9 +99,20 @@ export function otherMethods(allow: string): Part {
   return { allow, response: problemRef('method_not_allowed') };
 }
 
-/** An operation's `x-codeSamples`: its curl command. */
-export function curl(source: string): Part[] {
-  return [{ lang: 'Shell', label: 'curl', source }];
+/**
+ * An operation's `x-codeSamples`: the curl command sending `method` to `$BASE_URL<target>`
+ * with the bearer `credential` (none for the document itself). `withExamples` adds the
+ * body of a JSON request: its first request example.
+ */
+export function curl(method: string, target: string, credential: 'ACCESS_TOKEN' | 'API_KEY' | null = 'ACCESS_TOKEN'): Part[] {
+  const auth = credential ? ` \\\n  -H "Authorization: Bearer $${credential}"` : '';
+  return [{ lang: 'Shell', label: 'curl', source: `curl -X ${method} "$BASE_URL${target}"${auth}` }];
+}
+
+/** The curl command of `samples` sending `body` as JSON (single-quoted for the shell). */
+function withBody(samples: Part[], body: unknown): Part[] {
+  const json = JSON.stringify(body).replace(/'/g, "'\\''");
+  return samples.map((sample) => ({ ...sample, source: `${String(sample.source)} \\\n  -H 'Content-Type: application/json' \\\n  --data '${json}'` }));
 }
 
 /** The codes a `problem` response declares, if `media` is one. */
@@ -137,7 +148,7 @@ export function exampled(body: Part, examples: NamedExamples, where = 'response'
   return { ...body, content: { [type]: { ...media, examples: codes ? rendered(codes, examples, where) : examples } } };
 }
 
-/** Operation `op` with its examples in place: the request body's, and each response's (a response of its own, not a `$ref`). */
+/** Operation `op` with its examples in place: the request body's (also the curl sample's body), and each response's (a response of its own, not a `$ref`). */
 export function withExamples(op: Part, examples: OperationExamples): Part {
   const where = String(op.operationId);
   const responses = { ...(op.responses as Record<string, Part>) };
@@ -147,5 +158,8 @@ export function withExamples(op: Part, examples: OperationExamples): Part {
     responses[status] = exampled(response, named, `${where} ${status}`);
   }
   const requestBody = examples.request ? exampled(op.requestBody as Part, examples.request, `${where} request body`) : (op.requestBody as Part | undefined);
-  return { ...op, ...(requestBody && { requestBody }), responses };
+  // The body is sent only where it is read: a JSON request body (the token endpoint's is ignored).
+  const sent: Part | undefined = (requestBody?.content as Part | undefined)?.['application/json'] ? Object.values(examples.request ?? {})[0] : undefined;
+  const samples = op['x-codeSamples'] as Part[] | undefined;
+  return { ...op, ...(samples && { 'x-codeSamples': sent ? withBody(samples, sent.value) : samples }), ...(requestBody && { requestBody }), responses };
 }

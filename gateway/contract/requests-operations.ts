@@ -43,7 +43,7 @@ export const REQUESTS_OPERATIONS: TagOperations = {
               example: 'A4REDMxzX_______________________',
             },
           ],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/requests?code=validation_failed&limit=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/requests?code=validation_failed&limit=50'),
           responses: { '200': answer('One page of recorded requests.', 'RecordedRequestList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listRequestsExamples,

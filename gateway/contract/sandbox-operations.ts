@@ -26,9 +26,7 @@ export const SANDBOX_OPERATIONS: TagOperations = {
             'The endpoint must be `active` and subscribed to the kind, else `409 webhook_endpoint_not_active` and nothing is queued. `202`: queued; poll `GET /webhooks/deliveries/{event_id}` for its attempts.',
           ].join('\n'),
           tags: ['Sandbox tools'],
-          'x-codeSamples': curl(
-            'curl -X POST "$BASE_URL/sandbox/events" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"event_type":"booking.confirmed","listing_id":"lst_7k2mq4xw6c3rbt5nhd6pvf3j"}\'',
-          ),
+          'x-codeSamples': curl('POST', '/sandbox/events'),
           requestBody: {
             required: true,
             description: 'The kind, the listing, and optionally the test booking and its stay.',
@@ -52,7 +50,7 @@ export const SANDBOX_OPERATIONS: TagOperations = {
             "The delivery log: every delivery to the workspace's endpoint, test events and real ones, newest first, each with its newest 20 attempts (status, latency, outcome, the retry it scheduled). Pending deliveries, and finished ones for 30 days. Paged like `GET /blocks`; a page past the end is `200` with `items: []`. Challenges are answered during the registration call and are not listed.",
           tags: ['Sandbox tools'],
           parameters: [parameterRef('delivery_state'), parameterRef('delivery_event_type'), parameterRef('page'), parameterRef('page_size')],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/webhooks/deliveries?state=abandoned&page=1&page_size=50" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/webhooks/deliveries?state=abandoned&page=1&page_size=50'),
           responses: { '200': answer('One page of deliveries.', 'DeliveryList'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST) }) },
         },
         listDeliveriesExamples,
@@ -67,7 +65,7 @@ export const SANDBOX_OPERATIONS: TagOperations = {
           summary: 'One delivery and its attempts',
           description: 'The delivery of this `event_id` with its newest 20 attempts; poll it after a test event or a resend.',
           tags: ['Sandbox tools'],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/webhooks/deliveries/6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/webhooks/deliveries/6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c'),
           responses: { '200': answer('The delivery.', 'Delivery'), ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST), '404': 'delivery_not_found' }) },
         },
         getDeliveryExamples,
@@ -88,7 +86,7 @@ export const SANDBOX_OPERATIONS: TagOperations = {
             "Refused with nothing queued: `409 webhook_endpoint_not_active` when the endpoint is not `active` or not subscribed to the kind; `409 delivery_not_resendable` when the body is no longer kept — a real event's body, which may carry a guest's name, is deleted once delivered (test events and abandoned deliveries keep theirs).",
           ].join('\n'),
           tags: ['Sandbox tools'],
-          'x-codeSamples': curl('curl -X POST "$BASE_URL/webhooks/deliveries/6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c/resend" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('POST', '/webhooks/deliveries/6c3e9b2a-4f1d-4a8e-b7c5-1d2e3f4a5b6c/resend'),
           responses: {
             '202': answer('Queued again: the delivery, pending.', 'Delivery'),
             ...problems({
@@ -123,7 +121,7 @@ export const SANDBOX_OPERATIONS: TagOperations = {
             'A receiver that answers 200 to everything fails the three refusal checks. No answer fails a check. One run may start per workspace per minute (`429 rate_limited` with `Retry-After`); `409 webhook_endpoint_not_active` without an active endpoint. No body is read.',
           ].join('\n'),
           tags: ['Sandbox tools'],
-          'x-codeSamples': curl('curl -X POST "$BASE_URL/sandbox/endpoint-checks" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('POST', '/sandbox/endpoint-checks'),
           responses: {
             '202': {
               description: 'Started: the run, `running`, every check without an outcome yet.',
@@ -146,7 +144,7 @@ export const SANDBOX_OPERATIONS: TagOperations = {
           description:
             'The run as it stands: `running` while checks are being sent (those not run yet have `observed` and `passed` `null`), then `passed` or `failed`. A run interrupted part-way reads as `failed`, its remaining checks `not run`. Runs are kept 30 days.',
           tags: ['Sandbox tools'],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/sandbox/endpoint-checks/9e2b7c41-3d5a-4f6e-8b1c-0a2d4e6f8b13" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/sandbox/endpoint-checks/9e2b7c41-3d5a-4f6e-8b1c-0a2d4e6f8b13'),
           responses: {
             '200': answer('The run.', 'EndpointCheckRun'),
             ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_REQUEST), '404': 'endpoint_check_not_found' }),

@@ -14,7 +14,7 @@ export const TOKEN_OPERATIONS: TagOperations = {
           description: `The API key is read only from \`Authorization: Bearer <API_KEY>\`; the body is ignored. An unknown key, a revoked key, a wrong secret and a missing header all get the one identical \`401\`. Its own ceiling per key (by default ${TOKEN_QUOTA} exchanges per hour) is what its \`RateLimit-*\` headers describe; exchanges do not count toward the contract quota.`,
           tags: ['Authentication'],
           security: [{ apiKey: [] }],
-          'x-codeSamples': curl('curl -X POST "$BASE_URL/token" \\\n  -H "Authorization: Bearer $API_KEY"'),
+          'x-codeSamples': curl('POST', '/token', 'API_KEY'),
           requestBody: {
             required: false,
             description:

@@ -79,7 +79,7 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
             'No endpoint registered yet: `404 webhook_endpoint_not_found`.',
           ].join('\n'),
           tags: ['Webhooks'],
-          'x-codeSamples': curl('curl -X GET "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN"'),
+          'x-codeSamples': curl('GET', '/webhooks/endpoint'),
           responses: {
             '200': answer('The registered endpoint: `url`, `events` and `status`; never the signing secret.', 'WebhookEndpointState'),
             ...problems({ '400': problem('validation_failed', VALIDATION_FAILED_PARAMETERS), '404': 'webhook_endpoint_not_found' }),
@@ -94,9 +94,7 @@ export const WEBHOOKS_OPERATIONS: TagOperations = {
           description:
             'One endpoint per workspace. Every call POSTs a signed `endpoint.challenge` to the URL during the call: echoed within five seconds → `active`, else `pending_verification`. Re-registration replaces the URL and event list and keeps the secret; `events: []` pauses delivery. A refused URL is one generic violation `{url, invalid}` that does not say which check failed.',
           tags: ['Webhooks'],
-          'x-codeSamples': curl(
-            'curl -X PUT "$BASE_URL/webhooks/endpoint" \\\n  -H "Authorization: Bearer $ACCESS_TOKEN" \\\n  -H \'Content-Type: application/json\' \\\n  --data \'{"url":"https://hooks.partner.example/psync","events":["booking.confirmed","booking.cancelled","user.erased"]}\'',
-          ),
+          'x-codeSamples': curl('PUT', '/webhooks/endpoint'),
           requestBody: { required: true, description: 'The endpoint and the subscribed kinds.', content: { 'application/json': { schema: schemaRef('WebhookEndpoint') } } },
           responses: {
             '200': answer('Registered; `signing_secret` on the first registration only.', 'WebhookEndpointState'),

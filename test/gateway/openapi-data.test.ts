@@ -8,7 +8,8 @@
  *   code's (upsert results, property statuses, missing reasons, photo rejections, block
  *   reasons, endpoint statuses, delivery states, event kinds).
  * - Code samples: each curl command is its operation's request (method, path with the
- *   parameters' examples, its own query parameters, its first request example as body).
+ *   parameters' examples, its own query parameters — written by hand — and its first
+ *   request example as body, shell quoting included — added by operation.ts).
  * - Problem examples: every problem response declares its code (operation.ts `problem`),
  *   so its examples' values are what problems.ts renders for that code. (The token
  *   endpoint's `{message}` examples are the route's own constants, contract/token.ts.)
