@@ -1,9 +1,9 @@
 /**
- * `npm run openapi:write`: writes docs/openapi.json from the data in gateway/openapi/,
+ * `npm run openapi:write`: writes docs/openapi.json from the declarations of gateway/contract/,
  * assembled by the very function the gateway serves at GET /v1/openapi.json
  * (gateway/openapi.ts), so the committed document and the served one cannot differ.
- * `--check` writes nothing and exits 1 when the committed file is not what the data
- * assembles to (the test test/gateway/openapi.test.ts checks the same).
+ * `--check` writes nothing and exits 1 when the committed file is not what the declarations
+ * assemble to (the test test/gateway/openapi.test.ts checks the same).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 /**
- * Every request schema of the contract by name: what the OpenAPI document's `$embed`
- * names (openapi.ts), whose field names the request log keeps (contract-field-names.ts),
- * and what tests compile. Each is declared once, in this folder's file of its route
+ * Every request schema of the contract by name: whose field names the request log keeps
+ * (contract-field-names.ts), and what tests compile (the OpenAPI document names the same
+ * objects in components-schemas.ts and components-parameters.ts). Each is declared once, in this folder's file of its route
  * group, beside the route in gateway/routes/ of the same name.
  */
 import type { TSchema } from '@sinclair/typebox';
@@ -40,7 +40,7 @@ export const REQUEST_SCHEMAS = {
 
 export type RequestSchemaName = keyof typeof REQUEST_SCHEMAS;
 
-/** Every answer schema the document names as a component, by its component name (what `$embed` names in gateway/openapi/components/schemas.json). */
+/** Every answer schema the document names as a component, by its component name (components-schemas.ts). */
 export const RESPONSE_SCHEMAS = {
   Token,
   PropertyUpsert,

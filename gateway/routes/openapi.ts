@@ -1,7 +1,7 @@
 /**
  * GET /v1/openapi.json: the OpenAPI 3.1 document of the public contract
- * (gateway/openapi.ts), assembled once per process from the data in gateway/openapi/
- * and the schemas the gateway validates with. The same document is committed as docs/openapi.json
+ * (gateway/openapi.ts), assembled once per process from the declarations of
+ * gateway/contract/, whose schemas are the ones the gateway validates with. The same document is committed as docs/openapi.json
  * (`npm run openapi:write`); it does not vary with the server's configuration.
  *
  * No authentication and nothing counted: no token is read and identity is never

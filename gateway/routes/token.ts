@@ -21,6 +21,7 @@ import { type ExchangeTokenResponse, RateLimitStatusSchema, type RateLimitStatus
 import { bearerCredential } from '../auth';
 import { errorReason, retryAfterFrom, WWW_AUTHENTICATE } from '../connect-errors';
 import type { Route } from '../contract-router';
+import { INVALID_API_KEY, TOKEN_CEILING_REACHED, TOKEN_NOT_CONFIGURED, TOO_MANY_FAILURES } from '../contract/token';
 import { presentToken } from '../presenters/token';
 import { secondsLeftInWindow } from '../../services/domain';
 import { viewFromStatus } from '../rate-limit';
@@ -30,15 +31,6 @@ import type { RouteDeps } from './deps';
 import { presentedKeyId } from '../token-failures';
 import { RATE_WINDOW_SECONDS } from '../../services/kit/base';
 
-/** The one body of every refusal (spec "Authentication" 7). */
-export const INVALID_API_KEY = { message: 'invalid API key' } as const;
-
-/** The body of a refusal past the key's ceiling of exchanges. */
-export const TOKEN_CEILING_REACHED = { message: 'too many token requests for this API key; retry later' } as const;
-
-/** The body of the answer of a deployment that issues no tokens. */
-export const TOKEN_NOT_CONFIGURED = { message: 'the token endpoint is not configured' } as const;
-
 /** Connect codes by which identity refuses a key. */
 const REFUSALS = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument, Code.NotFound]);
 
@@ -46,9 +38,6 @@ function refuse(ctx: GatewayContext): void {
   ctx.set('WWW-Authenticate', WWW_AUTHENTICATE);
   sendJson(ctx, 401, INVALID_API_KEY);
 }
-
-/** The body of a refusal for too many failed exchanges. */
-export const TOO_MANY_FAILURES = { message: 'too many failed token requests; retry later' } as const;
 
 function tooManyFailures(ctx: GatewayContext, retryAfter: number, tokenQuota: number): void {
   ctx.state.rateLimit ??= { limit: tokenQuota, windowSeconds: RATE_WINDOW_SECONDS, remaining: 0, resetSeconds: retryAfter };

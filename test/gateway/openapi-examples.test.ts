@@ -18,7 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EXAMPLE_IDS, OPENAPI_FILE } from '../../gateway/openapi';
+import { EXAMPLE_IDS } from '../../gateway/contract/document-values';
+import { OPENAPI_FILE } from '../../gateway/openapi';
 import { ROOT } from '../support/process';
 import { eventually } from '../notifications/support/harness';
 import { webhookSuite } from '../notifications/support/suite';

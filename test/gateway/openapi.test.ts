@@ -51,7 +51,8 @@ import {
   PutEndpointResponseSchema,
   WebhookEventType,
 } from '../../gen/psync/notifications/v1/notifications_pb';
-import { buildOpenApiDocument, OPENAPI_FILE, openApiDocument, openApiFileText, SPEC_DATE } from '../../gateway/openapi';
+import { SPEC_DATE } from '../../gateway/contract/document-values';
+import { buildOpenApiDocument, OPENAPI_FILE, openApiDocument, openApiFileText } from '../../gateway/openapi';
 import { schemas as gatewayValidators } from '../support/request-validators';
 import { REQUEST_SCHEMAS, type RequestSchemaName } from '../../gateway/contract';
 import { NoParameters } from '../../gateway/contract-schema';
@@ -140,7 +141,7 @@ describe('docs/openapi.json', () => {
       const b = generated.split('\n');
       const line = a.findIndex((l, i) => l !== b[i]);
       throw new Error(
-        `${OPENAPI_FILE} is out of date with gateway/openapi/: run \`npm run openapi:write\` and commit it.\n` +
+        `${OPENAPI_FILE} is out of date with the declarations of gateway/contract/: run \`npm run openapi:write\` and commit it.\n` +
           `First difference at line ${line + 1}:\n  committed: ${a[line] ?? '(end of file)'}\n  generated: ${b[line] ?? '(end of file)'}`,
       );
     }
