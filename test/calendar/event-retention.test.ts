@@ -34,6 +34,7 @@ import { WatchHub, watchEvents } from '../../services/calendar/watch';
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { clientsFor, eventually, reasonOf, watch, type Clients, type Watcher } from './support';
+import { holdsFor } from '../support/eventually';
 
 jest.setTimeout(120_000);
 
@@ -152,7 +153,7 @@ async function receivedAll(w: Watcher, n: number): Promise<string[]> {
     15000,
     `${n} messages`,
   );
-  await new Promise((r) => setTimeout(r, 600)); // two polls: anything extra would have come
+  await holdsFor(`no message past the ${n} expected (two polls)`, () => w.received.length === n, 600);
   return w.received.map(holderOf) as string[];
 }
 

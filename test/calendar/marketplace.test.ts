@@ -3,7 +3,7 @@
  * holds with expiry, bookings from a hold or direct, cancellation by guest and by host,
  * availability, and the sandbox's refusal of anything that would end in a real charge.
  */
-import { Code } from '@connectrpc/connect';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { BlockReason, BookingStatus } from '../../gen/psync/calendar/v1/calendar_pb';
 import { CalendarChangeKind, CancellationInitiator, NightHolderKind } from '../../gen/psync/calendar/v1/events_pb';
@@ -98,7 +98,8 @@ describe('holds', () => {
     const w = watch(c.calendar, { listingId: listing });
     try {
       const h = (await hold(listing, day(0), day(3), { ttlSeconds: 1 })).hold!;
-      await new Promise((r) => setTimeout(r, 1300));
+      // Free once the database's clock passes expires_at (a second after the hold).
+      await eventually(async () => (await available(listing, day(0), day(3))).length === 3, 10_000, 'the expired nights free');
       expect(await available(listing, day(0), day(3))).toEqual([day(0), day(1), day(2)]);
       const err = await connectErrorOf(c.calendar.confirmBooking({ holdId: h.holdId, guestId: 'g', guestName: 'G', partySize: 1, amountPaid: { value: '1', currency: 'EUR' } }));
       expect(err.code).toBe(Code.FailedPrecondition);
@@ -116,8 +117,17 @@ describe('holds', () => {
   test('an expired hold does not block a writer even before the sweeper ran', async () => {
     const listing = await newListing(c, ws);
     await hold(listing, day(0), day(3), { ttlSeconds: 1 });
-    await new Promise((r) => setTimeout(r, 1100));
-    await expect(block(listing, day(0), day(3))).resolves.toMatchObject({ nights: 3 });
+    // Refused while the hold is live (nothing written), accepted as soon as it has expired: the sweeper runs every 2 s, later.
+    const written = await eventually(
+      () =>
+        block(listing, day(0), day(3)).catch((err: unknown) => {
+          if (reasonOf(ConnectError.from(err)) === ErrorReason.CONFLICT) return undefined;
+          throw err;
+        }),
+      10_000,
+      'the block accepted once the hold expired',
+    );
+    expect(written).toMatchObject({ nights: 3 });
   });
 
   test('hold validation: ttl 1 s to 1 day, a range of 1 to 730 nights, a known listing', async () => {

@@ -265,7 +265,7 @@ describe('GET /v1/listings/{listing_id}/nights', () => {
     await calendar().cancelBooking({ bookingReference: withdrawn.booking!.bookingReference, initiatedBy: CancellationInitiator.HOST });
     const cancelled = await calendar().confirmBooking({ listingId, checkIn: '2032-03-10', checkOut: '2032-03-11', ...guest });
     await calendar().cancelBooking({ bookingReference: cancelled.booking!.bookingReference, initiatedBy: CancellationInitiator.GUEST });
-    await new Promise((r) => setTimeout(r, 1100)); // the 1-second hold is past its expires_at
+    await new Promise((r) => setTimeout(r, 1100)); // timing under test: the 1-second hold is past its expires_at on the database's clock
 
     const res = await api(p, 'GET', `/v1/listings/${listingId}/nights?from=2032-03-01&to=2032-03-12`);
     expect(res.status).toBe(200);

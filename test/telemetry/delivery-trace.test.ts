@@ -165,9 +165,15 @@ test('scrape: delivery queue depth and oldest age while a partner hangs, 0 erasu
   receiver.on(p.path, (req) => (req.json?.event_type === 'endpoint.challenge' ? echoAndAccept(req) : { status: 200, hang: true }));
   await d.confirmBooking(p.ws, { guestId: `guest-${randomUUID()}`, guestName: 'Grace Hopper' });
   await receiver.waitFor(() => receiver.at(p.path, 'delivery').length > 0, 20_000, 'the hanging delivery');
-  await new Promise((r) => setTimeout(r, 1100));
+  const text = await eventually(
+    async () => {
+      const t = await scrape();
+      return (sample(t, 'psync_webhook_delivery_oldest_age_seconds') ?? 0) >= 1 && t;
+    },
+    10_000,
+    'the oldest pending delivery a second old',
+  );
 
-  const text = await scrape();
   expect(sample(text, 'psync_webhook_delivery_queue_depth')).toBeGreaterThanOrEqual(1);
   expect(sample(text, 'psync_webhook_delivery_oldest_age_seconds')).toBeGreaterThanOrEqual(1);
   expect(sample(text, 'psync_erasures_unacknowledged')).toBe(0);
