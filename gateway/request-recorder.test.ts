@@ -1,6 +1,7 @@
 import { createLogger } from '../services/kit/base';
 import { currentRequestId, withRequestId } from '../services/kit/base';
 import { RequestRecorder, type RequestRecordInit } from './request-recorder';
+import { waitFor } from '../test/support/eventually';
 
 const lines: Record<string, unknown>[] = [];
 const log = createLogger({ level: 'warn', name: 'recorder-test' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
@@ -30,7 +31,7 @@ test('a full batch is sent at once; a partial one after flushMs', async () => {
   for (let i = 0; i < 4; i++) r.record(rec(i));
   await new Promise((res) => setImmediate(res));
   expect(sent.map((b) => b.length)).toEqual([3]);
-  await new Promise((res) => setTimeout(res, 120));
+  await waitFor('the partial batch, after flushMs', () => sent.length === 2, 5000, 5);
   expect(sent.map((b) => b.length)).toEqual([3, 1]);
   expect(idsOf(sent)).toEqual([0, 1, 2, 3]);
 });

@@ -221,7 +221,8 @@ describeReal('WatchEvents while other transactions stay open (real PostgreSQL)',
     const listing = await newListing(c, ws);
     const w = watch(c.calendar, { listingId: listing });
     try {
-      await sleep(300); // the stream has read its (empty) backlog and tails
+      // timing under test: the delay measured is a tailing stream's, so the stream reads its (empty) backlog first.
+      await sleep(300);
       const hold = (await c.calendar.placeHold({ listingId: listing, checkIn: day(0), checkOut: day(1) })).hold!;
       const t0 = performance.now();
       await w.until(isHold(hold.holdId), 4000);

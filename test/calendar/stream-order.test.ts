@@ -139,6 +139,7 @@ describeReal('WatchEvents with concurrent and long-open writers on two replicas 
           await db.begin(async (tx) => {
             await tx`select calendar.lock_listing(${listing})`;
             await tx`select calendar.append_calendar_changed(now(), '{}'::jsonb, ${ws}, ${listing}, 'block_created', 'block', ${holder}, null, '[2032-01-01,2032-01-02)'::daterange)`;
+            // timing under test: the load's shape, a transaction held open 0.2–1.5 s.
             await sleep(200 + Math.random() * 1300);
             if (rollback) throw new Error('rollback');
           });

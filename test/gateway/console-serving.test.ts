@@ -172,6 +172,7 @@ describe(`the built console through a running system (database: ${backends.datab
   test("nothing counted: a token's RateLimit-Remaining is unchanged by console fetches that present it", async () => {
     // The window resets at the end of each epoch-aligned hour: stay clear of it.
     const left = 3600 - ((Date.now() / 1000) % 3600);
+    // timing under test: the rate window's edge on the database's clock: the requests counted must fall in one window.
     if (left < 20) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
     const before = await get('/v1/requests?limit=1', partner.auth);
     expect(before.status).toBe(200);

@@ -44,6 +44,7 @@ const remaining = (res: Received) => Number(res.headers['ratelimit-remaining']);
 /** Counting tests must not straddle the end of an epoch-aligned hour (the window resets there). */
 async function awayFromWindowEdge(marginSeconds = 20): Promise<void> {
   const left = 3600 - ((Date.now() / 1000) % 3600);
+  // timing under test: the rate window's edge on the database's clock: the requests counted must fall in one window.
   if (left < marginSeconds) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
 }
 

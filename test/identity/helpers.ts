@@ -58,5 +58,6 @@ export function localSecondsLeftInHour(): number {
  */
 export async function awayFromWindowEdge(marginSeconds = 10): Promise<void> {
   const left = localSecondsLeftInHour();
+  // timing under test: the rate window's edge on the database's clock: the requests counted must fall in one window.
   if (left <= marginSeconds) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
 }

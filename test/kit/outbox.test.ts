@@ -145,6 +145,7 @@ test('publishes are pipelined, and each workspace keeps commit order even when a
     maxInFlight = Math.max(maxInFlight, inFlight);
     try {
       // Acknowledgements come back in any order.
+      // timing under test: writers interleave at random (at most 8 ms apart).
       await sleep(Math.random() * 8);
       if (calls === 9 || calls === 23) throw new Error('bus unavailable (simulated)');
       await t.bus.publish(e);
@@ -183,6 +184,7 @@ test("an encoder's order keys: one listing at a time, listings of a workspace to
       else together++;
     }
     inFlight.set(e.id, k);
+    // timing under test: writers interleave at random (at most 5 ms apart).
     await sleep(Math.random() * 5);
     inFlight.delete(e.id);
     await t.bus.publish(e);

@@ -12,7 +12,8 @@ export interface HealthClient {
   /** Check(service) → 'SERVING' | 'NOT_SERVING' | …; rejects with a grpc ServiceError (`code`). */
   check(service: string, deadlineMs?: number): Promise<string>;
   /** Watch(service): resolves with the first `count` statuses streamed, then cancels. */
-  watch(service: string, count?: number, timeoutMs?: number): Promise<string[]>;
+  /** The first `count` statuses streamed; `onStatus` hears each as it arrives. */
+  watch(service: string, count?: number, timeoutMs?: number, onStatus?: (status: string) => void): Promise<string[]>;
   close(): void;
 }
 
@@ -45,7 +46,7 @@ export function healthClient(baseUrl: string, token?: string): HealthClient {
         );
       });
     },
-    watch(service, count = 1, timeoutMs = 10000) {
+    watch(service, count = 1, timeoutMs = 10000, onStatus) {
       return new Promise((resolve, reject) => {
         const seen: string[] = [];
         const call = client.Watch({ service }, metadata()) as grpc.ClientReadableStream<{ status: string }>;
@@ -55,6 +56,7 @@ export function healthClient(baseUrl: string, token?: string): HealthClient {
         }, timeoutMs);
         call.on('data', (msg) => {
           seen.push(msg.status);
+          onStatus?.(msg.status);
           if (seen.length === count) {
             clearTimeout(timer);
             call.cancel();

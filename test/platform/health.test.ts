@@ -12,6 +12,7 @@ import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-no
 import { AdminService } from '../../gen/psync/admin/v1/admin_pb';
 import { backends, RunningSystem, startSystem, stopAllSystems } from '../support/system';
 import { healthClient, HealthClient } from './grpc-health';
+import { waitFor } from '../support/eventually';
 
 const SERVICES = ['psync.identity.v1.IdentityService', 'psync.catalog.v1.CatalogService', 'psync.calendar.v1.CalendarService', 'psync.notifications.v1.NotificationsService'];
 
@@ -85,9 +86,9 @@ describe(`internal gRPC health and admin (database: ${backends.database}, bus: $
   });
 
   test('on SIGTERM, Watch streams NOT_SERVING before the process goes, and it exits 0', async () => {
-    const statuses = health!.watch('', 2, 15000);
-    // Let the first message arrive before the signal.
-    await new Promise((r) => setTimeout(r, 300));
+    let first = false;
+    const statuses = health!.watch('', 2, 15000, () => (first = true));
+    await waitFor('the first message, before the signal', () => first, 10_000);
     system.child.kill('SIGTERM');
     await expect(statuses).resolves.toEqual(['SERVING', 'NOT_SERVING']);
     await expect(system.stop()).resolves.toBe(0);

@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     forgetConsumer: (d) => nats.forgetConsumer(d),
     async publish(event) {
       process.stdout.write(`attempt ${event.id}\n`);
+      // timing under test: a slow bus, as the test configured it.
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       await nats.publish(event);
     },

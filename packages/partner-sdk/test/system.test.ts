@@ -178,11 +178,14 @@ test('a 429 is honoured: Retry-After waited out and the request retried, bounded
 
 test('a token is refreshed before it expires', async () => {
   const p = await partner();
-  const { client, statuses } = recordingClient(p.apiKey);
+  // The client's clock, moved by the test: the server's token stays valid throughout.
+  let skewMs = 0;
+  const clock = { now: () => Date.now() + skewMs, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+  const { client, statuses } = recordingClient(p.apiKey, { clock });
   await client.listBlocks();
   const first = (await client.token()).accessToken;
   // Past the refresh point (a fifth of 3 s before expiry), before the expiry itself.
-  await new Promise((resolve) => setTimeout(resolve, 2600));
+  skewMs = 2600;
   await client.listBlocks();
   expect((await client.token()).accessToken).not.toBe(first);
   expect(statuses).toEqual(['token:200', '200', 'token:200', '200']);
@@ -194,6 +197,7 @@ test('an expired token the client still trusts (its clock disagrees) is refreshe
   const frozen = Date.now();
   const { client, statuses } = recordingClient(p.apiKey, { clock: { now: () => frozen, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) } });
   await client.listBlocks();
+  // timing under test: the server's own clock must pass the token's expiry.
   await new Promise((resolve) => setTimeout(resolve, (TOKEN_TTL_SECONDS + 1) * 1000));
   expect(await client.listBlocks()).toEqual({ items: [], has_more: false });
   expect(statuses).toEqual(['token:200', '200', '401', 'token:200', '200']);

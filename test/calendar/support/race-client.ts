@@ -135,6 +135,7 @@ async function main(): Promise<void> {
   // Warm the HTTP/2 session so the first wave is not serialised behind a handshake.
   await calendar.listBlocks({ workspaceId, pageSize: 1 });
   const wait = startAt - Date.now();
+  // timing under test: every client process starts firing at the same instant.
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   if (mode === 'same-nights') {
     await Promise.all(Array.from({ length: ops }, (_, i) => operation(i)));

@@ -206,6 +206,7 @@ export class Receiver {
       res.once('close', () => this.hanging.delete(res));
       return;
     }
+    // timing under test: a slow partner, as the test configured it.
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
     if (res.destroyed) return;
     res.writeHead(reply.status, reply.headers ?? {});
