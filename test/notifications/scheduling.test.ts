@@ -31,6 +31,7 @@ import type { PostResult, WebhookPoster } from '../../services/notifications/web
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from './support/harness';
+import { holdsFor } from '../support/eventually';
 
 jest.setTimeout(120_000);
 
@@ -220,6 +221,7 @@ test('a failing endpoint: the breaker bounds its attempts; its deliveries wait u
     const t0 = Date.now();
     await queue(other, 5);
     await eventually(async () => (await states(other)).delivered === 5, 30_000, 'another endpoint unaffected');
+    // timing under test: the breaker's probes are counted over real seconds of its schedule.
     await new Promise((r) => setTimeout(r, 3000));
     const elapsedS = (Date.now() - t0) / 1000 + 5;
     const attempts = net.to(ws).length;
@@ -356,8 +358,7 @@ describe('claims when an attempt ends (the idle poll is a minute: only nudges cl
     await d.start();
     try {
       await eventually(async () => gate.waiting() === PER_ENDPOINT_CONCURRENCY || null, 10_000, 'the room used');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(net.to(ws)).toHaveLength(PER_ENDPOINT_CONCURRENCY);
+      await holdsFor("no attempt beyond the endpoint's room", () => net.to(ws).length === PER_ENDPOINT_CONCURRENCY, 200);
       gate.answerOne();
       await eventually(async () => net.to(ws).length === PER_ENDPOINT_CONCURRENCY + 1, 10_000, 'the ninth sent as a slot freed');
       gate.answerOne();
@@ -388,21 +389,19 @@ describe('claims when an attempt ends (the idle poll is a minute: only nudges cl
       const [cancelled] = await queue(ws, 1, { ref: () => first, kind: 'booking.cancelled' });
       d.nudge();
       await eventually(async () => claims.mock.calls.length > claimed || null, 10_000, 'the nudged claim');
-      await new Promise((r) => setTimeout(r, 200));
+      await holdsFor('the cancellation waits behind its confirmation', () => net.to(ws).length === 1, 200);
       expect(net.to(ws).map((c) => c.eventId)).toEqual([confirmed]);
       gate.answerOne();
       await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the cancellation sent as the confirmation ended');
       gate.answerOne();
       await eventually(async () => (await states(ws)).delivered === 2, 10_000, 'both delivered');
-      await new Promise((r) => setTimeout(r, 200));
 
       // Queued together, nothing in flight: the claim takes the first, the second waits behind it.
       const second = `BK-BEHIND-${randomUUID().slice(0, 8)}`;
       const [confirmed2, cancelled2] = [...(await queue(ws, 1, { ref: () => second })), ...(await queue(ws, 1, { ref: () => second, kind: 'booking.cancelled' }))];
       d.nudge();
       await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the second confirmation sent');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(net.to(ws)).toHaveLength(3);
+      await holdsFor('the second cancellation waits behind its confirmation', () => net.to(ws).length === 3, 200);
       gate.answerOne();
       await eventually(async () => gate.waiting() === 1 || null, 10_000, 'the second cancellation sent as its confirmation ended');
       gate.answerOne();
