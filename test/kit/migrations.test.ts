@@ -10,6 +10,7 @@ import { createSql, Sql } from '../../services/kit/db';
 import { runMigrations } from '../../services/kit/db';
 import { KIT_MIGRATIONS, type MigrationSource } from '../../services/kit/db';
 import { startTestDatabase, TestDatabase } from '../support/database';
+import { logEvents } from '../support/log-events';
 
 let db: TestDatabase;
 let sql: Sql;
@@ -56,7 +57,7 @@ describe('kit migrations', () => {
       applied: ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'],
       functions: ['kit/append_outbox'],
     });
-    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
+    expect(logEvents(lines, 'migration.applied').map((l) => [l.level, l.schema, l.migration])).toEqual([
       [30, 'svc_kit', 'kit/0001_outbox'],
       [30, 'svc_kit', 'kit/0002_processed_events'],
       [30, 'svc_kit', 'kit/0003_processed_events_age'],

@@ -37,6 +37,9 @@ import { ROOT, waitForLine } from './process';
 import { TEST_TOKENS, testCallerEnv } from './credentials';
 import { isRole } from '../../services/kit/rpc';
 import { internalClients, type InternalClients } from './internal-clients';
+import { eventPattern, firstLogEvent } from './log-events';
+
+export { eventPattern, firstLogEvent, logEvents, type LogLine } from './log-events';
 
 export interface StartOptions {
   /** Extra environment; wins over everything startSystem chooses. */
@@ -365,19 +368,20 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
 
   let line: string;
   try {
-    // The `listening` line with a URL (the only line containing "listening").
-    // The default wait ends before Jest's 60 s hook time-out, so the output is reported.
-    line = await waitForLine(child, /listening.*https?:\/\//, opts.timeoutMs ?? 50000);
+    // The `listening` line (it carries the URL). The default wait ends before Jest's
+    // 60 s hook time-out, so the output is reported.
+    line = await waitForLine(child, eventPattern('process.listening'), opts.timeoutMs ?? 50000);
   } catch (err) {
     await system.stop('SIGKILL');
     const stderr = errLines.length ? `\nstderr:\n${errLines.slice(-20).join('\n')}` : '';
     throw new Error(`${role}: ${(err as Error).message}${stderr}`, { cause: err });
   }
   const url = (parseLine(line)?.url as string | undefined) ?? /https?:\/\/[^\s"]+/.exec(line)?.[0] ?? '';
-  const internalPort = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.port;
-  const internalTls = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.tls === true;
+  const bound = firstLogEvent(system.logs(), 'rpc.server.bound');
+  const internalPort = bound?.port;
+  const internalTls = bound?.tls === true;
   system.internalUrl = typeof internalPort === 'number' ? `${internalTls ? 'https' : 'http'}://127.0.0.1:${internalPort}` : '';
-  system.gatewayUrl = line.includes('internal services only') ? '' : url;
+  system.gatewayUrl = /"internal_only":true/.test(line) ? '' : url;
   return system;
 }
 
