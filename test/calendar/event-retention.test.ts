@@ -34,6 +34,7 @@ import { WatchHub, watchEvents } from '../../services/calendar/watch';
 import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { clientsFor, eventually, reasonOf, watch, type Clients, type Watcher } from './support';
+import { firstLogEvent } from '../support/log-events';
 
 jest.setTimeout(120_000);
 
@@ -254,7 +255,7 @@ describe('pruning', () => {
     const pruner = new EventPruner(db.sql, log, 30);
     pruner.start();
     try {
-      const line = await eventually(async () => lines.find((x) => x.msg === 'calendar: events past the retention pruned'), 60000, 'the prune log line');
+      const line = await eventually(async () => firstLogEvent(lines, 'calendar.events.pruned'), 60000, 'the prune log line');
       expect(line).toMatchObject({ deleted: n, retention_days: 30 });
     } finally {
       await pruner.stop();

@@ -243,6 +243,17 @@ export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemI
  * the composition root moved to the top (the rolling-upgrade check starts the previous
  * release from its own checkout).
  */
+/**
+ * How a release from before log events marks the lines startSystem reads (the rolling
+ * upgrade starts the previous release). Log text on purpose: that release's lines carry no
+ * `event`; this goes once deploy/previous-release names a release that logs events.
+ */
+const PREVIOUS_RELEASE = {
+  listening: /listening.*https?:\/\//,
+  bound: /internal Connect\/gRPC server bound/,
+  internalOnly: /internal services only/,
+};
+
 function entryOf(root: string): string[] {
   if (root === ROOT) return [SHIPPED_MAIN];
   return ['--import', 'tsx', existsSync(join(root, 'main.ts')) ? 'main.ts' : join('services', 'main.ts')];
@@ -323,6 +334,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   }
 
   const root = opts.root ?? ROOT;
+  const ownRelease = root === ROOT;
   const child = spawn(process.execPath, [...entryOf(root), role, ...(opts.args ?? [])], {
     cwd: root,
     env,
@@ -370,18 +382,18 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   try {
     // The `listening` line (it carries the URL). The default wait ends before Jest's
     // 60 s hook time-out, so the output is reported.
-    line = await waitForLine(child, eventPattern('process.listening'), opts.timeoutMs ?? 50000);
+    line = await waitForLine(child, ownRelease ? eventPattern('process.listening') : PREVIOUS_RELEASE.listening, opts.timeoutMs ?? 50000);
   } catch (err) {
     await system.stop('SIGKILL');
     const stderr = errLines.length ? `\nstderr:\n${errLines.slice(-20).join('\n')}` : '';
     throw new Error(`${role}: ${(err as Error).message}${stderr}`, { cause: err });
   }
   const url = (parseLine(line)?.url as string | undefined) ?? /https?:\/\/[^\s"]+/.exec(line)?.[0] ?? '';
-  const bound = firstLogEvent(system.logs(), 'rpc.server.bound');
+  const bound = ownRelease ? firstLogEvent(system.logs(), 'rpc.server.bound') : parseLine(system.logs().find((l) => PREVIOUS_RELEASE.bound.test(l)));
   const internalPort = bound?.port;
   const internalTls = bound?.tls === true;
   system.internalUrl = typeof internalPort === 'number' ? `${internalTls ? 'https' : 'http'}://127.0.0.1:${internalPort}` : '';
-  system.gatewayUrl = /"internal_only":true/.test(line) ? '' : url;
+  system.gatewayUrl = (ownRelease ? /"internal_only":true/ : PREVIOUS_RELEASE.internalOnly).test(line) ? '' : url;
   return system;
 }
 
