@@ -172,7 +172,7 @@ describe(`request log under poison (${backends.database} + ${backends.bus})`, ()
     expect(listed.requests.map((r) => r.requestId)).toEqual(expect.arrayContaining(goods.map((g) => g.requestId)));
     // Identity says why, by field and rule, never the value.
     const warning = await eventually(async () => firstLogEvent(system.logs(), 'request_log.records.refused'), 10_000, "identity's warning");
-    const reasons = JSON.stringify(warning!.reasons);
+    const reasons = JSON.stringify(warning.reasons);
     expect(reasons).toContain('requests[1].errors[0].field: invalid');
     expect(reasons).toContain('requests[3].errors[0].field: max_length');
     expect(reasons).toContain('requests[4].path_params: invalid');

@@ -20,7 +20,7 @@ import { isUnavailableFailure } from '../../services/kit/rpc';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';
-import { firstLogEvent, logEvents } from '../support/log-events';
+import { firstLogEvent } from '../support/log-events';
 
 let dir = '';
 const servers: ChildProcess[] = [];

@@ -12,7 +12,7 @@ function parsed(line: string | LogLine): LogLine | undefined {
   if (typeof line !== 'string') return line;
   try {
     const v = JSON.parse(line) as unknown;
-    return v && typeof v === 'object' ? (v as LogLine) : undefined;
+    return v && typeof v === 'object' ? v : undefined;
   } catch {
     return undefined; // not a JSON log line
   }
