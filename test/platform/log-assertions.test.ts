@@ -54,21 +54,37 @@ const RULES: { pattern: RegExp; why: string }[] = [
   { pattern: /expect\(.*\.msg\)\s*\.(not\.)?(toBe|toEqual|toContain|toMatch)\(/, why: 'asserts on a log message' },
   { pattern: /\bmsg:\s*(['"`/]|expect\.)/, why: 'expects a log message' },
   {
-    pattern: /\.logs\(\)[^;]*\.(find|some|filter|every)\(\s*\(?\w+\)?\s*=>\s*\w+\.(includes|startsWith|endsWith)\(\s*['"`][^'"`]*[A-Za-z]{2}/,
+    pattern: /\.logs\(\)[^;]*\.(find|some|filter|every)\(\s*\(?\w+\)?\s*=>\s*\w+\.(includes|startsWith|endsWith)\(\s*['"`]"?[^'"`]*[A-Za-z]{2}/,
     why: 'searches raw log lines for words',
   },
   { pattern: /\.logs\(\)[^;]*\.join\(/, why: 'reads the whole log as one text' },
 ];
 const HINT = 'find the line by its event (logEvents/firstLogEvent in test/support/log-events.ts) and assert on its fields';
 
+/**
+ * A method chain Prettier spread over lines (`system` / `.logs()` / `.filter(…)`) is
+ * read as one line, numbered by its first.
+ */
+function logicalLines(text: string): { n: number; text: string; marked: boolean }[] {
+  const out: { n: number; text: string; marked: boolean }[] = [];
+  text.split('\n').forEach((line, i, all) => {
+    const marked = line.includes(MARKER) || (i > 0 && all[i - 1]!.includes(MARKER));
+    const last = out[out.length - 1];
+    if (last && /^\s*\./.test(line)) {
+      last.text += line.trim();
+      last.marked ||= marked;
+    } else out.push({ n: i + 1, text: line, marked });
+  });
+  return out;
+}
+
 /** Problems of one file's text: `line: rule (text)`. */
 export function proseAssertions(text: string): string[] {
-  const lines = text.split('\n');
   const problems: string[] = [];
-  lines.forEach((line, i) => {
-    if (line.includes(MARKER) || (i > 0 && lines[i - 1]!.includes(MARKER))) return;
-    for (const rule of RULES) if (rule.pattern.test(line)) problems.push(`${i + 1}: ${rule.why}; ${HINT} (${line.trim().slice(0, 140)})`);
-  });
+  for (const line of logicalLines(text)) {
+    if (line.marked) continue;
+    for (const rule of RULES) if (rule.pattern.test(line.text)) problems.push(`${line.n}: ${rule.why}; ${HINT} (${line.text.trim().slice(0, 140)})`);
+  }
   return problems;
 }
 
@@ -93,6 +109,7 @@ describe('tests assert on log events, never on message prose', () => {
       "expect(line).toMatchObject({ level: 'warn', msg: 'webhook delivered' });",
       "system.logs().find((line) => line.includes('request log: records refused'))",
       "expect(system.logs().join('\\n')).toContain('TOKEN_SIGNING_KEY is not set');",
+      'system\n  .logs()\n  .slice(before)\n  .filter((l) => l.includes(\'"migration applied"\'))',
     ];
     expect(caught.filter((sample) => proseAssertions(sample).length === 0)).toEqual([]);
     const fine = [
