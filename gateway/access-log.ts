@@ -4,7 +4,7 @@
  * `instance` id the partner sees, the key id once known, and the trace id. Never a token or a body.
  */
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../services/kit/base';
+import { logEvent, type Logger } from '../services/kit/base';
 import { activeTraceId } from '../services/kit/telemetry';
 import { instanceUrn } from './problems';
 import type { GatewayContext } from './request-context';
@@ -12,6 +12,7 @@ import type { GatewayContext } from './request-context';
 export function logAccess(log: Logger, ctx: GatewayContext): void {
   const s = ctx.state;
   const line = {
+    event: logEvent('http.request'),
     method: ctx.method,
     route: s.route ?? null,
     status: ctx.status,

@@ -25,7 +25,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import type { Logger } from '../services/kit/base';
+import { logEvent, type Logger } from '../services/kit/base';
 import { ProblemError } from './problems';
 import type { GatewayContext } from './request-context';
 
@@ -157,7 +157,7 @@ export class ConsoleFiles {
   ) {
     const index = join(dir, 'index.html');
     if (!existsSync(index)) {
-      log?.warn({ dir }, CONSOLE_NOT_BUILT);
+      log?.warn({ event: logEvent('console.not_built'), dir }, CONSOLE_NOT_BUILT);
       return;
     }
     this.index = loadFile(index, REVALIDATE);

@@ -28,7 +28,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { recordHttpRequest, recordRateLimitRefusal } from '../services/kit/telemetry';
 import { inSpan } from '../services/kit/telemetry';
 import { withRequestId } from '../services/kit/base';
-import type { Logger } from '../services/kit/base';
+import { logEvent, type Logger } from '../services/kit/base';
 import { isNetworkError, problemFromConnectError } from './connect-errors';
 import { logAccess } from './access-log';
 import { instanceUrn, PROBLEM_CONTENT_TYPE, problemDocument, ProblemError } from './problems';
@@ -59,7 +59,7 @@ export function toProblem(err: unknown, log: Logger, state: GatewayState): Probl
   else if (isNetworkError(err)) problem = new ProblemError('service_unavailable', { cause: err });
 
   if (!problem) {
-    log.error({ err, instance, route: state.route }, 'internal error');
+    log.error({ event: logEvent('http.request.failed'), err, instance, route: state.route }, 'internal error');
     return new ProblemError('internal_error');
   }
   if (problem.status >= 500 && problem.cause !== undefined) {

@@ -2,6 +2,7 @@ import { createLogger } from '../services/kit/base';
 import { currentRequestId, withRequestId } from '../services/kit/base';
 import { RequestRecorder, type RequestRecordInit } from './request-recorder';
 import { waitFor } from '../test/support/eventually';
+import { logEvents } from '../test/support/log-events';
 
 const lines: Record<string, unknown>[] = [];
 const log = createLogger({ level: 'warn', name: 'recorder-test' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
@@ -67,7 +68,7 @@ test('the queue is bounded: beyond maxQueue records are dropped and counted, wit
   expect(gate.batches.flat()).toHaveLength(5);
   expect(r.queued).toBe(10);
   expect(r.dropped.queue_full).toBe(85);
-  expect(lines.filter((l) => l.msg === 'request log: recorder queue full; records dropped')).toHaveLength(1);
+  expect(logEvents(lines, 'request_log.queue_full')).toHaveLength(1);
   gate.releaseAll();
 });
 
@@ -91,7 +92,7 @@ test('a batch that fails is dropped and counted, never retried; later batches st
   await r.flush();
   expect(r.dropped).toEqual({ queue_full: 0, send_failed: 2, refused: 0 });
   expect(idsOf(sent)).toEqual([3]);
-  expect(lines.filter((l) => l.msg === 'request log: a batch could not be recorded; dropped')).toHaveLength(1);
+  expect(logEvents(lines, 'request_log.batch.failed')).toHaveLength(1);
 });
 
 test('records identity refuses are dropped and counted alone (reason refused); the rest of the batch is not counted', async () => {
@@ -99,7 +100,7 @@ test('records identity refuses are dropped and counted alone (reason refused); t
   for (let i = 0; i < 3; i++) r.record(rec(i));
   await r.flush();
   expect(r.dropped).toEqual({ queue_full: 0, send_failed: 0, refused: 1 });
-  expect(lines.filter((l) => l.msg === 'request log: identity refused records of a batch (the rest is stored); dropped')).toHaveLength(1);
+  expect(logEvents(lines, 'request_log.batch.refused')).toHaveLength(1);
 });
 
 test('close() sends what is queued, and gives up after its grace period when identity hangs', async () => {

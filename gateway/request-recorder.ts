@@ -24,7 +24,7 @@ import { AsyncResource } from 'node:async_hooks';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { RecordedRequestSchema } from '../gen/psync/identity/v1/identity_pb';
 import { LogSampler } from '../services/kit/base';
-import type { Logger } from '../services/kit/base';
+import { logEvent, type Logger } from '../services/kit/base';
 import { recordRequestLogDropped, type RequestLogDropReason as DropReason } from '../services/kit/telemetry';
 
 export type RequestRecordInit = MessageInitShape<typeof RecordedRequestSchema>;
@@ -129,13 +129,19 @@ export class RequestRecorder {
       if (refused > 0) {
         this.drop('refused', refused);
         this.warnings.sample('refused', (notLogged) =>
-          this.opts.log.warn({ refused, records: batch.length, refusals_not_logged: notLogged }, 'request log: identity refused records of a batch (the rest is stored); dropped'),
+          this.opts.log.warn(
+            { event: logEvent('request_log.batch.refused'), refused, records: batch.length, refusals_not_logged: notLogged },
+            'request log: identity refused records of a batch (the rest is stored); dropped',
+          ),
         );
       }
     } catch (err) {
       this.drop('send_failed', batch.length);
       this.warnings.sample('send_failed', (notLogged) =>
-        this.opts.log.warn({ err, records: batch.length, failures_not_logged: notLogged }, 'request log: a batch could not be recorded; dropped'),
+        this.opts.log.warn(
+          { event: logEvent('request_log.batch.failed'), err, records: batch.length, failures_not_logged: notLogged },
+          'request log: a batch could not be recorded; dropped',
+        ),
       );
     }
   }
@@ -144,7 +150,9 @@ export class RequestRecorder {
     this.dropped[reason] += n;
     recordRequestLogDropped(reason, n);
     if (reason === 'queue_full') {
-      this.warnings.sample('queue_full', (notLogged) => this.opts.log.warn({ dropped_not_logged: notLogged }, 'request log: recorder queue full; records dropped'));
+      this.warnings.sample('queue_full', (notLogged) =>
+        this.opts.log.warn({ event: logEvent('request_log.queue_full'), dropped_not_logged: notLogged }, 'request log: recorder queue full; records dropped'),
+      );
     }
   }
 

@@ -14,7 +14,7 @@
  * others find it taken and skip that batch).
  */
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import { BatchPruner } from '../kit/work';
 
 /** Events deleted per statement. */
@@ -79,7 +79,7 @@ export class EventPruner extends BatchPruner {
       pruneOnce: () => pruneEventsOnce(sql, retentionDays),
       batch: PRUNE_BATCH,
       everyMs,
-      onPruned: (deleted) => log.info({ deleted, retention_days: retentionDays }, 'calendar: events past the retention pruned'),
+      onPruned: (deleted) => log.info({ event: logEvent('calendar.events.pruned'), deleted, retention_days: retentionDays }, 'calendar: events past the retention pruned'),
       onError: (err) => log.warn({ err }, 'calendar: event pruning failed; retried later'),
     });
   }

@@ -40,7 +40,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../kit/db';
-import { systemClock, type Clock, type Logger } from '../kit/base';
+import { logEvent, systemClock, type Clock, type Logger } from '../kit/base';
 import { fetchAndProcessPhoto, type PhotoOutcome } from './photo-processor';
 import { republishById } from './publication';
 import { recordPhotoProcessed } from '../kit/telemetry';
@@ -273,7 +273,7 @@ export class PhotoPipeline {
       await photoQueue.release(this.sql, { property_id: c.property_id, url: c.url }, c.token);
       return false;
     }
-    if (!outcome.ok) this.log.info({ property_id: c.property_id, reason: outcome.reason, detail: outcome.detail }, 'photo rejected');
+    if (!outcome.ok) this.log.info({ event: logEvent('catalog.photo.rejected'), property_id: c.property_id, reason: outcome.reason, detail: outcome.detail }, 'photo rejected');
     recordPhotoProcessed(outcome.ok ? 'ready' : outcome.reason);
     const events = await this.settle(c, outcome);
     if (events > 0) this.opts.onEvents();

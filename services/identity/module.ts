@@ -12,7 +12,7 @@
  */
 import { treePath } from '../kit/db';
 import type { ServiceContext, ServiceModule } from '../kit/runtime';
-import { resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
+import { logEvent, resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
 import { PeriodicJob } from '../kit/work';
 import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { AccessTokens } from './access-tokens';
@@ -51,12 +51,21 @@ export const identityModule: ServiceModule = {
   async start(ctx) {
     const issuer = issuerFor(ctx);
     if (issuer?.key.origin === 'configured') {
-      ctx.log.info({ previous_key: ctx.config.tokenSigningKeyPrevious !== undefined }, 'token-signing key: TOKEN_SIGNING_KEY');
+      ctx.log.info(
+        { event: logEvent('identity.signing_key.ready'), source: 'TOKEN_SIGNING_KEY', previous_key: ctx.config.tokenSigningKeyPrevious !== undefined },
+        'token-signing key: TOKEN_SIGNING_KEY',
+      );
     } else if (issuer) {
       const how = issuer.key.origin === 'generated' ? 'generated (first start)' : 'loaded';
-      ctx.log.info({ file: issuer.key.file }, `token-signing key: ${how} from DATA_DIR/keys (embedded default; set TOKEN_SIGNING_KEY to choose one)`);
+      ctx.log.info(
+        { event: logEvent('identity.signing_key.ready'), source: issuer.key.origin, file: issuer.key.file },
+        `token-signing key: ${how} from DATA_DIR/keys (embedded default; set TOKEN_SIGNING_KEY to choose one)`,
+      );
     } else {
-      ctx.log.warn('TOKEN_SIGNING_KEY is not set: the token endpoint is not configured and contract requests cannot be authorised');
+      ctx.log.warn(
+        { event: logEvent('identity.signing_key.missing') },
+        'TOKEN_SIGNING_KEY is not set: the token endpoint is not configured and contract requests cannot be authorised',
+      );
     }
 
     const counters = new PeriodicJob(

@@ -12,7 +12,7 @@ import type { IdentityService, RecordedRequest, RecordedRequestSchema } from '..
 import type { Sql } from '../kit/db';
 import { failure } from '../kit/rpc';
 import { LogSampler } from '../kit/base';
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import { canonicalUuid } from '../kit/base';
 import { type RefusedRecord, takeIn } from './request-log-intake';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type RequestRecord, type RequestRow, selectRequest, selectRequests } from './request-log';
@@ -72,7 +72,13 @@ export function requestLogRpcs(sql: Sql, log: Logger): RequestLogRpcs {
       if (refused.length > 0) {
         refusals.sample('refused', (notLogged) =>
           log.warn(
-            { refused: refused.length, records: req.requests.length, reasons: refused.slice(0, 5).map(reasonText), refusals_not_logged: notLogged },
+            {
+              event: logEvent('request_log.records.refused'),
+              refused: refused.length,
+              records: req.requests.length,
+              reasons: refused.slice(0, 5).map(reasonText),
+              refusals_not_logged: notLogged,
+            },
             'request log: records refused; the rest of the batch is stored',
           ),
         );

@@ -21,7 +21,7 @@ import type { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import type { Config } from '../kit/runtime';
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import { AccessTokens, EnvironmentName } from './access-tokens';
 import { mintApiKey, parseApiKey, secretMatches } from './api-keys';
 import { failure } from '../kit/rpc';
@@ -123,7 +123,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
           throw err;
         }
         if (!row) throw failure(Code.NotFound, ErrorReason.WORKSPACE_NOT_FOUND, 'workspace not found');
-        log.info({ key_id: row.key_id, workspace_id: row.workspace_id }, 'API key issued');
+        log.info({ event: logEvent('identity.api_key.issued'), key_id: row.key_id, workspace_id: row.workspace_id }, 'API key issued');
         return {
           keyId: row.key_id,
           apiKey: key.apiKey,
@@ -149,14 +149,18 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
       const parsed = parseApiKey(req.apiKey);
       if (!parsed) {
         secretMatches('', undefined); // the same hashing work as any other refusal
-        refusals.sample('malformed', (notLogged) => log.info({ reason: 'malformed', refusals_not_logged: notLogged }, 'token exchange refused'));
+        refusals.sample('malformed', (notLogged) =>
+          log.info({ event: logEvent('token.exchange.refused'), reason: 'malformed', refusals_not_logged: notLogged }, 'token exchange refused'),
+        );
         throw invalidApiKey();
       }
       const key = await q.selectKeyForExchange(sql, parsed.keyId);
       const matches = secretMatches(parsed.secret, key?.secret_hash);
       if (!key || !matches || key.revoked) {
         const reason = !key ? 'unknown_key' : !matches ? 'wrong_secret' : 'revoked';
-        refusals.sample(reason, (notLogged) => log.info({ key_id: parsed.keyId, reason, refusals_not_logged: notLogged }, 'token exchange refused'));
+        refusals.sample(reason, (notLogged) =>
+          log.info({ event: logEvent('token.exchange.refused'), key_id: parsed.keyId, reason, refusals_not_logged: notLogged }, 'token exchange refused'),
+        );
         throw invalidApiKey();
       }
       // Only authenticated exchanges count toward the endpoint's ceiling.
@@ -234,7 +238,7 @@ export function identityService(deps: IdentityDeps): ServiceImpl<typeof Identity
           if ((err as { code?: string }).code === '23505' && attempt < KEY_ID_ATTEMPTS) continue;
           throw err;
         }
-        log.info({ client_id: row.client_id, role: row.role }, 'internal API client issued');
+        log.info({ event: logEvent('identity.internal_client.issued'), client_id: row.client_id, role: row.role }, 'internal API client issued');
         return { client: internalClientMessage(row), token: minted.token };
       }
     },

@@ -21,7 +21,7 @@
  * The same periodic sweep also prunes finished deliveries after RETENTION_DAYS.
  */
 import type { Sql } from '../kit/db';
-import { systemClock, type Clock, type Logger } from '../kit/base';
+import { logEvent, systemClock, type Clock, type Logger } from '../kit/base';
 import { PeriodicJob } from '../kit/work';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { notFound } from '../kit/rpc';
@@ -126,7 +126,7 @@ export class DeletionRequests {
       returning workspace_id, event_id, created_at`;
     for (const r of rows) {
       log.error(
-        { workspace_id: r.workspace_id, event_id: r.event_id, created_at: r.created_at, escalation_seconds: escalationSeconds },
+        { event: logEvent('deletion_request.escalated'), workspace_id: r.workspace_id, event_id: r.event_id, created_at: r.created_at, escalation_seconds: escalationSeconds },
         'deletion request not acknowledged in time: escalated to operators (psync deletion-requests list --state escalated)',
       );
     }

@@ -25,7 +25,7 @@
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import type { DeliveryListRow } from './delivery-list';
 import { validationFailed } from '../kit/rpc';
 import { canonicalUuid } from '../kit/base';
@@ -106,7 +106,7 @@ export async function replayDeliveries(sql: Sql, log: Logger, workspaceId: strin
     }));
   for (const d of items) {
     log.info(
-      { workspace_id: d.workspace_id, event_id: d.event_id, event_type: d.event_type, endpoint_status: summary.endpoint_status },
+      { event: logEvent('webhook.delivery.replayed'), workspace_id: d.workspace_id, event_id: d.event_id, event_type: d.event_type, endpoint_status: summary.endpoint_status },
       'webhook delivery replayed: pending again with a fresh retry schedule',
     );
   }

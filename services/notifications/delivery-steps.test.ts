@@ -158,7 +158,7 @@ describe('recordEndpointHealth', () => {
     await recordEndpointHealth(dirty.h, log, claimed({ mode: 'probe' }), 't', { delivered: true, status: 200 });
     expect(dirty.calls).toEqual(['success']);
     expect(inc).toHaveBeenCalledWith('breaker_closed');
-    expect(lines.at(-1)?.msg).toMatch(/circuit closed/);
+    expect(lines.at(-1)?.event).toBe('webhook.endpoint.circuit_closed');
   });
 
   test('a failure counts towards the breaker; Retry-After and an opening are counted and logged; 410 suspends', async () => {
@@ -183,7 +183,7 @@ describe('recordEndpointHealth', () => {
     const { log, lines } = capture();
     const { h } = health({ failure: () => Promise.reject(new Error('db down')) });
     await expect(recordEndpointHealth(h, log, claimed(), 't', { delivered: false, status: 500, error: 'http_status' })).resolves.toBeUndefined();
-    expect(lines.at(-1)?.msg).toBe("webhooks: recording the endpoint's health failed");
+    expect(lines.at(-1)?.event).toBe('webhook.endpoint.health_failed');
   });
 });
 
@@ -196,7 +196,7 @@ describe('handleSuccessfulDispatch', () => {
     expect(r).toEqual({ kind: 'delivered' });
     expect(w.writes).toEqual([{ id: '1', token: 'tok', attempts: 3, delivered: true, status: 200, error: null, delayS: 0, attempt: timing }]);
     expect(inc).toHaveBeenCalledWith('delivered', { event_type: 'booking.confirmed' });
-    expect(lines.at(-1)).toMatchObject({ msg: 'webhook delivered', attempts: 3, status: 200 });
+    expect(lines.at(-1)).toMatchObject({ event: 'webhook.delivery.delivered', attempts: 3, status: 200 });
   });
 
   test('a lease lost meanwhile: nothing counted, a warning', async () => {
@@ -204,7 +204,7 @@ describe('handleSuccessfulDispatch', () => {
     const inc = jest.spyOn(notificationsMetrics, 'inc');
     expect(await handleSuccessfulDispatch(writer(false).out, log, claimed(), 'tok', { delivered: true, status: 200 }, timing)).toEqual({ kind: 'lease_lost' });
     expect(inc).not.toHaveBeenCalled();
-    expect(lines.at(-1)?.msg).toMatch(/lease expired before the outcome was recorded/);
+    expect(lines.at(-1)?.event).toBe('webhook.delivery.lease_expired');
   });
 });
 
@@ -233,7 +233,7 @@ describe('handleFailedDispatch', () => {
     expect(w.abandoned).toEqual([{ id: '1', token: 'tok', attempts: 4, status: 500, error: 'http_status', attempt: timing }]);
     expect(w.counted).toEqual([[WS, 1]]);
     expect(inc).toHaveBeenCalledWith('abandoned', { event_type: 'booking.confirmed' });
-    expect(lines.at(-1)).toMatchObject({ level: 'warn', msg: 'webhook delivery abandoned after its last attempt' });
+    expect(lines.at(-1)).toMatchObject({ level: 'warn', event: 'webhook.delivery.abandoned' });
   });
 
   test('a skipped attempt (endpoint not active) is not a failed attempt and does not count towards suspension', async () => {

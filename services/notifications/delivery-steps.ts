@@ -18,7 +18,7 @@
  * OutcomeWriter), so that each step is unit-tested without a database
  * (delivery-steps.test.ts).
  */
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import type { ClaimedRow } from './delivery-claim';
 import { ATTEMPT_TIMEOUT_MS } from './delivery-limits';
 import { classifyResponse, type AttemptTiming, type Outcome, type OutcomeWrite } from './delivery-outcomes';
@@ -111,7 +111,10 @@ export async function recordEndpointHealth(health: HealthRecorder, log: Logger, 
       const was = await health.success(ws);
       if (was === 'open' || was === 'half_open') {
         notificationsMetrics.inc('breaker_closed');
-        log.info({ workspace_id: ws }, 'webhook endpoint circuit closed: a delivery got its 2xx; its waiting deliveries flow again');
+        log.info(
+          { event: logEvent('webhook.endpoint.circuit_closed'), workspace_id: ws },
+          'webhook endpoint circuit closed: a delivery got its 2xx; its waiting deliveries flow again',
+        );
       }
       return;
     }
@@ -138,7 +141,7 @@ export async function recordEndpointHealth(health: HealthRecorder, log: Logger, 
     }
     if (outcome.status === 410) await health.suspendGone(ws);
   } catch (err) {
-    log.error({ err, workspace_id: ws }, "webhooks: recording the endpoint's health failed");
+    log.error({ event: logEvent('webhook.endpoint.health_failed'), err, workspace_id: ws }, "webhooks: recording the endpoint's health failed");
   }
 }
 
@@ -173,7 +176,7 @@ export async function handleSuccessfulDispatch(
   const r = await out.writeOutcome({ id: row.id, token, attempts, delivered: true, status: outcome.status, error: null, delayS: 0, attempt });
   if (!r) return lostLease(log, row);
   notificationsMetrics.inc('delivered', { event_type: row.event_type });
-  log.debug({ ...logFields(row, attempts), status: outcome.status }, 'webhook delivered');
+  log.debug({ event: logEvent('webhook.delivery.delivered'), ...logFields(row, attempts), status: outcome.status }, 'webhook delivered');
   return { kind: 'delivered' };
 }
 
@@ -205,7 +208,7 @@ export async function handleFailedDispatch(
   const r = await out.abandon({ id: row.id, token, attempts, status: outcome.status, error: outcome.error, attempt });
   if (!r) return lostLease(log, row);
   notificationsMetrics.inc('abandoned', { event_type: row.event_type });
-  log.warn({ ...fields, status: outcome.status, error: outcome.error }, 'webhook delivery abandoned after its last attempt');
+  log.warn({ event: logEvent('webhook.delivery.abandoned'), ...fields, status: outcome.status, error: outcome.error }, 'webhook delivery abandoned after its last attempt');
   if (!outcome.skipped) await out.countAbandoned(row.workspace_id, 1);
   return { kind: 'abandoned' };
 }
@@ -216,6 +219,9 @@ function logFields(row: ClaimedRow, attempts: number) {
 
 function lostLease(log: Logger, row: ClaimedRow): Handled {
   // Only if this worker stalled past LEASE_MS: another worker owns the delivery now.
-  log.warn({ workspace_id: row.workspace_id, event_id: row.event_id }, 'webhooks: lease expired before the outcome was recorded; the new owner records it');
+  log.warn(
+    { event: logEvent('webhook.delivery.lease_expired'), workspace_id: row.workspace_id, event_id: row.event_id },
+    'webhooks: lease expired before the outcome was recorded; the new owner records it',
+  );
   return { kind: 'lease_lost' };
 }

@@ -49,7 +49,7 @@ import { randomUUID } from 'node:crypto';
 import { context } from '@opentelemetry/api';
 import { contextFromHeaders } from '../kit/telemetry';
 import type { Sql } from '../kit/db';
-import { systemClock, type Clock, type Logger } from '../kit/base';
+import { logEvent, systemClock, type Clock, type Logger } from '../kit/base';
 import { GroupCommit } from '../kit/base';
 import { Worker, type RoundResult } from '../kit/work';
 import { EndpointHealthStore } from './endpoint-health';
@@ -185,8 +185,10 @@ export class DeliveryDispatcher {
    */
   async stop(graceMs: number): Promise<void> {
     this.running = false;
-    if (this.worker.inFlight > 0) this.log.info({ in_flight: this.worker.inFlight }, 'webhooks: draining in-flight deliveries');
-    await this.worker.stop(Math.max(1, graceMs), (aborted) => this.log.warn({ aborted }, 'webhooks: grace period over; aborting in-flight deliveries (they stay pending)'));
+    if (this.worker.inFlight > 0) this.log.info({ event: logEvent('webhook.dispatcher.draining'), in_flight: this.worker.inFlight }, 'webhooks: draining in-flight deliveries');
+    await this.worker.stop(Math.max(1, graceMs), (aborted) =>
+      this.log.warn({ event: logEvent('webhook.dispatcher.aborted'), aborted }, 'webhooks: grace period over; aborting in-flight deliveries (they stay pending)'),
+    );
   }
 
   /** One claim round: the breaker sweep when due, then due deliveries for the free slots of each lane. */

@@ -13,7 +13,7 @@
  * a failure opens it again for twice as long (capped).
  */
 import type { Sql } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import { lockRows } from '../kit/work';
 import { deliveryQueue } from './delivery-claim';
 import { SUSPEND_AFTER_ABANDONED } from './delivery-limits';
@@ -203,7 +203,10 @@ export class EndpointHealthStore {
     if (!s) return;
     notificationsMetrics.inc('endpoints_suspended');
     notificationsMetrics.inc('endpoints_gone');
-    this.log.warn({ workspace_id: workspaceId, status: 410 }, 'webhook endpoint suspended: it answered 410 Gone; a registration whose challenge is echoed reactivates it');
+    this.log.warn(
+      { event: logEvent('webhook.endpoint.suspended'), workspace_id: workspaceId, reason: 'gone', status: 410 },
+      'webhook endpoint suspended: it answered 410 Gone; a registration whose challenge is echoed reactivates it',
+    );
   }
 
   /** A run of abandoned deliveries without a 2xx between them suspends an active endpoint. */
@@ -218,7 +221,7 @@ export class EndpointHealthStore {
     if (s?.status === 'suspended') {
       notificationsMetrics.inc('endpoints_suspended');
       this.log.warn(
-        { workspace_id: workspaceId, consecutive_abandoned: s.consecutive_abandoned },
+        { event: logEvent('webhook.endpoint.suspended'), workspace_id: workspaceId, reason: 'abandoned', consecutive_abandoned: s.consecutive_abandoned },
         'webhook endpoint suspended: deliveries keep being abandoned; a registration whose challenge is echoed reactivates it',
       );
     }
@@ -253,7 +256,15 @@ export class EndpointHealthStore {
     for (const r of rows) {
       notificationsMetrics.inc('abandoned', { event_type: r.event_type });
       this.log.warn(
-        { workspace_id: r.workspace_id, event_id: r.event_id, event_type: r.event_type, attempts: r.attempts, status: r.last_status, error: 'circuit_open' },
+        {
+          event: logEvent('webhook.delivery.abandoned'),
+          workspace_id: r.workspace_id,
+          event_id: r.event_id,
+          event_type: r.event_type,
+          attempts: r.attempts,
+          status: r.last_status,
+          error: 'circuit_open',
+        },
         'webhook delivery abandoned after its last attempt',
       );
       perEndpoint.set(r.workspace_id, (perEndpoint.get(r.workspace_id) ?? 0) + 1);

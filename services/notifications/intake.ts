@@ -31,7 +31,7 @@ import { timestampMs } from '@bufbuild/protobuf/wkt';
 import { markProcessed, type ReceivedEvent } from '../kit/events';
 import type { PendingQuery, Row } from 'postgres';
 import type { Sql, Tx } from '../kit/db';
-import type { Logger } from '../kit/base';
+import { logEvent, type Logger } from '../kit/base';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import {
   BookingCancelledSchema,
@@ -245,7 +245,10 @@ export class DeliveryIntake {
   /** Drops a refused event: counted (psync_bus_events_refused_total) and logged by ids only. */
   private refuse(kind: Received['kind'], reason: RefusalReason, ids: { event_id: string; workspace_id?: string }): void {
     recordBusEventRefused(kind, reason);
-    this.deps.log.warn({ ...ids, event_type: kind, reason }, 'webhooks: domain event refused: not what its owner holds, or told already; dropped');
+    this.deps.log.warn(
+      { event: logEvent('webhook.domain_event.refused'), ...ids, event_type: kind, reason },
+      'webhooks: domain event refused: not what its owner holds, or told already; dropped',
+    );
   }
 
   /**

@@ -9,7 +9,7 @@ import { EndpointCheckPruner, EndpointChecks } from './endpoint-checks';
 import { treePath } from '../kit/db';
 import type { ServiceContext, ServiceModule } from '../kit/runtime';
 import type { Subscription } from '../kit/events';
-import { resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
+import { logEvent, resolveSecretKey, type ResolvedSecretKey } from '../kit/base';
 import type { Sql } from '../kit/db';
 import { registerWebhookGauges } from '../kit/telemetry';
 import { CalendarService } from '../../gen/psync/calendar/v1/calendar_pb';
@@ -152,10 +152,16 @@ export const notificationsModule: ServiceModule = {
     const rt = runtimeFor(ctx);
     const { log, config, shutdown } = ctx;
     if (!rt.hasKey) {
-      log.warn('SECRETS_ENCRYPTION_KEY is not set: webhook registration and rotation answer service_unavailable (503)');
+      log.warn(
+        { event: logEvent('notifications.encryption_key.missing') },
+        'SECRETS_ENCRYPTION_KEY is not set: webhook registration and rotation answer service_unavailable (503)',
+      );
     } else if (rt.key && rt.key.origin !== 'configured') {
       const how = rt.key.origin === 'generated' ? 'generated (first start)' : 'loaded';
-      log.info({ file: rt.key.file }, `secrets-encryption key: ${how} from DATA_DIR/keys (embedded default; set SECRETS_ENCRYPTION_KEY to choose one)`);
+      log.info(
+        { event: logEvent('notifications.encryption_key.ready'), source: rt.key.origin, file: rt.key.file },
+        `secrets-encryption key: ${how} from DATA_DIR/keys (embedded default; set SECRETS_ENCRYPTION_KEY to choose one)`,
+      );
     }
     if (rt.box?.rotating) {
       const { resealed, unreadable } = await resealSecrets(ctx.sql, rt.box);
@@ -195,7 +201,7 @@ export const notificationsModule: ServiceModule = {
     shutdown.add('notifications deliveries', async () => {
       await rt.dispatcher.stop(Math.max(500, Math.floor(config.shutdownGraceMs * 0.6)));
       const closed = rt.poster.close();
-      log.info({ connections: closed }, 'webhooks: kept-alive connections to partners closed');
+      log.info({ event: logEvent('webhook.connections.closed'), connections: closed }, 'webhooks: kept-alive connections to partners closed');
     });
     shutdown.add('notifications event intake', async () => {
       await Promise.all(subscriptions.map((sub) => sub.stop()));

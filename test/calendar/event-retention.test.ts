@@ -35,6 +35,7 @@ import { testLogger } from '../support/bus';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { clientsFor, eventually, reasonOf, watch, type Clients, type Watcher } from './support';
 import { holdsFor } from '../support/eventually';
+import { firstLogEvent } from '../support/log-events';
 
 jest.setTimeout(120_000);
 
@@ -255,7 +256,7 @@ describe('pruning', () => {
     const pruner = new EventPruner(db.sql, log, 30);
     pruner.start();
     try {
-      const line = await eventually(async () => lines.find((x) => x.msg === 'calendar: events past the retention pruned'), 60000, 'the prune log line');
+      const line = await eventually(async () => firstLogEvent(lines, 'calendar.events.pruned'), 60000, 'the prune log line');
       expect(line).toMatchObject({ deleted: n, retention_days: 30 });
     } finally {
       await pruner.stop();

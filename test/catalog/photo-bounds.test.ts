@@ -8,7 +8,7 @@
  * That memory actually stays bounded under load is bench/photo-memory.ts's job.
  */
 import { PhotoState } from '../../gen/psync/catalog/v1/catalog_pb';
-import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { backends, logEvents, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { CATALOG_TEST_ENV, clientsFor, completeProperty, newWorkspace, pid, rejections, waitForPhotos, type Clients } from './support/catalog';
 import { makeImage, startPhotoServer, type PhotoServer } from './support/photo-server';
 import { flatImage, headerBomb } from './support/photo-bombs';
@@ -84,17 +84,7 @@ describe(`photo memory bounds (database: ${backends.database}, bus: ${backends.b
     expect(rejections(after)).toEqual([{ url: `${host.base}/big-progressive.jpg`, reason: 'too_large' }]);
     expect(after.photos.find((p) => p.url.endsWith('/big-baseline.jpg'))).toMatchObject({ state: PhotoState.PROCESSED, width: 2048, height: 1792 }); // the derivative's size
     expect(host.hits('/big-progressive.jpg')).toBe(1);
-    const logged = system
-      .logs()
-      .map((l) => {
-        try {
-          return JSON.parse(l) as { msg?: string; detail?: string };
-        } catch {
-          return {};
-        }
-      })
-      .filter((l) => l.msg === 'photo rejected')
-      .map((l) => l.detail);
+    const logged = logEvents(system.logs(), 'catalog.photo.rejected').map((l) => l.detail);
     expect(logged).toContain('8000x7000 progressive JPEG is over 50 megapixels (decoded whole into memory)');
   });
 

@@ -9,6 +9,7 @@ import { createLogger } from '../../services/kit/base';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway';
 import { send, jsonRequest, Received } from './http-client';
 import { validProperty } from './fixtures';
+import { logEvents } from '../support/log-events';
 
 let gateway: InProcessGateway;
 let base: string;
@@ -163,7 +164,7 @@ describe('request ids and the access log', () => {
     const b = await send(base, { path: '/v1/nothing?x=1' });
     expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
     for (const res of [a, b]) {
-      const line = logLines.find((l) => l.msg === 'request' && l.request_id === res.headers['x-request-id']);
+      const line = logEvents(logLines, 'http.request').find((l) => l.request_id === res.headers['x-request-id']);
       expect(line).toMatchObject({
         method: 'GET',
         status: res.status,
@@ -171,8 +172,8 @@ describe('request ids and the access log', () => {
         duration_ms: expect.any(Number),
       });
     }
-    expect(logLines.find((l) => l.request_id === a.headers['x-request-id'] && l.msg === 'request')!.route).toBe('GET /v1/blocks');
-    expect(logLines.find((l) => l.request_id === b.headers['x-request-id'] && l.msg === 'request')!.route).toBeNull();
+    expect(logEvents(logLines, 'http.request').find((l) => l.request_id === a.headers['x-request-id'])!.route).toBe('GET /v1/blocks');
+    expect(logEvents(logLines, 'http.request').find((l) => l.request_id === b.headers['x-request-id'])!.route).toBeNull();
     expect(JSON.stringify(logLines)).not.toContain('SECRETTOKENVALUE');
   });
 });

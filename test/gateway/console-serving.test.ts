@@ -22,7 +22,7 @@ import { CONSOLE_CSP, ConsoleFiles } from '../../gateway/console';
 import { loadConfig } from '../../services/kit/runtime';
 import { createLogger } from '../../services/kit/base';
 import { ROOT } from '../support/process';
-import { backends, useSystem } from '../support/system';
+import { backends, logEvents, useSystem } from '../support/system';
 import { send, type Received } from './http-client';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway';
 import { Partners, type Partner } from './partners';
@@ -187,7 +187,7 @@ describe(`the built console through a running system (database: ${backends.datab
   });
 
   test('the gateway found the built console: no start-up warning', () => {
-    expect(inUse.system.logs().filter((l) => l.includes('build:console'))).toEqual([]);
+    expect(logEvents(inUse.system.logs(), 'console.not_built')).toEqual([]);
   });
 });
 
@@ -224,7 +224,7 @@ describe('a gateway without a built console (an empty console directory)', () =>
 
   test('warned once, at start, naming the directory', async () => {
     await send(base, { path: '/console/' });
-    const warnings = logLines.filter((l) => String(l.msg).includes('npm run build:console'));
+    const warnings = logEvents(logLines, 'console.not_built');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 'warn', dir });
   });

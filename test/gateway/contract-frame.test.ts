@@ -8,10 +8,11 @@
  * 5 token exchanges per key per hour. Every test makes its own workspace and key.
  */
 import { randomUUID } from 'node:crypto';
-import { jsonLogs, RunningSystem, startSystem, stopAllSystems } from '../support/system';
+import { logEvents, type LogLine, RunningSystem, startSystem, stopAllSystems } from '../support/system';
 import { jsonRequest, Received, send, SentRequest } from './http-client';
 import { Partner, Partners } from './partners';
 import { validBlock, validEndpoint, validProperty } from './fixtures';
+import type { LogEvent } from '../../services/kit/base';
 
 const QUOTA = 40;
 const TOKEN_CEILING = 5;
@@ -48,11 +49,11 @@ async function awayFromWindowEdge(marginSeconds = 20): Promise<void> {
   if (left < marginSeconds) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
 }
 
-/** Polls the system's log for a line (log writes may lag the response a little). */
-async function logLine(match: (l: Record<string, unknown>) => boolean, timeoutMs = 5000): Promise<Record<string, unknown> | undefined> {
+/** Polls the system's log for a line of `event` (log writes may lag the response a little). */
+async function logLine(event: LogEvent, match: (l: LogLine) => boolean, timeoutMs = 5000): Promise<LogLine | undefined> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const line = jsonLogs(system.logs()).find(match);
+    const line = logEvents(system.logs(), event).find(match);
     if (line || Date.now() > until) return line;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -429,9 +430,9 @@ describe('request ids and logs', () => {
     const p = await partners.partner();
     const res = await gw(jsonRequest('PUT', '/v1/blocks/x', { nope: 1 }, p.auth));
     expectProblem(res, 400, 'validation_failed');
-    const line = await logLine((l) => l.msg === 'request' && l.instance === res.json.instance);
+    const line = await logLine('http.request', (l) => l.instance === res.json.instance);
     expect(line).toMatchObject({ method: 'PUT', route: 'PUT /v1/blocks/:external_uid', status: 400, key_id: p.keyId });
-    const all = system.logs().join('\n');
+    const all = system.logs().join('\n'); // log text on purpose: no secret anywhere in it
     expect(all).not.toContain(p.token);
     expect(all).not.toContain(p.apiKey);
   });

@@ -9,6 +9,7 @@ import { createLogger } from '../../services/kit/base';
 import { problemFromConnectError } from '../../gateway/connect-errors';
 import { toProblem } from '../../gateway/error-mapper';
 import { PROBLEM_CODES, problemDocument, ProblemError, problemType, ProblemCode } from '../../gateway/problems';
+import { firstLogEvent } from '../support/log-events';
 
 const DOCS = 'https://docs.partner-sync.example/v1';
 const REQUEST_ID = '0b5c2f8e-7d1a-4e53-9b61-3f0c8a2d4e10';
@@ -163,7 +164,7 @@ describe('toProblem: what is answered and what is logged', () => {
     expect(p.code).toBe('internal_error');
     const doc = problemDocument(p, DOCS, REQUEST_ID);
     expect(JSON.stringify(doc)).not.toMatch(/boom|TypeError|pst_/);
-    const line = lines.find((l) => l.msg === 'internal error')!;
+    const line = firstLogEvent(lines, 'http.request.failed')!;
     expect(line).toBeDefined();
     expect(line.instance).toBe(`urn:psync:request:${REQUEST_ID}`);
     expect(JSON.stringify(line)).toContain('boom');

@@ -4,7 +4,7 @@
  * key id without ever locking out the right key; refusals are `429 {message}` with
  * `Retry-After` and the RateLimit-* headers; identity's refusal log lines are sampled.
  */
-import { jsonLogs, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { logEvents, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { send } from './http-client';
 import { Partners } from './partners';
 
@@ -41,13 +41,13 @@ describe('per client address', () => {
     const good = await partners.partner();
     const attempts = [strangerKey(), undefined, 'not-a-key', strangerKey(), strangerKey()];
     for (const k of attempts) expect((await exchange(system, k)).status).toBe(401);
-    const refusedBefore = jsonLogs(system.logs()).filter((l) => l.msg === 'token exchange refused').length;
+    const refusedBefore = logEvents(system.logs(), 'token.exchange.refused').length;
     expectThrottled(await exchange(system, strangerKey()));
     // The address is held off whatever it presents, the right key too (it shares the address).
     expectThrottled(await exchange(system, good.apiKey));
     // Identity was not asked: no new refusal anywhere.
     await new Promise((r) => setTimeout(r, 200));
-    expect(jsonLogs(system.logs()).filter((l) => l.msg === 'token exchange refused').length).toBe(refusedBefore);
+    expect(logEvents(system.logs(), 'token.exchange.refused').length).toBe(refusedBefore);
   });
 
   test('contract requests with a token are not affected', async () => {
@@ -81,7 +81,7 @@ describe('per presented key id', () => {
     const burst = 40;
     await Promise.all(Array.from({ length: burst }, () => exchange(system, strangerKey())));
     await new Promise((r) => setTimeout(r, 300));
-    const lines = jsonLogs(system.logs()).filter((l) => l.msg === 'token exchange refused' && l.reason === 'unknown_key');
+    const lines = logEvents(system.logs(), 'token.exchange.refused').filter((l) => l.reason === 'unknown_key');
     expect(lines.length).toBeLessThan(5);
     const logged = lines.length + lines.reduce((n, l) => n + Number(l.refusals_not_logged ?? 0), 0);
     expect(logged).toBeLessThanOrEqual(burst + 1);

@@ -32,7 +32,20 @@ import { CONSOLE_CSP } from '../../gateway/console';
 import { applyEnv, Copy, dockerignoreMatcher, execForm, parseCopy, readDockerfile, splitFlags } from '../support/dockerfile';
 import { ROOT, waitForLine } from '../support/process';
 import { shippedSql } from '../support/embedded-sql';
-import { backends, createScratchDatabase, deleteBusStream, exitOf, freePort, jsonLogs, linesOf, randomKey, runCommand, RunResult, uniqueBusPrefix } from '../support/system';
+import {
+  backends,
+  createScratchDatabase,
+  deleteBusStream,
+  eventPattern,
+  exitOf,
+  freePort,
+  jsonLogs,
+  linesOf,
+  randomKey,
+  runCommand,
+  RunResult,
+  uniqueBusPrefix,
+} from '../support/system';
 
 const dockerfile = readDockerfile();
 const ignore = dockerignoreMatcher();
@@ -463,7 +476,7 @@ describe(`deploy/Dockerfile emulated without an engine (database: ${backends.dat
       children.add(child);
       child.stderr!.setEncoding('utf8').on('data', (d: string) => stderr.push(...linesOf(d)));
       try {
-        await waitForLine(child, /listening.*https?:\/\//, 90000);
+        await waitForLine(child, eventPattern('process.listening'), 90000);
       } catch (err) {
         throw new Error(`${(err as Error).message}\nstderr:\n${stderr.slice(-20).join('\n')}`, { cause: err });
       }

@@ -20,7 +20,7 @@ import { AuthorizeDecision } from '../../gen/psync/identity/v1/identity_pb';
 import { Environment } from '../../gen/psync/common/v1/environment_pb';
 import { ErrorReason } from '../../gen/psync/common/v1/errors_pb';
 import { localKeyPath } from '../../services/kit/base';
-import { backends, createScratchDatabase, linesOf, runMain, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
+import { backends, createScratchDatabase, linesOf, logEvents, runMain, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
 import { connectErrorOf, identityClient, reasonOf } from './helpers';
 
 /** A first embedded start runs initdb: slow on a busy machine. */
@@ -95,12 +95,11 @@ describe(`the token-signing key survives a restart (database: ${backends.databas
         expect(statSync(file).mode & 0o777).toBe(0o600);
         expect(statSync(join(dataDir, 'keys')).mode & 0o777).toBe(0o700);
         expect(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64')).toHaveLength(32);
-        const logs = first.logs().join('\n');
-        expect(logs).toContain('token-signing key: generated (first start) from DATA_DIR/keys');
+        expect(logEvents(first.logs(), 'identity.signing_key.ready')).toEqual([expect.objectContaining({ source: 'generated' })]);
       }
 
       const second = await startSystem({ role: 'identity', dataDir, env, timeoutMs: START_TIMEOUT_MS });
-      if (!scratch) expect(second.logs().join('\n')).toContain('token-signing key: loaded from DATA_DIR/keys');
+      if (!scratch) expect(logEvents(second.logs(), 'identity.signing_key.ready')).toEqual([expect.objectContaining({ source: 'loaded' })]);
       const b = identityClient(second.internalUrl);
       const res = await b.client.authorize({ accessToken: exchanged.accessToken, countRequest: true });
       expect(res.decision).toBe(AuthorizeDecision.ALLOWED);
@@ -144,7 +143,7 @@ describe(`the token-signing key survives a restart (database: ${backends.databas
         const system = await startSystem({ role: 'identity', env: { TOKEN_SIGNING_KEY: '' }, timeoutMs: START_TIMEOUT_MS });
         const conn = identityClient(system.internalUrl);
         try {
-          expect(system.logs().join('\n')).toContain('TOKEN_SIGNING_KEY is not set');
+          expect(logEvents(system.logs(), 'identity.signing_key.missing')).toHaveLength(1);
           const ws = (await conn.client.createWorkspace({ name: 'no key', environment: Environment.SANDBOX })).workspace!;
           const key = await conn.client.issueKey({ workspaceId: ws.workspaceId });
           for (const apiKey of [key.apiKey, 'garbage']) {

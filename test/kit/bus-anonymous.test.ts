@@ -20,6 +20,7 @@ import { bindMeterProvider } from '../../services/kit/telemetry';
 import { eventually } from '../notifications/support/harness';
 import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';
+import { firstLogEvent } from '../support/log-events';
 
 jest.setTimeout(60_000);
 
@@ -84,7 +85,7 @@ maybe('anonymous NATS off loopback', () => {
     const remote = await plainNats(address!);
     const lines: Record<string, unknown>[] = [];
     buses.push(await connectNatsBus({ url: remote, prefix: uniqueBusPrefix(), log: capture(lines) }));
-    const warning = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('bus: connected to NATS without credentials'));
+    const warning = firstLogEvent(lines, 'bus.nats.anonymous');
     expect(warning).toMatchObject({ level: 40, servers: [remote] });
     expect(await anonymousGauge()).toBe(1);
 

@@ -31,6 +31,7 @@ import { CALENDAR_SUBJECTS, INTAKE_CONSUMER } from '../../services/notifications
 import { eventually } from '../notifications/support/harness';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { uniqueBusPrefix } from '../support/system';
+import { firstLogEvent } from '../support/log-events';
 
 jest.setTimeout(90_000);
 
@@ -112,11 +113,7 @@ maybe('a durable consumer lost while subscribed (private nats-server)', () => {
     await jsm.consumers.delete(stream, INTAKE_CONSUMER).catch((err: Error) => expect(err.message).toMatch(/unlinkat/));
     const after = await publish(20);
 
-    const recreated = await eventually(
-      async () => logLines.find((l) => l.msg === 'bus: durable consumer was missing; recreated from its last acknowledged position'),
-      15_000,
-      'the recreation',
-    );
+    const recreated = await eventually(async () => firstLogEvent(logLines, 'bus.consumer.recreated'), 15_000, 'the recreation');
     expect(Date.now() - deletedAt).toBeLessThan(10_000);
     expect(recreated).toMatchObject({ level: 40, durable: INTAKE_CONSUMER, stream });
     expect(['consume', 'check']).toContain(recreated.noticed_by);

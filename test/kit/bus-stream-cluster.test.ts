@@ -20,6 +20,7 @@ import { isUnavailableFailure } from '../../services/kit/rpc';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
 import { hasNatsServer } from '../support/private-nats';
 import { freePort, uniqueBusPrefix } from '../support/system';
+import { firstLogEvent } from '../support/log-events';
 
 let dir = '';
 const servers: ChildProcess[] = [];
@@ -128,10 +129,10 @@ async function asking<T>(fn: () => Promise<T>, withinMs = 60_000): Promise<T> {
       expect(stream.config).toMatchObject({ num_replicas: 3, max_age: nanos(7 * 86_400_000) });
       expect(stream.state.messages).toBe(5);
       expect((await asking(() => jsm.consumers.info(name, INTAKE_CONSUMER))).config.num_replicas).toBe(3);
-      expect(lines.find((l) => String(l.msg).startsWith('bus: stream configuration updated'))?.changes).toEqual(['num_replicas 1→3', 'max_age unlimited→7d']);
+      expect(firstLogEvent(lines, 'bus.stream.updated')?.changes).toEqual(['num_replicas 1→3', 'max_age unlimited→7d']);
       // The consumer (created inheriting the stream's replicas) is R3 either way: the bus
       // updated it (and said so) or the server scaled it with its stream first.
-      const consumerLine = lines.find((l) => l.msg === 'bus: durable consumer updated');
+      const consumerLine = firstLogEvent(lines, 'bus.consumer.updated');
       if (consumerLine) expect(consumerLine.num_replicas).toBe('1→3');
     } finally {
       await bus.close();

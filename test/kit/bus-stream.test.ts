@@ -20,6 +20,7 @@ import type { Logger } from '../../services/kit/base';
 import { natsServers } from '../../services/kit/events';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { uniqueBusPrefix } from '../support/system';
+import { firstLogEvent, logEvents } from '../support/log-events';
 
 const NATS_URL = process.env.NATS_URL;
 const onNats = NATS_URL ? describe : describe.skip;
@@ -84,7 +85,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     await bus(prefix, log, { replicas: 1, maxAgeMs: 3 * DAY_MS, maxBytes: 64 * MIB });
     const { config } = await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase());
     expect(config).toMatchObject({ num_replicas: 1, max_age: nanos(3 * DAY_MS), max_bytes: 64 * MIB });
-    expect(lines.find((l) => l.msg === 'bus: stream created')).toMatchObject({ num_replicas: 1, max_age: '3d', max_bytes: String(64 * MIB) });
+    expect(firstLogEvent(lines, 'bus.stream.created')).toMatchObject({ num_replicas: 1, max_age: '3d', max_bytes: String(64 * MIB) });
   });
 
   test("an older release's stream is brought to the limits in place, keeping its events, with one log line", async () => {
@@ -98,20 +99,19 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     const info = await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase());
     expect(info.config).toMatchObject({ num_replicas: 1, max_age: nanos(7 * DAY_MS), max_bytes: 10 * 1024 * MIB, subjects: [`${prefix}.>`] });
     expect(info.state.messages).toBe(3);
-    const updated = lines.filter((l) => String(l.msg).startsWith('bus: stream configuration updated'));
+    const updated = logEvents(lines, 'bus.stream.updated');
     expect(updated).toHaveLength(1);
     expect(updated[0]!.changes).toEqual(['max_age unlimited→7d', `max_bytes unlimited→${10 * 1024 * MIB}`]);
-    expect(updated[0]!.msg).toContain('max_age unlimited→7d');
 
     // The next start finds it as configured: no update, no line.
     const again = recordingLogger();
     await bus(prefix, again.log, { replicas: 1, maxAgeMs: 7 * DAY_MS, maxBytes: 10 * 1024 * MIB });
-    expect(again.lines.filter((l) => String(l.msg).startsWith('bus: stream configuration updated'))).toEqual([]);
+    expect(logEvents(again.lines, 'bus.stream.updated')).toEqual([]);
 
     // A later change of the settings (shorter retention, no size limit) is applied the same way.
     const changed = recordingLogger();
     await bus(prefix, changed.log, { replicas: 1, maxAgeMs: 72 * 3_600_000, maxBytes: -1 });
-    expect(changed.lines.find((l) => String(l.msg).startsWith('bus: stream configuration updated'))?.changes).toEqual(['max_age 7d→3d', `max_bytes ${10 * 1024 * MIB}→unlimited`]);
+    expect(firstLogEvent(changed.lines, 'bus.stream.updated')?.changes).toEqual(['max_age 7d→3d', `max_bytes ${10 * 1024 * MIB}→unlimited`]);
   });
 
   test('without stream settings (tools, tests) an existing stream keeps its limits', async () => {
@@ -122,7 +122,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     const { config } = await (await jetstreamManager(nc)).streams.info(prefix.toUpperCase());
     expect(config.max_age).toBe(0);
     expect(config.max_bytes).toBe(-1);
-    expect(lines.filter((l) => String(l.msg).startsWith('bus: stream configuration updated'))).toEqual([]);
+    expect(logEvents(lines, 'bus.stream.updated')).toEqual([]);
   });
 
   test("durable consumers take the stream's replica count; an older release's consumer (0: inherit) is left alone on R1", async () => {
@@ -136,7 +136,7 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
     await b.subscribe({ durable: 'older', subjects: ['a'], handler: async () => {} });
     expect((await jsm.consumers.info(prefix.toUpperCase(), 'newer')).config.num_replicas).toBe(1);
     expect((await jsm.consumers.info(prefix.toUpperCase(), 'older')).config.num_replicas ?? 0).toBe(0);
-    expect(lines.filter((l) => l.msg === 'bus: durable consumer updated')).toEqual([]);
+    expect(logEvents(lines, 'bus.consumer.updated')).toEqual([]);
   });
 
   test('NATS_STREAM_REPLICAS above 1 on a server that is not clustered: start-up fails naming the setting, and the stream stays as it is', async () => {
@@ -174,14 +174,11 @@ onNats('the stream on NATS_URL (fresh prefix per test)', () => {
 
     const catalog = recordingLogger();
     buses.push(await connectNatsBus({ url: nats.urlFor('catalog'), inboxOwner: 'catalog', prefix, stream: limits, log: catalog.log }));
-    const warning = catalog.lines.find((l) => String(l.msg).includes('may not update it'));
+    const warning = firstLogEvent(catalog.lines, 'bus.stream.update_denied');
     expect(warning).toMatchObject({ level: 40, changes: ['max_age unlimited→7d', `max_bytes unlimited→${100 * MIB}`] });
 
     const calendar = recordingLogger();
     buses.push(await connectNatsBus({ url: nats.urlFor('calendar'), inboxOwner: 'calendar', prefix, stream: limits, log: calendar.log }));
-    expect(calendar.lines.find((l) => String(l.msg).startsWith('bus: stream configuration updated'))?.changes).toEqual([
-      'max_age unlimited→7d',
-      `max_bytes unlimited→${100 * MIB}`,
-    ]);
+    expect(firstLogEvent(calendar.lines, 'bus.stream.updated')?.changes).toEqual(['max_age unlimited→7d', `max_bytes unlimited→${100 * MIB}`]);
   }, 30_000);
 });

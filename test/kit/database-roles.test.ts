@@ -22,7 +22,7 @@ import { identityModule } from '../../services/identity/module';
 import { catalogModule } from '../../services/catalog/module';
 import { calendarModule } from '../../services/calendar/module';
 import { notificationsModule } from '../../services/notifications/module';
-import { createScratchDatabase, jsonLogs, runMain, startSystem, stopAllSystems, type ScratchDatabase } from '../support/system';
+import { createScratchDatabase, firstLogEvent, logEvents, runMain, startSystem, stopAllSystems, type ScratchDatabase } from '../support/system';
 
 const ADMIN_URL = process.env.DATABASE_URL;
 const onServer = ADMIN_URL ? describe : describe.skip;
@@ -386,7 +386,7 @@ onServer('least-privilege database roles (needs DATABASE_URL: roles exist on a P
 
     // Split mode: a catalog process with nothing but its own URL (DATABASE_URL empty = unset).
     const catalog = await startSystem({ role: 'catalog', env: { DATABASE_URL: '', CATALOG_DATABASE_URL: env.CATALOG_DATABASE_URL } });
-    const started = jsonLogs(catalog.logs()).find((l) => l.msg === 'database: PostgreSQL server');
+    const started = firstLogEvent(catalog.logs(), 'database.opened');
     expect(started).toMatchObject({ backend: 'postgresql', service_urls: ['catalog'] });
     const [catalogSession] = await admin<{ usename: string }[]>`
       select usename::text from pg_stat_activity where datname = current_database() and application_name = 'psync-catalog'`;
@@ -395,7 +395,7 @@ onServer('least-privilege database roles (needs DATABASE_URL: roles exist on a P
 
     // The same URL under both names (as the chart gives a service Deployment): it migrates as itself, nothing to set up.
     const both = await startSystem({ role: 'catalog', env: { DATABASE_URL: env.CATALOG_DATABASE_URL, CATALOG_DATABASE_URL: env.CATALOG_DATABASE_URL } });
-    expect(jsonLogs(both.logs()).filter((l) => l.msg === 'database role ready')).toEqual([]);
+    expect(logEvents(both.logs(), 'database.role.ready')).toEqual([]);
     expect(await both.stop()).toBe(0);
   });
 });

@@ -10,6 +10,7 @@ import { createSql, Sql } from '../../services/kit/db';
 import { runMigrations } from '../../services/kit/db';
 import { KIT_MIGRATIONS, loadBaseline, type MigrationSource } from '../../services/kit/db';
 import { startTestDatabase, TestDatabase } from '../support/database';
+import { logEvents } from '../support/log-events';
 
 /** What a schema records after the kit's baseline: the landed kit migrations it replaces. */
 const KIT_IDS = ['kit/0001_outbox', 'kit/0002_processed_events', 'kit/0003_processed_events_age', 'kit/0004_outbox_writer'];
@@ -59,7 +60,7 @@ describe('kit migrations', () => {
       applied: ['kit/baseline'],
       functions: ['kit/append_outbox'],
     });
-    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.level, l.schema, l.migration])).toEqual([[30, 'svc_kit', 'kit/baseline']]);
+    expect(logEvents(lines, 'migration.applied').map((l) => [l.level, l.schema, l.migration])).toEqual([[30, 'svc_kit', 'kit/baseline']]);
     // The baseline records the landed migrations it replaces, with their landed checksums.
     expect(await sql`select id, checksum from svc_kit.schema_migrations order by id`).toEqual(
       [...loadBaseline(KIT_MIGRATIONS)!.replaces].map(([id, checksum]) => ({ id, checksum })),

@@ -25,6 +25,7 @@ import { calendarModule } from '../../services/calendar/module';
 import { notificationsModule } from '../../services/notifications/module';
 import { startTestDatabase, type TestDatabase } from '../support/database';
 import { ROOT } from '../support/process';
+import { logEvents } from '../support/log-events';
 
 let db: TestDatabase;
 let sql: Sql;
@@ -80,7 +81,7 @@ describe('the version rule', () => {
       { id: 'rep/answer', version: 1 },
       { id: 'rep/reads_t', version: 1 },
     ]);
-    expect(lines.filter((l) => l.msg === 'repeatable SQL applied').map((l) => l.function)).toEqual(['rep/answer', 'rep/reads_t']);
+    expect(logEvents(lines, 'sql_function.applied').map((l) => l.function)).toEqual(['rep/answer', 'rep/reads_t']);
   });
 
   test('the same version again is left alone', async () => {
@@ -112,9 +113,7 @@ describe('the version rule', () => {
     const result = await runMigrations(sql, { schema: 'rep', sources: [{ prefix: 'rep', dir: older.dir }], log });
     expect(result.functions).toEqual([]);
     expect(await call('rep', 'answer')).toBe(2);
-    expect(lines.filter((l) => l.msg?.toString().startsWith('repeatable SQL left as is')).map((l) => [l.level, l.function, l.database, l.release])).toEqual([
-      [40, 'rep/answer', 2, 1],
-    ]);
+    expect(logEvents(lines, 'sql_function.kept_newer').map((l) => [l.level, l.function, l.database, l.release])).toEqual([[40, 'rep/answer', 2, 1]]);
   });
 
   test('files may call each other in any order: bodies are checked when they run', async () => {

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { ROOT } from '../support/process';
-import { backends, exitOf, jsonLogs } from '../support/system';
+import { backends, exitOf, firstLogEvent } from '../support/system';
 import { sleep, type EventDriver } from './support/harness';
 import { webhookSuite } from './support/suite';
 
@@ -178,7 +178,7 @@ describe(`kept-alive delivery connections in the running system (${backends.data
     expect(await suite.system.stop('SIGTERM')).toBe(0);
     expect(Date.now() - t0).toBeLessThan(8000);
     await allClosed();
-    const closed = jsonLogs(suite.system.logs()).find((l) => l.msg === 'webhooks: kept-alive connections to partners closed');
+    const closed = firstLogEvent(suite.system.logs(), 'webhook.connections.closed');
     expect(closed?.connections).toBeGreaterThanOrEqual(1);
   });
 });

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeliveryState, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
-import { backends, createScratchDatabase, deleteBusStream, jsonLogs, stopAllSystems, uniqueBusPrefix, type RunningSystem, type ScratchDatabase } from '../support/system';
+import { backends, createScratchDatabase, deleteBusStream, logEvents, stopAllSystems, uniqueBusPrefix, type RunningSystem, type ScratchDatabase } from '../support/system';
 import { SystemClients, eventDriver, eventually, sleep, startWebhookSystem, type EventDriver } from './support/harness';
 import { echoAndAccept, Receiver, type Received } from './support/receiver';
 import { createCertificates, type Certificates } from '../support/tls';
@@ -141,9 +141,8 @@ describe(`durability (${backends.database} + ${backends.bus})`, () => {
       c.close();
       const code = await system.stop('SIGTERM');
       expect(code).toBe(0);
-      const logs = jsonLogs(system.logs());
-      expect(logs.some((l) => String(l.msg).includes('draining in-flight deliveries'))).toBe(true);
-      expect(logs.some((l) => String(l.msg).includes('aborting in-flight deliveries'))).toBe(true);
+      expect(logEvents(system.logs(), 'webhook.dispatcher.draining').length).toBeGreaterThan(0);
+      expect(logEvents(system.logs(), 'webhook.dispatcher.aborted').length).toBeGreaterThan(0);
 
       stuckHangs = false;
       system = await startAt(home);
@@ -201,8 +200,8 @@ describe(`durability (${backends.database} + ${backends.bus})`, () => {
         expect(items).toHaveLength(n);
         expect(items.every((i) => i.attempts === 1)).toBe(true);
         // Both processes delivered some of them.
-        const byAll = jsonLogs(all.logs()).filter((l) => l.msg === 'webhook delivered' && l.workspace_id === p.ws).length;
-        const bySecond = jsonLogs(second.logs()).filter((l) => l.msg === 'webhook delivered' && l.workspace_id === p.ws).length;
+        const byAll = logEvents(all.logs(), 'webhook.delivery.delivered').filter((l) => l.workspace_id === p.ws).length;
+        const bySecond = logEvents(second.logs(), 'webhook.delivery.delivered').filter((l) => l.workspace_id === p.ws).length;
         expect(byAll + bySecond).toBe(n);
         expect(byAll).toBeGreaterThan(0);
         expect(bySecond).toBeGreaterThan(0);

@@ -10,7 +10,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSql } from '../../services/kit/db';
 import { WebhookEventType, EndpointStatus } from '../../gen/psync/notifications/v1/notifications_pb';
-import { backends, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { backends, logEvents, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { SystemClients, errorShape, psync, psyncFails, rpcError, startWebhookSystem, webhookEnv } from './support/harness';
 import { echoAndAccept, Receiver, verifyDelivery, type Handler } from './support/receiver';
 import { createCertificates, type Certificates } from '../support/tls';
@@ -251,7 +251,7 @@ describe(`webhook endpoint registration (${backends.database})`, () => {
     const { ws, url } = fresh();
     const first = await c.notifications.putEndpoint({ workspaceId: ws, url, events: ALL });
     const rotated = await psync(system, ['webhook', 'rotate-secret', '--workspace', ws]);
-    const all = [...system.logs(), ...system.stderr()].join('\n');
+    const all = [...system.logs(), ...system.stderr()].join('\n'); // log text on purpose: no secret anywhere in it
     expect(all).not.toContain(first.signingSecret!);
     expect(all).not.toContain(rotated.signing_secret);
     expect(all).not.toContain(first.signingSecret!.slice('whsec_'.length));
@@ -314,7 +314,7 @@ describe('signing secrets at rest', () => {
       const err = errorShape(await rpcError(bc.notifications.putEndpoint({ workspaceId: ws, url, events: ALL })));
       expect(err).toMatchObject({ code: 'Unavailable', reason: 'SERVICE_UNAVAILABLE' });
       expect(receiver.at(path)).toHaveLength(0);
-      expect(bare.logs().some((l) => l.includes('SECRETS_ENCRYPTION_KEY is not set'))).toBe(true);
+      expect(logEvents(bare.logs(), 'notifications.encryption_key.missing')).toHaveLength(1);
     } finally {
       bc.close();
       await bare.stop();

@@ -20,6 +20,7 @@ import {
   backends,
   createScratchDatabase,
   deleteBusStream,
+  firstLogEvent,
   freePort,
   linesOf,
   runMain,
@@ -133,11 +134,10 @@ describe(`main.ts after-restore refusals (database: ${backends.database}, bus: $
     }
     expect(forced.code).toBe(0);
     expect(JSON.parse(linesOf(forced.stdout)[0]!)).toMatchObject({ restored: true });
-    const warned = linesOf(forced.stderr).map((l) => JSON.parse(l) as { level: string; msg: string; serving?: string[] });
-    expect(warned.find((l) => l.msg.startsWith('after-restore --force: PROCEEDING WHILE THE SYSTEM IS SERVING'))).toMatchObject({ level: 'warn' });
+    expect(firstLogEvent(linesOf(forced.stderr), 'after_restore.forced')).toMatchObject({ level: 'warn' });
     if (backends.bus === 'nats') {
       // The running notifications notices its consumer gone and recreates it (the rewind undone, as the warning says).
-      await eventually(async () => system.logs().some((l) => l.includes('bus: durable consumer was missing; recreated')), 20_000, 'the consumer recreated by the running system');
+      await eventually(async () => firstLogEvent(system.logs(), 'bus.consumer.recreated') !== undefined, 20_000, 'the consumer recreated by the running system');
     }
   });
 });

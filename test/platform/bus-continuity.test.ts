@@ -13,10 +13,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/process';
-import { backends, createScratchDatabase, jsonLogs, runCommand, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
+import { backends, createScratchDatabase, logEvents, runCommand, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
 
 const PSYNC = join(ROOT, 'bin/psync');
-const REPLAY_MESSAGE = /did not end drained/;
 /**
  * Three starts of the whole system (the embedded one runs PGlite each time): ~25 s on
  * an idle 2-core machine, over a minute when other suites share it.
@@ -47,7 +46,7 @@ describe(`in-process bus continuity (database: ${backends.database})`, () => {
     return JSON.parse(r.stdout) as Record<string, string>;
   }
 
-  const replayLines = (lines: string[]) => jsonLogs(lines).filter((l) => REPLAY_MESSAGE.test(String(l.msg)));
+  const replayLines = (lines: string[]) => logEvents(lines, 'bus.memory.republished');
 
   test(
     'killed after events reached the bus: the next start publishes them again; a drained stop leaves the marker',

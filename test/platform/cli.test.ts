@@ -22,7 +22,7 @@ import { commands } from '../../bin/cli/command-set';
 import { connectErrorOf } from '../support/connect-errors';
 import { credentialInterceptor, TEST_TOKENS } from '../support/credentials';
 import { ROOT } from '../support/process';
-import { backends, freePort, linesOf, runCommand, RunningSystem, RunResult, startSystem, stopAllSystems } from '../support/system';
+import { backends, freePort, linesOf, logEvents, runCommand, RunningSystem, RunResult, startSystem, stopAllSystems } from '../support/system';
 
 const PSYNC = join(ROOT, 'bin/psync');
 
@@ -112,12 +112,7 @@ describe(`bin/psync (database: ${backends.database}, bus: ${backends.bus})`, () 
       const r = await psync(['migrate']);
       expect(r.code).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ migrated: true });
-      expect(
-        system
-          .logs()
-          .slice(before)
-          .filter((l) => l.includes('"migration applied"')),
-      ).toEqual([]);
+      expect(logEvents(system.logs().slice(before), 'migration.applied')).toEqual([]);
     });
 
     test('no arguments: usage on stderr, exit 2', async () => {

@@ -18,7 +18,7 @@ import { validBlock, validEndpoint, validProperty } from '../gateway/fixtures';
 import { Partners, type Partner } from '../gateway/partners';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { privatePostgresUnavailable, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres';
-import { startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { logEvents, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
 jest.setTimeout(240_000);
 
@@ -120,15 +120,8 @@ describeWithPrivatePostgres('PostgreSQL stopped under load', () => {
     }
 
     // The services mapped it (UNAVAILABLE, logged with the gateway's request id); nothing was INTERNAL.
-    const logs = system.logs().map((l) => {
-      try {
-        return JSON.parse(l) as Record<string, unknown>;
-      } catch {
-        return {};
-      }
-    });
-    expect(logs.filter((l) => typeof l.msg === 'string' && /answered INTERNAL/.test(l.msg))).toEqual([]);
-    const mapped = logs.filter((l) => l.component === 'errors' && typeof l.msg === 'string' && /answered UNAVAILABLE/.test(l.msg));
+    expect(logEvents(system.logs(), 'rpc.failure.internal')).toEqual([]);
+    const mapped = logEvents(system.logs(), 'rpc.failure.unavailable').filter((l) => l.component === 'errors');
     expect(mapped.length).toBeGreaterThan(0);
     expect(mapped.some((l) => requestIds.has(l.request_id as string) && typeof l.trace_id === 'string')).toBe(true);
 

@@ -21,7 +21,7 @@ import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { InternalClients } from '../../services/kit/rpc';
 import { operatorTokenPath } from '../../services/kit/base';
 import { callerEntry } from '../support/credentials';
-import { backends, createScratchDatabase, jsonLogs, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
+import { backends, createScratchDatabase, logEvents, startSystem, stopAllSystems, type RunningSystem, type ScratchDatabase } from '../support/system';
 
 /** Local addresses (as dotted IPv4) listening on `port`, from /proc/net/tcp. */
 function listeningAddresses(port: number): string[] {
@@ -69,7 +69,7 @@ const A = 'operator-credential-A-0123456789abcdef0123456789abcdef';
 const B = 'operator-credential-B-0123456789abcdef0123456789abcdef';
 
 function expectNoSecretsIn(system: RunningSystem, secrets: string[]): void {
-  const text = [...system.logs(), ...system.stderr()].join('\n');
+  const text = [...system.logs(), ...system.stderr()].join('\n'); // log text on purpose: no secret anywhere in it
   for (const s of secrets) expect(text).not.toContain(s);
 }
 
@@ -114,7 +114,7 @@ describe(`internal API credentials (database: ${backends.database}, bus: ${backe
     expect(token).toMatch(/^psop_[A-Za-z0-9_-]{43}$/);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(join(dataDir, 'keys')).mode & 0o777).toBe(0o700);
-    expect(jsonLogs(first.logs()).find((l) => String(l.msg).startsWith('operator credential'))).toMatchObject({ msg: expect.stringContaining('generated'), file });
+    expect(logEvents(first.logs(), 'credentials.operator.ready')).toEqual([expect.objectContaining({ source: 'generated', file })]);
     expect(await codeAs(first.internalUrl, token)).toBe('ok');
     expect(await codeAs(first.internalUrl, A)).toBe('Unauthenticated');
     expectNoSecretsIn(first, [token]);
@@ -122,7 +122,7 @@ describe(`internal API credentials (database: ${backends.database}, bus: ${backe
 
     const second = await startSystem({ dataDir, env });
     expect(readFileSync(file, 'utf8').trim()).toBe(token);
-    expect(jsonLogs(second.logs()).find((l) => String(l.msg).startsWith('operator credential'))).toMatchObject({ msg: expect.stringContaining('loaded'), file });
+    expect(logEvents(second.logs(), 'credentials.operator.ready')).toEqual([expect.objectContaining({ source: 'loaded', file })]);
     expect(await codeAs(second.internalUrl, token)).toBe('ok');
     await second.stop();
   });

@@ -15,7 +15,7 @@ import { IdentityService } from '../../gen/psync/identity/v1/identity_pb';
 import { InternalClients, type InternalTls } from '../../services/kit/rpc';
 import { credentialInterceptor } from '../support/credentials';
 import { canSplit, startSplitSystem, type SplitSystem } from '../support/split-system';
-import { backends, jsonLogs, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { backends, firstLogEvent, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 import { createInternalCa, type InternalCa } from '../support/tls';
 
 let dir: string;
@@ -68,7 +68,7 @@ describe(`internal TLS, all-in-one (database: ${backends.database}, bus: ${backe
 
   test('the listener says TLS and the internal URL is https', () => {
     expect(system.internalUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
-    const bound = jsonLogs(system.logs()).find((l) => String(l.msg).startsWith('internal Connect/gRPC server bound'));
+    const bound = firstLogEvent(system.logs(), 'rpc.server.bound');
     expect(bound).toMatchObject({ tls: true, client_certificates: 'not requested' });
   });
 

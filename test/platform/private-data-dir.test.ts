@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createWorkspace, internalClients } from '../support/internal-clients';
 import { listeningAddresses } from '../support/listening';
-import { backends, freePort, jsonLogs, runCommand, SHIPPED_MAIN, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { backends, firstLogEvent, freePort, logEvents, runCommand, SHIPPED_MAIN, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
 /** What `find <dir> -perm /077` prints: entries open to group or others. */
 function openEntries(dir: string): string[] {
@@ -54,7 +54,7 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
     expect(openEntries(dataDir)).toEqual([]);
     if (backends.database === 'embedded') expect(lstatSync(join(dataDir, 'keys', 'token-signing.key')).mode & 0o777).toBe(0o600);
     // A fresh DATA_DIR had nothing to repair.
-    expect(jsonLogs(system.logs()).filter((l) => String(l.msg).startsWith('DATA_DIR'))).toEqual([]);
+    expect(logEvents(system.logs(), 'data_dir.narrowed', 'data_dir.unfixable', 'data_dir.foreign_owner')).toEqual([]);
   }, 180_000);
 
   test('what was loosened is narrowed at the next start, with one log line; restart and writes leave nothing open', async () => {
@@ -75,12 +75,13 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
     expect(openEntries(dataDir).length).toBe(expected.length);
 
     const system = await startSystem({ dataDir, env });
-    const repaired = jsonLogs(system.logs()).filter((l) => String(l.msg).startsWith('DATA_DIR'));
+    const repaired = logEvents(system.logs(), 'data_dir.narrowed', 'data_dir.unfixable', 'data_dir.foreign_owner');
     expect(repaired).toHaveLength(1);
     const dirs = backends.database === 'embedded' ? 4 : 2;
     expect(repaired[0]).toMatchObject({ level: 'warn', data_dir: dataDir, directories: dirs, files: expected.length - dirs });
     expect([...(repaired[0]!.paths as string[])].sort()).toEqual(expected.sort());
     // Names and counts only: a key file's contents never reach the log.
+    // log text on purpose: no key file contents anywhere in it
     if (backends.database === 'embedded') expect(system.logs().join('\n')).not.toContain(readFileSync(join(dataDir, 'keys', 'token-signing.key'), 'utf8').trim());
     expect(lstatSync(dataDir).mode & 0o777).toBe(0o700);
     expect(lstatSync(join(dataDir, 'restored', 'copied-in')).mode & 0o777).toBe(0o600);
@@ -103,7 +104,7 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
       const st = lstatSync(socket);
       expect(st.isSocket()).toBe(true);
       expect(st.mode & 0o777).toBe(0o600);
-      const opened = jsonLogs(system.logs()).find((l) => l.backend === 'embedded');
+      const opened = firstLogEvent(system.logs(), 'database.opened');
       expect(opened).toMatchObject({ socket });
       // PORT follows HOST (127.0.0.1 in tests); INTERNAL_PORT and METRICS_PORT are loopback by default with role all.
       expect(listeningAddresses(system.child.pid!)).toEqual([`127.0.0.1:${system.env.PORT}`, `127.0.0.1:${system.env.INTERNAL_PORT}`, `127.0.0.1:${env.METRICS_PORT}`].sort());
@@ -132,7 +133,7 @@ describe(`a private DATA_DIR (database: ${backends.database})`, () => {
       await system.stop('SIGKILL');
       expect(lstatSync(join(dataDir, 'postgres.sock')).isSocket()).toBe(true);
       system = await startSystem({ dataDir, env });
-      expect(jsonLogs(system.logs()).find((l) => l.backend === 'embedded')).toMatchObject({ socket: join(dataDir, 'postgres.sock') });
+      expect(firstLogEvent(system.logs(), 'database.opened')).toMatchObject({ socket: join(dataDir, 'postgres.sock') });
       await system.stop();
       expect(openEntries(dataDir)).toEqual([]);
     }, 120_000);

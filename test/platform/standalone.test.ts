@@ -18,6 +18,7 @@ import {
   deleteBusStream,
   jsonLogs,
   linesOf,
+  logEvents,
   randomKey,
   runMain,
   RunningSystem,
@@ -81,7 +82,7 @@ maybe('one service per process (needs DATABASE_URL and NATS_URL: a database and 
       expect(s.internalUrl).toBe(`http://127.0.0.1:${s.env.INTERNAL_PORT}`);
       const logs = jsonLogs(s.logs());
       // Each process migrates only the schema it hosts.
-      const schemas = new Set(logs.filter((l) => l.msg === 'migration applied').map((l) => l.schema));
+      const schemas = new Set(logEvents(logs, 'migration.applied').map((l) => l.schema));
       expect([...schemas]).toEqual([role]);
       expect(logs.find((l) => l.backend === 'postgresql')).toBeDefined();
       expect(logs.find((l) => l.backend === 'nats')).toBeDefined();
@@ -122,7 +123,7 @@ maybe('one service per process (needs DATABASE_URL and NATS_URL: a database and 
     expect(gateway.gatewayUrl).toBe(`http://127.0.0.1:${gateway.env.PORT}`);
     expect(gateway.internalUrl).toBe('');
     // The gateway hosts no service: it opens no database and runs no migration.
-    expect(jsonLogs(gateway.logs()).filter((l) => l.msg === 'migration applied' || l.backend !== undefined)).toEqual([]);
+    expect(logEvents(gateway.logs(), 'migration.applied', 'database.opened')).toEqual([]);
     const r = await readyz(gateway.gatewayUrl);
     expect(r.status).toBe(200);
     expect(r.body.services).toEqual({ identity: 'serving', catalog: 'serving', calendar: 'serving', notifications: 'serving' });
@@ -143,7 +144,7 @@ maybe('one service per process (needs DATABASE_URL and NATS_URL: a database and 
   test('the gateway gets ready again when the service comes back', async () => {
     // Same INTERNAL_PORT, same database (already migrated: nothing applied).
     services.calendar = await startSystem({ role: 'calendar', env: { ...shared, INTERNAL_PORT: services.calendar.env.INTERNAL_PORT! } });
-    expect(jsonLogs(services.calendar.logs()).filter((l) => l.msg === 'migration applied')).toEqual([]);
+    expect(logEvents(services.calendar.logs(), 'migration.applied')).toEqual([]);
     let r = await readyz(gateway.gatewayUrl);
     for (let i = 0; i < 50 && r.status !== 200; i++) {
       await sleep(100);
@@ -185,7 +186,7 @@ describe(`main.ts migrate (database: ${backends.database})`, () => {
     const result = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(result).toMatchObject({ migrated: true });
     expect([...(result.schemas as string[])].sort()).toEqual(['calendar', 'catalog', 'identity', 'notifications']);
-    const applied = jsonLogs(linesOf(r.stderr)).filter((l) => l.msg === 'migration applied');
+    const applied = logEvents(linesOf(r.stderr), 'migration.applied');
     expect(new Set(applied.map((l) => l.schema))).toEqual(new Set(ROLES));
   });
 

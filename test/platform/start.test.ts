@@ -10,7 +10,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { backends, createScratchDatabase, deleteBusStream, jsonLogs, RunningSystem, ScratchDatabase, startSystem, stopAllSystems, uniqueBusPrefix } from '../support/system';
+import {
+  backends,
+  createScratchDatabase,
+  deleteBusStream,
+  firstLogEvent,
+  jsonLogs,
+  logEvents,
+  RunningSystem,
+  ScratchDatabase,
+  startSystem,
+  stopAllSystems,
+  uniqueBusPrefix,
+} from '../support/system';
 
 const SERVICES = ['identity', 'catalog', 'calendar', 'notifications'];
 
@@ -29,6 +41,11 @@ function topLevelKeys(line: string): string[] {
     else if (ch === '}' || ch === ']') depth--;
   }
   return keys;
+}
+
+/** Where each start-up line of a key says the key came from (`generated`, `loaded`, `TOKEN_SIGNING_KEY`). */
+function keySources(lines: string[], event: 'identity.signing_key.ready' | 'notifications.encryption_key.ready'): unknown[] {
+  return logEvents(lines, event).map((l) => l.source);
 }
 
 async function getJson(url: string): Promise<{ status: number; body: any }> {
@@ -63,8 +80,7 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
     // test run shares the CPU with other test files, so a bound here would be flaky.
     first = await startSystem({ dataDir, env });
 
-    const listening = first.logs().find((l) => l.includes('listening') && !l.includes('internal Connect/gRPC'))!;
-    expect(listening).toContain(`http://127.0.0.1:${first.env.PORT}`);
+    expect(logEvents(first.logs(), 'process.listening')).toEqual([expect.objectContaining({ url: `http://127.0.0.1:${first.env.PORT}` })]);
     expect(first.gatewayUrl).toBe(`http://127.0.0.1:${first.env.PORT}`);
 
     const health = await getJson(`${first.gatewayUrl}/healthz`);
@@ -76,14 +92,13 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
     expect(ready.body.services).toEqual(Object.fromEntries(SERVICES.map((s) => [s, 'serving'])));
 
     // A fresh state: every schema got its migrations (kit tables at least).
-    const applied = jsonLogs(first.logs()).filter((l) => l.msg === 'migration applied');
+    const applied = logEvents(first.logs(), 'migration.applied');
     expect(new Set(applied.map((l) => l.schema))).toEqual(new Set(SERVICES));
   });
 
   test('the start-up log says which backends are in use', () => {
-    const logs = jsonLogs(first!.logs());
-    const dbLine = logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('database:'));
-    const busLine = logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('bus:') && l.backend !== undefined);
+    const dbLine = firstLogEvent(first!.logs(), 'database.opened');
+    const busLine = firstLogEvent(first!.logs(), 'bus.opened');
     expect(dbLine?.backend).toBe(backends.database);
     expect(busLine?.backend).toBe(backends.bus);
     if (backends.database === 'embedded') expect(dbLine?.data_dir).toBe(join(dataDir, 'postgres'));
@@ -103,21 +118,19 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
   });
 
   test('the start-up log says where each key came from: generated at the first start', () => {
-    const msgs = jsonLogs(first!.logs()).map((l) => String(l.msg));
     if (backends.database === 'embedded') {
-      expect(msgs.filter((m) => m.startsWith('token-signing key:'))).toEqual([expect.stringMatching(/^token-signing key: generated \(first start\) from DATA_DIR\/keys/)]);
-      expect(msgs.filter((m) => m.startsWith('secrets-encryption key:'))).toEqual([expect.stringMatching(/^secrets-encryption key: generated \(first start\)/)]);
+      expect(keySources(first!.logs(), 'identity.signing_key.ready')).toEqual(['generated']);
+      expect(keySources(first!.logs(), 'notifications.encryption_key.ready')).toEqual(['generated']);
     } else {
       // A real PostgreSQL never generates keys: the test configures them, as a deployment does.
-      expect(msgs).toContain('token-signing key: TOKEN_SIGNING_KEY');
+      expect(keySources(first!.logs(), 'identity.signing_key.ready')).toEqual(['TOKEN_SIGNING_KEY']);
     }
   });
 
   test('SIGTERM drains and exits 0', async () => {
     const code = await first!.stop('SIGTERM');
     expect(code).toBe(0);
-    const logs = jsonLogs(first!.logs()).map((l) => l.msg);
-    expect(logs).toContain('shutdown complete');
+    expect(logEvents(first!.logs(), 'process.shutdown.complete')).toHaveLength(1);
   });
 
   test('LOG_FORMAT=pretty: human lines instead of JSON, the listening line among them', async () => {
@@ -128,8 +141,8 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
       const lines = pretty.logs().filter((l) => l.trim() !== '' && !/^\s/.test(l)); // an error's fields continue on indented lines
       expect(jsonLogs(lines)).toEqual([]);
       for (const line of lines) expect(line).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FATAL): psync(\/[\w-]+)?: \S/);
-      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/INFO: psync: listening on http:\/\/127\.0\.0\.1:\d+ /)]));
-      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/INFO: psync\/identity: token-signing key: /)]));
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/INFO: psync: .*"event":"process\.listening","url":"http:\/\/127\.0\.0\.1:\d+"/)]));
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/INFO: psync\/identity: .*"event":"identity\.signing_key\.ready"/)]));
     } finally {
       rmSync(prettyDir, { recursive: true, force: true });
     }
@@ -137,15 +150,12 @@ describe(`npm start (database: ${backends.database}, bus: ${backends.bus})`, () 
 
   test('boots again from the same state without re-applying migrations', async () => {
     const second = await startSystem({ dataDir, env });
-    const applied = jsonLogs(second.logs()).filter((l) => l.msg === 'migration applied');
+    const applied = logEvents(second.logs(), 'migration.applied');
     expect(applied).toEqual([]);
     if (backends.database === 'embedded') {
       // The same DATA_DIR: the keys are read back, not made again.
-      const msgs = jsonLogs(second.logs()).map((l) => String(l.msg));
-      expect(msgs.filter((m) => /^(token-signing|secrets-encryption) key:/.test(m))).toEqual([
-        expect.stringMatching(/^token-signing key: loaded from DATA_DIR\/keys/),
-        expect.stringMatching(/^secrets-encryption key: loaded from DATA_DIR\/keys/),
-      ]);
+      expect(keySources(second.logs(), 'identity.signing_key.ready')).toEqual(['loaded']);
+      expect(keySources(second.logs(), 'notifications.encryption_key.ready')).toEqual(['loaded']);
     }
     const ready = await getJson(`${second.gatewayUrl}/readyz`);
     expect(ready.status).toBe(200);

@@ -38,6 +38,9 @@ import { seedEmbeddedDatabase } from './pglite-template';
 import { TEST_TOKENS, testCallerEnv } from './credentials';
 import { isRole } from '../../services/kit/rpc';
 import { internalClients, type InternalClients } from './internal-clients';
+import { eventPattern, firstLogEvent } from './log-events';
+
+export { eventPattern, firstLogEvent, logEvents, type LogLine } from './log-events';
 
 export interface StartOptions {
   /** Extra environment; wins over everything startSystem chooses. */
@@ -241,6 +244,17 @@ export function useSystem(opts: StartOptions = {}, timeoutMs = 120_000): SystemI
  * the composition root moved to the top (the rolling-upgrade check starts the previous
  * release from its own checkout).
  */
+/**
+ * How a release from before log events marks the lines startSystem reads (the rolling
+ * upgrade starts the previous release). Log text on purpose: that release's lines carry no
+ * `event`; this goes once deploy/previous-release names a release that logs events.
+ */
+const PREVIOUS_RELEASE = {
+  listening: /listening.*https?:\/\//,
+  bound: /internal Connect\/gRPC server bound/,
+  internalOnly: /internal services only/,
+};
+
 export function entryOf(root: string): string[] {
   if (root === ROOT) return [SHIPPED_MAIN];
   return ['--import', 'tsx', existsSync(join(root, 'main.ts')) ? 'main.ts' : join('services', 'main.ts')];
@@ -326,6 +340,7 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
   }
 
   const root = opts.root ?? ROOT;
+  const ownRelease = root === ROOT;
   const child = spawn(process.execPath, [...entryOf(root), role, ...(opts.args ?? [])], {
     cwd: root,
     env,
@@ -371,19 +386,20 @@ async function startOnce(opts: StartOptions): Promise<RunningSystem> {
 
   let line: string;
   try {
-    // The `listening` line with a URL (the only line containing "listening").
-    // The default wait ends before Jest's 60 s hook time-out, so the output is reported.
-    line = await waitForLine(child, /listening.*https?:\/\//, opts.timeoutMs ?? 50000);
+    // The `listening` line (it carries the URL). The default wait ends before Jest's
+    // 60 s hook time-out, so the output is reported.
+    line = await waitForLine(child, ownRelease ? eventPattern('process.listening') : PREVIOUS_RELEASE.listening, opts.timeoutMs ?? 50000);
   } catch (err) {
     await system.stop('SIGKILL');
     const stderr = errLines.length ? `\nstderr:\n${errLines.slice(-20).join('\n')}` : '';
     throw new Error(`${role}: ${(err as Error).message}${stderr}`, { cause: err });
   }
   const url = (parseLine(line)?.url as string | undefined) ?? /https?:\/\/[^\s"]+/.exec(line)?.[0] ?? '';
-  const internalPort = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.port;
-  const internalTls = parseLine(system.logs().find((l) => l.includes('internal Connect/gRPC server bound')))?.tls === true;
+  const bound = ownRelease ? firstLogEvent(system.logs(), 'rpc.server.bound') : parseLine(system.logs().find((l) => PREVIOUS_RELEASE.bound.test(l)));
+  const internalPort = bound?.port;
+  const internalTls = bound?.tls === true;
   system.internalUrl = typeof internalPort === 'number' ? `${internalTls ? 'https' : 'http'}://127.0.0.1:${internalPort}` : '';
-  system.gatewayUrl = line.includes('internal services only') ? '' : url;
+  system.gatewayUrl = (ownRelease ? /"internal_only":true/ : PREVIOUS_RELEASE.internalOnly).test(line) ? '' : url;
   return system;
 }
 

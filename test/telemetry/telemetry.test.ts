@@ -17,7 +17,7 @@ import { send, jsonRequest } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
 import { validBlock } from '../gateway/fixtures';
 import { INTAKE_CONSUMER } from '../../services/notifications/intake';
-import { freePort, jsonLogs, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
+import { freePort, logEvents, startSystem, stopAllSystems, type RunningSystem } from '../support/system';
 
 jest.setTimeout(120_000);
 
@@ -219,7 +219,7 @@ describe('traces (PSYNC_TRACE_EXPORT_FILE)', () => {
     }
 
     // The access log line carries the trace id.
-    const line = jsonLogs(system.logs()).find((l) => l.msg === 'request' && l.request_id === putRequestId);
+    const line = logEvents(system.logs(), 'http.request').find((l) => l.request_id === putRequestId);
     expect(line?.trace_id).toBe(gateway!.traceId);
   });
 

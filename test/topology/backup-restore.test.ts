@@ -33,7 +33,7 @@ import { TEST_TOKENS, testCallerEnv } from '../support/credentials';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { privatePostgresUnavailable } from '../support/private-postgres';
 import { hasNatsServer } from '../support/private-nats';
-import { freePort, jsonLogs, linesOf, randomKey, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
+import { freePort, linesOf, logEvents, randomKey, runMain, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { createCertificates, type Certificates } from '../support/tls';
 import { webhookEnv } from '../notifications/support/harness';
 import { Receiver, type Received } from '../notifications/support/receiver';
@@ -281,6 +281,7 @@ async function readRestored(url: string): Promise<RestoredState> {
 function exitReport(): string {
   const c = system.child;
   if (c.exitCode === null && c.signalCode === null) return '';
+  // log text on purpose: the last lines, for a person reading the failure
   return `\nthe system exited (${c.exitCode ?? c.signalCode}):\n${[...system.logs().slice(-15), ...system.stderr().slice(-15)].join('\n')}`;
 }
 
@@ -464,9 +465,7 @@ describeIfPossible('backup and restore under traffic', () => {
 
     // Events of the gap are still on the stream; the rewound intake meets them and the
     // calendar does not know their bookings: refused, never delivered again.
-    const refusedFromGap = jsonLogs(system.logs()).filter(
-      (l) => l.msg === 'webhooks: domain event refused: its owner does not prove it; dropped' && l.reason === 'unknown_booking',
-    ).length;
+    const refusedFromGap = logEvents(system.logs(), 'webhook.domain_event.refused').filter((l) => l.reason === 'unknown_booking').length;
     const lost = blocksLost.length + bookingsLost.length + deliveriesLost.length;
     const duplicated = duplicatedCovered.length + seenTwiceAfter;
     const figures = {

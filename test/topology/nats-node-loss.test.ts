@@ -28,7 +28,7 @@ import { Receiver } from '../notifications/support/receiver';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { hasNatsServer } from '../support/private-nats';
 import { privatePostgresUnavailable, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres';
-import { jsonLogs, randomKey, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
+import { firstLogEvent, jsonLogs, logEvents, randomKey, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { createCertificates, type Certificates } from '../support/tls';
 import { recordFigures, type FaultFigures } from './support/figures';
 import { startNatsCluster, type NatsCluster } from './support/nats-cluster';
@@ -260,7 +260,7 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
     expect([0, 1]).toContain(r1?.consumers.find((c) => c.name === CONSUMER)?.config.num_replicas);
 
     system = await startSystem({ env: { ...env, NATS_STREAM_REPLICAS: '3', NATS_STREAM_MAX_AGE: MAX_AGE, NATS_STREAM_MAX_BYTES: String(MAX_BYTES) }, timeoutMs: 120_000 });
-    const updated = jsonLogs(system.logs()).find((l) => String(l.msg).startsWith('bus: stream configuration updated'));
+    const updated = firstLogEvent(system.logs(), 'bus.stream.updated');
     expect(updated?.changes).toEqual(['num_replicas 1→3', 'max_age 7d→2d', `max_bytes unlimited→${MAX_BYTES}`]);
 
     let seen: Awaited<ReturnType<typeof monitoredStream>>;
@@ -415,8 +415,8 @@ describeIf('a NATS node lost under traffic (three-node JetStream cluster)', () =
       const recoverySeconds = Math.round((Math.max(firstPublish, firstDelivery) - ph.killedAt) / 100) / 10;
       // Log lines carry ISO times.
       const inWindow = (l: Record<string, unknown>) => Date.parse(String(l.time)) >= ph.from && Date.parse(String(l.time)) < ph.to;
-      const publishFailures = logs.filter((l) => String(l.msg).startsWith('outbox: publish failed') && inWindow(l)).length;
-      const busReconnects = logs.filter((l) => l.msg === 'bus: reconnected to NATS' && inWindow(l)).length;
+      const publishFailures = logEvents(logs, 'outbox.publish.failed').filter(inWindow).length;
+      const busReconnects = logEvents(logs, 'bus.nats.reconnected').filter(inWindow).length;
       const acknowledgedWithoutEvent = traffic.confirmed.filter((ref) => !bookingRefsWithEvent.has(ref)).length;
       const answered = Object.values(ph.statuses).reduce((a, b) => a + b, 0);
       const windowS = (ph.to - ph.from) / 1000;

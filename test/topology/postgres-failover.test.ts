@@ -32,7 +32,7 @@ import { Partners, type Partner } from '../gateway/partners';
 import { internalClients, type InternalClients } from '../support/internal-clients';
 import { hasNatsServer, startPrivateNats, type PrivateNats } from '../support/private-nats';
 import { privatePostgresUnavailable } from '../support/private-postgres';
-import { jsonLogs, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
+import { firstLogEvent, logEvents, startSystem, stopAllSystems, uniqueBusPrefix, type RunningSystem } from '../support/system';
 import { FIGURES_DIR, non503Errors, recordFigures } from './support/figures';
 import { startPostgresPair, type PgNode, type PostgresPair } from './support/postgres-pair';
 import { sleep } from '../support/eventually';
@@ -266,7 +266,7 @@ async function underTraffic(
   const recovery = recoveryByKind(t, t0);
   const recoverySeconds = Math.max(...Object.values(recovery));
   const checked = await verify(t, newPrimary());
-  const internal = jsonLogs(system.logs()).filter((l) => typeof l.msg === 'string' && /answered INTERNAL/.test(l.msg));
+  const internal = logEvents(system.logs(), 'rpc.failure.internal');
   const unexpectedRpc = Object.entries(t.rpcCodes).filter(([code]) => !['Unavailable', 'FailedPrecondition', 'AlreadyExists', 'Aborted'].includes(code));
   const writes = t.ops.filter((o) => o.ok).length;
   recordFigures({
@@ -356,7 +356,7 @@ describeWithPair('PostgreSQL failover under traffic (primary + synchronous stand
   });
 
   test('the system connects through the multi-host URL to the read-write host', async () => {
-    const line = jsonLogs(system.logs()).find((l) => l.msg === 'database: PostgreSQL server');
+    const line = firstLogEvent(system.logs(), 'database.opened');
     expect(line).toMatchObject({ host: '127.0.0.1,127.0.0.1', target_session_attrs: 'read-write' });
     const [a] = pair!.nodes;
     const rows = await pair!.query<{ n: number }>(a, `select count(*)::int as n from pg_stat_activity where application_name like 'psync-%'`);

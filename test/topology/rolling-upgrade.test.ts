@@ -386,6 +386,7 @@ describeWithServers('rolling upgrade: the previous release beside this one on on
     await stopAllSystems();
     // Each process's output, for a failure's post-mortem (CI keeps .tmp/).
     mkdirSync(LOG_DIR, { recursive: true });
+    // log text on purpose: kept whole for a person
     started.forEach((e, i) => writeFileSync(join(LOG_DIR, `${i + 1}-${e.release.replace(/\W+/g, '-')}.log`), [...e.system.logs(), '--- stderr', ...e.system.stderr()].join('\n')));
     await receiver?.close();
     certs?.remove();

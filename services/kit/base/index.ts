@@ -1,6 +1,6 @@
 /**
  * The kit's ground floor, which imports nothing else of the kit: the logger, the limits,
- * identifiers and encodings (uuid, base32), what may be stored (storable-values),
+ * the log event names, identifiers and encodings (uuid, base32), what may be stored (storable-values),
  * private files and keys under DATA_DIR, the request id carried through a call, group
  * commit, durations, the clock and the configuration error.
  *
@@ -16,6 +16,7 @@ export { dottedKind, EnumNames, environments, type DottedEnumName, type EnumName
 export { GroupCommit } from './group-commit';
 export { EVENT_FEED_RETENTION_DAYS, MAX_NIGHTS, MAX_NIGHTS_READ, MAX_TOKEN_TTL_SECONDS, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATE_WINDOW_SECONDS } from './limits';
 export { localKeyPath, type ResolvedSecretKey, resolveSecretKey } from './local-keys';
+export { LOG_EVENTS, logEvent, type LogEvent } from './log-events';
 export { LogSampler } from './log-sampler';
 export { createLogger, type Logger, redactSecrets } from './logger';
 export { ensureOperatorTokenFile, operatorTokenPath, readOperatorTokenFile } from './operator-token';

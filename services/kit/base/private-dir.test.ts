@@ -57,7 +57,7 @@ describe('private DATA_DIR', () => {
 
     securePrivateDataDir(root, log);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 'warn', obj: { data_dir: root, directories: 0, files: 1, paths: ['keys/operator.token'] } });
+    expect(lines[0]).toMatchObject({ level: 'warn', obj: { event: 'data_dir.narrowed', data_dir: root, directories: 0, files: 1, paths: ['keys/operator.token'] } });
     expect(JSON.stringify(lines)).not.toContain('psop_secret-value');
 
     securePrivateDataDir(root, log);

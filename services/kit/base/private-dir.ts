@@ -12,6 +12,7 @@
  */
 import { chmodSync, lstatSync, mkdirSync, readdirSync, type Stats } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { logEvent } from './log-events';
 import type { Logger } from './logger';
 
 /** Mode of every directory under DATA_DIR (and DATA_DIR itself). */
@@ -91,19 +92,19 @@ export function securePrivateDataDir(dataDir: string, log: Logger): TightenResul
   const result = tightenTree(dataDir);
   if (result.failed.length > 0) {
     log.error(
-      { data_dir: dataDir, failed: result.failed.length, failed_paths: result.failed.slice(0, PATHS_LOGGED) },
+      { event: logEvent('data_dir.unfixable'), data_dir: dataDir, failed: result.failed.length, failed_paths: result.failed.slice(0, PATHS_LOGGED) },
       'DATA_DIR: some entries are open to group or others and their mode cannot be changed (another owner?): fix them by hand',
     );
   }
   if (result.foreignRoot) {
     log.info(
-      { data_dir: dataDir },
+      { event: logEvent('data_dir.foreign_owner'), data_dir: dataDir },
       'DATA_DIR belongs to another account (a mounted volume?) and stays open to others; what psync keeps in it is private (directories 0700, files 0600)',
     );
   }
   if (result.directories + result.files > 0) {
     log.warn(
-      { data_dir: dataDir, directories: result.directories, files: result.files, paths: result.paths },
+      { event: logEvent('data_dir.narrowed'), data_dir: dataDir, directories: result.directories, files: result.files, paths: result.paths },
       'DATA_DIR: narrowed permissions open to group or others (directories 0700, files 0600)',
     );
   }

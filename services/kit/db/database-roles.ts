@@ -27,7 +27,7 @@
  */
 import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { SERVICE_NAMES, type Sql, type Tx } from './database';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { takeMigrationLock } from './migrate';
 import { parsePostgresUrl } from './postgres-url';
 import type { ServiceName } from '../base';
@@ -144,7 +144,7 @@ export async function provisionServiceRoles(admin: Sql, services: ServiceRoleUrl
     for (const w of wanted) await isolate(tx, w.service, w.role);
     return out;
   });
-  for (const r of results) log?.info({ ...r }, 'database role ready');
+  for (const r of results) log?.info({ event: logEvent('database.role.ready'), ...r }, 'database role ready');
   return [...results];
 }
 

@@ -13,7 +13,7 @@
  */
 import postgres from 'postgres';
 import { join } from 'node:path';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { startEmbeddedPostgres, EmbeddedPostgres } from './embedded-postgres';
 import { makePrivateDir } from '../base';
 import { parsePostgresUrl } from './postgres-url';
@@ -185,6 +185,7 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
     const u = parsePostgresUrl(pingUrl);
     log.info(
       {
+        event: logEvent('database.opened'),
         backend: 'postgresql',
         host: u.hosts.map((h) => h.host).join(','),
         port: u.hosts.map((h) => h.port || '5432').join(','),
@@ -212,7 +213,7 @@ export async function openDatabase(cfg: DatabaseSettings, log: Logger, hosted: r
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(dir, { socket: embeddedSocketPath(cfg.dataDir) });
   const shared = createSql(embedded.url, { max: 1, applicationName: 'psync-embedded', path: embedded.path });
   log.info(
-    { backend: 'embedded', data_dir: dir, socket: embedded.path, narrowed_at_open: embedded.narrowed },
+    { event: logEvent('database.opened'), backend: 'embedded', data_dir: dir, socket: embedded.path, narrowed_at_open: embedded.narrowed },
     'database: embedded PGlite (one shared connection over a Unix socket only this account can open)',
   );
   return {

@@ -25,7 +25,7 @@
  * objects in its schema, out of every other service's search_path.
  */
 import type { Sql, Tx } from './database';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import type { MigrationSource } from './migration-files';
 import { baselineStep, migrationPlan } from './migration-baseline';
 import { applyFunctionFiles, loadFunctionFiles } from './sql-functions';
@@ -122,7 +122,7 @@ export async function runMigrations(
     return { done, functions: await applyFunctionFiles(tx, schema, functions, log) };
   });
   // Logged after the commit: a later failing file rolls the earlier ones back too.
-  for (const id of result.done) log?.info({ schema, migration: id }, 'migration applied');
-  for (const id of result.functions) log?.info({ schema, function: id }, 'repeatable SQL applied');
+  for (const id of result.done) log?.info({ event: logEvent('migration.applied'), schema, migration: id }, 'migration applied');
+  for (const id of result.functions) log?.info({ event: logEvent('sql_function.applied'), schema, function: id }, 'repeatable SQL applied');
   return { schema, applied: [...result.done], functions: [...result.functions] };
 }

@@ -27,7 +27,7 @@
  */
 import { dirname, join } from 'node:path';
 import type { Tx } from './database';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { migrationChecksum, type MigrationSource } from './migration-files';
 import { readSqlDir, sqlDirExists } from './sql-tree';
 
@@ -89,7 +89,7 @@ export async function applyFunctionFiles(tx: Tx, schema: string, files: Function
     const had = recorded.get(f.id);
     if (had && had.version > f.version) {
       log?.warn(
-        { schema, function: f.id, database: had.version, release: f.version },
+        { event: logEvent('sql_function.kept_newer'), schema, function: f.id, database: had.version, release: f.version },
         'repeatable SQL left as is: the database holds a newer version (a newer release migrated it)',
       );
       continue;

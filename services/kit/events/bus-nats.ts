@@ -25,7 +25,7 @@ import { setBusAnonymous } from '../telemetry';
 import { DEFAULT_STREAM_LIMITS, apiErrorCode, ensureStream, streamConfigFor, type StreamLimits } from './nats-stream';
 import { NatsSubscription, type SubscriptionContext } from './nats-subscription';
 import { ConsumerWatch } from './nats-consumer-watch';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 
 const PREFIX_PATTERN = /^[a-z][a-z0-9_-]*$/;
 const DURABLE_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -94,12 +94,12 @@ export async function connectNatsBus(opts: {
     // Calendar). Failures still carry their message, class and cause.
     noAsyncTraces: true,
   });
-  log.info({ backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');
+  log.info({ event: logEvent('bus.opened'), backend: 'nats', server: where, server_version: nc.info?.version, stream }, 'bus: connected to NATS JetStream');
   const anonymous = anonymousRemoteServers(url, opts.credsFile);
   setBusAnonymous(anonymous.length > 0);
   if (anonymous.length > 0) {
     log.warn(
-      { servers: anonymous },
+      { event: logEvent('bus.nats.anonymous'), servers: anonymous },
       'bus: connected to NATS without credentials on a non-loopback address: anyone who reaches the server can read and publish events; give NATS_URL a user or set NATS_CREDS (docs/operations.md "NATS authentication")',
     );
   }
@@ -108,7 +108,7 @@ export async function connectNatsBus(opts: {
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') log.warn({ server: where }, 'bus: disconnected from NATS, reconnecting');
-      else if (s.type === 'reconnect') log.info({ server: where }, 'bus: reconnected to NATS');
+      else if (s.type === 'reconnect') log.info({ event: logEvent('bus.nats.reconnected'), server: where }, 'bus: reconnected to NATS');
       else if (s.type === 'error') log.warn({ server: where, status: String(s.error) }, 'bus: NATS connection error');
     }
   })().catch(() => {});

@@ -16,6 +16,7 @@
  */
 import type { ConsumerInfo } from '@nats-io/jetstream';
 import { recordBusConsumerRecreated, registerBusConsumer, type BusConsumerState } from '../telemetry';
+import { logEvent } from '../base';
 import { PeriodicJob } from '../work';
 import { isConsumerGone, recreateConsumer, type ConsumerPlace } from './nats-consumer';
 
@@ -126,6 +127,6 @@ export class ConsumerWatch {
     }
     this.recreatedAt = Date.now();
     recordBusConsumerRecreated(this.durable);
-    this.place.log.warn(fields, 'bus: durable consumer was missing; recreated from its last acknowledged position');
+    this.place.log.warn({ event: logEvent('bus.consumer.recreated'), ...fields }, 'bus: durable consumer was missing; recreated from its last acknowledged position');
   }
 }

@@ -10,7 +10,7 @@
  */
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamError, type ConsumerConfig, type JetStreamManager } from '@nats-io/jetstream';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { apiErrorCode } from './nats-stream';
 
 /** JetStream API error codes we react to (nats-server `server/errors.json`) that nats.js does not name. */
@@ -132,7 +132,10 @@ export async function ensureConsumer(place: ConsumerPlace, durable: string, subj
         ...(wanted.filter_subjects ? { filter_subjects: wanted.filter_subjects, filter_subject: undefined } : {}),
         ...(wanted.filter_subject !== undefined ? { filter_subject: wanted.filter_subject } : {}),
       });
-      log.info({ stream, durable, subjects, num_replicas: `${have.num_replicas || 1}→${wanted.num_replicas}` }, 'bus: durable consumer updated');
+      log.info(
+        { event: logEvent('bus.consumer.updated'), stream, durable, subjects, num_replicas: `${have.num_replicas || 1}→${wanted.num_replicas}` },
+        'bus: durable consumer updated',
+      );
     }
     return;
   }

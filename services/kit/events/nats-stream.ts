@@ -12,7 +12,7 @@
 import { errors, nanos } from '@nats-io/nats-core';
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { formatDuration } from '../base';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 
 /** JetStream API error codes we react to (nats-server `server/errors.json`) that nats.js does not name. */
 const JS_STREAM_NAME_IN_USE = 10058;
@@ -90,6 +90,7 @@ export async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamCon
         const created = await jsm.streams.add(cfg);
         log.info(
           {
+            event: logEvent('bus.stream.created'),
             stream: cfg.name,
             subjects: cfg.subjects,
             num_replicas: created.config.num_replicas,
@@ -127,7 +128,7 @@ export async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamCon
     for (const field of limitFields) next[field] = cfg[field] ?? have[field];
     try {
       const updated = await jsm.streams.update(cfg.name, next);
-      log.info({ stream: cfg.name, changes }, `bus: stream configuration updated (${changes.join('; ')})`);
+      log.info({ event: logEvent('bus.stream.updated'), stream: cfg.name, changes }, `bus: stream configuration updated (${changes.join('; ')})`);
       return updated.config;
     } catch (err) {
       if (isReplicasRefusal(err)) throw replicasRefused(cfg, err);
@@ -135,7 +136,10 @@ export async function ensureStream(jsm: JetStreamManager, cfg: Partial<StreamCon
       // authorization: only calendar may) works on the stream as it is; the role that
       // may, brings it to the configuration when it starts.
       if (!isPermissionError(err)) throw err;
-      log.warn({ stream: cfg.name, changes, err: String(err) }, 'bus: stream differs from the configuration but this NATS user may not update it; using it as it is');
+      log.warn(
+        { event: logEvent('bus.stream.update_denied'), stream: cfg.name, changes, err: String(err) },
+        'bus: stream differs from the configuration but this NATS user may not update it; using it as it is',
+      );
       return have;
     }
   }

@@ -10,7 +10,7 @@
  */
 import type { EventBus } from './bus';
 import { connectionLost, connectionsClosed, type Sql } from '../db';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { registerOutboxLag } from '../telemetry';
 import { errorType, recordMessageSent } from '../telemetry';
 import { OrderKeys, defaultOrderKey } from './outbox-order';
@@ -140,7 +140,11 @@ export class OutboxRelay {
       round: () => this.round(),
       // An idle poll claims only if a row is unpublished (one statement, no transaction).
       idleCheck: () => this.anyUnpublished(),
-      onError: (err, retryInMs) => this.log.error({ err, schema: this.schema, retry_in_ms: retryInMs }, 'outbox: publish failed; rows stay unpublished and will be retried'),
+      onError: (err, retryInMs) =>
+        this.log.error(
+          { event: logEvent('outbox.publish.failed'), err, schema: this.schema, retry_in_ms: retryInMs },
+          'outbox: publish failed; rows stay unpublished and will be retried',
+        ),
     });
   }
 

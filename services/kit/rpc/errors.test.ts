@@ -28,14 +28,14 @@ import { HealthState } from './health';
 import { InProcessServices } from './in-process-transport';
 import { InternalClients } from './internal-client';
 import { serverTracingInterceptor, startInternalServer, type InternalServer } from './internal-server';
-import { createLogger } from '../base';
+import { createLogger, type LogEvent } from '../base';
 import { currentRequestId, withRequestId } from '../base';
 import { contextFromHeaders, startTelemetry, type Telemetry } from '../telemetry';
 
 type Line = Record<string, any>;
 const lines: Line[] = [];
 const log = createLogger({ level: 'debug', name: 'errors-test' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
-const logged = (msg: RegExp) => lines.filter((l) => l.component === 'errors' && msg.test(l.msg));
+const logged = (event: LogEvent) => lines.filter((l) => l.component === 'errors' && l.event === event);
 
 /** What the handlers throw next (a function, so each call gets a fresh error). */
 let failWith: () => unknown = () => new Error('unset');
@@ -241,7 +241,7 @@ describe.each([
     expect(err.code).toBe(Code.Unavailable);
     expect(err.rawMessage).toBe(UNAVAILABLE_MESSAGE);
     expect(err.findDetails(ErrorDetailSchema)[0]?.reason).toBe(ErrorReason.SERVICE_UNAVAILABLE);
-    const warned = logged(/UNAVAILABLE/);
+    const warned = logged('rpc.failure.unavailable');
     expect(warned.length).toBeLessThanOrEqual(1); // sampled: at most one line per 10 s
   });
 
@@ -255,7 +255,7 @@ describe.each([
     expect(err.rawMessage).toBe(INTERNAL_MESSAGE);
     expect(err.cause).toBeUndefined();
     expect(JSON.stringify([...err.metadata]) + err.message).not.toContain(detail);
-    const errors = logged(/INTERNAL/);
+    const errors = logged('rpc.failure.internal');
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({ level: 'error', rpc: 'psync.admin.v1.AdminService/Migrate', request_id: 'req-internal-1', trace_id: TRACE_ID });
     expect(JSON.stringify(errors[0])).toContain(inJson);
@@ -273,13 +273,13 @@ describe.each([
     failWith = () => new Error('secret detail');
     await withRequestId('gateway-request-7', () => callFailing());
     expect(handlerRequestId).toBe('gateway-request-7');
-    expect(logged(/INTERNAL/)[0]).toMatchObject({ request_id: 'gateway-request-7' });
+    expect(logged('rpc.failure.internal')[0]).toMatchObject({ request_id: 'gateway-request-7' });
   });
 
   test('a malformed x-request-id is not taken (nor logged)', async () => {
     failWith = () => new Error('secret detail');
     await callFailing({ 'x-request-id': 'not an id; '.repeat(10) });
-    expect(logged(/INTERNAL/)[0]!.request_id).toBeUndefined();
+    expect(logged('rpc.failure.internal')[0]!.request_id).toBeUndefined();
   });
 
   test('a ConnectError thrown on purpose passes unchanged: code, message, details, metadata', async () => {
@@ -364,7 +364,7 @@ describe('server streams', () => {
     }
     expect(caught?.code).toBe(Code.Internal);
     expect(caught?.rawMessage).toBe(INTERNAL_MESSAGE);
-    expect(logged(/INTERNAL/)).toHaveLength(1);
+    expect(logged('rpc.failure.internal')).toHaveLength(1);
   });
 });
 
@@ -388,10 +388,10 @@ describe('isUnavailableFailure', () => {
       failWith = () => pgConnectionError('ECONNREFUSED');
       const admin = network.client(AdminService, server.url);
       for (let i = 0; i < 3; i++) await admin.migrate({}).catch(() => undefined);
-      expect(logged(/UNAVAILABLE/)).toHaveLength(1);
+      expect(logged('rpc.failure.unavailable')).toHaveLength(1);
       now.mockReturnValue(t0 + 71_000);
       await admin.migrate({}).catch(() => undefined);
-      const warned = logged(/UNAVAILABLE/);
+      const warned = logged('rpc.failure.unavailable');
       expect(warned).toHaveLength(2);
       expect(warned[1]).toMatchObject({ level: 'warn', failures_not_logged: 2 });
     } finally {

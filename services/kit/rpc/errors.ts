@@ -19,7 +19,7 @@ import { errors as natsErrors } from '@nats-io/nats-core';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { ErrorDetailSchema, ErrorReason, ValidationDetailSchema } from '../../../gen/psync/common/v1/errors_pb';
 import { LogSampler } from '../base';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { REQUEST_ID_HEADER, currentRequestId, requestIdFrom, withRequestId } from '../base';
 import { activeTraceId } from '../telemetry';
 
@@ -197,10 +197,12 @@ export class FailureMapper {
     }
     if (isUnavailableFailure(err)) {
       // An outage fails every request: one line per 10 s says so without flooding the log.
-      this.sampler.sample('unavailable', (notLogged) => this.log.warn({ err, ...fields, failures_not_logged: notLogged }, 'database or bus unreachable: answered UNAVAILABLE'));
+      this.sampler.sample('unavailable', (notLogged) =>
+        this.log.warn({ event: logEvent('rpc.failure.unavailable'), err, ...fields, failures_not_logged: notLogged }, 'database or bus unreachable: answered UNAVAILABLE'),
+      );
       return serviceUnavailable(UNAVAILABLE_MESSAGE);
     }
-    this.log.error({ err, ...fields }, 'unexpected failure: answered INTERNAL');
+    this.log.error({ event: logEvent('rpc.failure.internal'), err, ...fields }, 'unexpected failure: answered INTERNAL');
     // No cause attached: the failure is logged here, once; nothing of it travels on.
     return new ConnectError(INTERNAL_MESSAGE, Code.Internal);
   }

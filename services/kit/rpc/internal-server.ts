@@ -9,7 +9,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { HealthState, registerHealth } from './health';
 import { contextFromHeaders } from '../telemetry';
 import { inRpcSpan } from './rpc-telemetry';
@@ -162,7 +162,7 @@ export async function startInternalServer(opts: InternalServerOptions): Promise<
     opts.log.info({ port, host: opts.host }, 'health-only gRPC server bound (h2c, grpc.health.v1.Health only)');
   } else {
     opts.log.info(
-      { port, host: opts.host, tls: Boolean(tls), client_certificates: tls?.requireClientCert ? 'required' : 'not requested' },
+      { event: logEvent('rpc.server.bound'), port, host: opts.host, tls: Boolean(tls), client_certificates: tls?.requireClientCert ? 'required' : 'not requested' },
       `internal Connect/gRPC server bound (${tls ? 'TLS' : 'h2c'})`,
     );
   }

@@ -10,7 +10,7 @@ import type { AcceptedCaller } from '../rpc';
 import { tokenSha256 } from '../rpc';
 import type { InternalTls } from '../rpc';
 import type { InternalServerTls } from '../rpc';
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 import { ensureOperatorTokenFile } from '../base';
 
 /**
@@ -25,13 +25,19 @@ export function acceptedCallers(config: Config, log: Logger): AcceptedCaller[] {
   if (config.operatorToken) {
     operator(config.operatorToken);
     if (config.operatorTokenPrevious) operator(config.operatorTokenPrevious);
-    log.info({ source: 'OPERATOR_TOKEN', previous_accepted: Boolean(config.operatorTokenPrevious) }, 'operator credential: configured');
+    log.info(
+      { event: logEvent('credentials.operator.ready'), source: 'OPERATOR_TOKEN', previous_accepted: Boolean(config.operatorTokenPrevious) },
+      'operator credential: configured',
+    );
   } else if (out.some((c) => c.role === 'operator')) {
-    log.info({ source: 'INTERNAL_CALLERS' }, 'operator credential: configured (hash only)');
+    log.info({ event: logEvent('credentials.operator.ready'), source: 'INTERNAL_CALLERS' }, 'operator credential: configured (hash only)');
   } else {
     const { file, token, created } = ensureOperatorTokenFile(config.dataDir);
     operator(token);
-    log.info({ file }, `operator credential: ${created ? 'generated' : 'loaded'} (bin/psync reads this file; set OPERATOR_TOKEN to choose one)`);
+    log.info(
+      { event: logEvent('credentials.operator.ready'), source: created ? 'generated' : 'loaded', file },
+      `operator credential: ${created ? 'generated' : 'loaded'} (bin/psync reads this file; set OPERATOR_TOKEN to choose one)`,
+    );
   }
   return out;
 }

@@ -14,6 +14,7 @@
  * except on the embedded database, which two processes must never open at once.
  */
 import { checkOperatorCredential, servingProcesses } from './after-restore-guard';
+import { logEvent } from '../base';
 import { usesPostgresServer } from '../db';
 import { openBus, runOneShot } from './run-process';
 import type { ServiceModule } from './service-module';
@@ -60,7 +61,7 @@ export function runAfterRestore(services: ServiceModule[], opts: AfterRestoreOpt
       if (!usesPostgresServer(config))
         throw new OneShotRefusal(`the system is serving (${what}) on the embedded database, which two processes must never open at once; stop it first (--force does not apply)`);
       log.warn(
-        { serving },
+        { event: logEvent('after_restore.forced'), serving },
         'after-restore --force: PROCEEDING WHILE THE SYSTEM IS SERVING; a running notifications recreates its consumer at its last position (undoing the rewind) and live writers race the event-seq move; restart every process afterwards',
       );
     },

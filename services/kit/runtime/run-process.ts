@@ -11,7 +11,7 @@
  */
 import type { ConnectRouter } from '@connectrpc/connect';
 import { loadConfig, Config, settings } from './config';
-import { exitOnConfigError, ConfigError } from '../base';
+import { logEvent, exitOnConfigError, ConfigError } from '../base';
 import pino from 'pino';
 import { createLogger, Logger } from '../base';
 import { openDatabase, usesPostgresServer, Database } from '../db';
@@ -84,7 +84,7 @@ export async function openBus(config: Config, log: Logger, processName?: string)
       throw new StartupError(`cannot use the NATS server at NATS_URL (${urlWithoutSecrets(config.natsUrl)}): ${reasonOf(err)}`, { cause: err });
     }
   }
-  log.info({ backend: 'memory' }, 'bus: in-process (embedded default)');
+  log.info({ event: logEvent('bus.opened'), backend: 'memory' }, 'bus: in-process (embedded default)');
   return createMemoryBus({ log });
 }
 
@@ -381,7 +381,7 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
         const requeued = await housekeeping.requeuePublished();
         if (requeued > 0)
           log.warn(
-            { schema: module.name, events: requeued },
+            { event: logEvent('bus.memory.republished'), schema: module.name, events: requeued },
             'in-process bus: the previous run did not end drained; retained events are published again (consumers skip those already handled)',
           );
       }
@@ -408,8 +408,8 @@ async function start(opts: RunOptions, config: Config, log: Logger): Promise<voi
     const startGateway = opts.gateway;
     const gw = await bindingPort('PORT', config.port, () => startGateway({ config, log: log.child({ component: 'gateway' }), clients: clients.as('gateway'), urls }));
     shutdown.add('gateway', () => gw.close(config.shutdownGraceMs));
-    log.info({ url: gw.url }, `listening on ${gw.url}`);
+    log.info({ event: logEvent('process.listening'), url: gw.url }, `listening on ${gw.url}`);
   } else {
-    log.info({ url: localUrl }, `listening on ${localUrl} (internal services only)`);
+    log.info({ event: logEvent('process.listening'), url: localUrl, internal_only: true }, `listening on ${localUrl} (internal services only)`);
   }
 }

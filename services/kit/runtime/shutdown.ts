@@ -4,7 +4,7 @@
  * then close the bus and the database — and exit 0. A hook that fails or hangs past
  * the grace period is logged and skipped, so Kubernetes never waits forever.
  */
-import type { Logger } from '../base';
+import { logEvent, type Logger } from '../base';
 
 type Hook = { name: string; run: () => Promise<void> | void };
 
@@ -28,7 +28,7 @@ export class Shutdown {
       this.log.info({ signal }, 'shutting down: draining in-flight work');
       this.run().then(
         () => {
-          this.log.info('shutdown complete');
+          this.log.info({ event: logEvent('process.shutdown.complete') }, 'shutdown complete');
           process.exit(0);
         },
         (err) => {
