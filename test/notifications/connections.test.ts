@@ -102,7 +102,8 @@ describe('the webhook poster keeps connections alive and vets every new one', ()
   test('a new connection to an endpoint resumes its TLS session', async () => {
     suite.receiver.closeIdleConnections();
     await allClosed();
-    await sleep(200); // let the probe see the connections close
+    // timing under test: the pool hears the partner's close (a FIN on a kept-alive socket) only as it arrives.
+    await sleep(200);
     const tls0 = suite.receiver.tlsConnections;
     expect(await post('/probe/b', 'ws-b')).toMatchObject({ status: 200 });
     const last = suite.receiver.at('/probe/b').at(-1)!;
@@ -121,7 +122,8 @@ describe('the webhook poster keeps connections alive and vets every new one', ()
     // The partner's server drops idle connections (as a keep-alive time-out does).
     suite.receiver.closeIdleConnections();
     await allClosed();
-    await sleep(200); // let the probe see the connections close
+    // timing under test: the pool hears the partner's close (a FIN on a kept-alive socket) only as it arrives.
+    await sleep(200);
 
     const tls0 = suite.receiver.tlsConnections;
     const seen = suite.receiver.received.length;

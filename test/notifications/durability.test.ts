@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeliveryState, WebhookEventType } from '../../gen/psync/notifications/v1/notifications_pb';
 import { backends, createScratchDatabase, deleteBusStream, logEvents, stopAllSystems, uniqueBusPrefix, type RunningSystem, type ScratchDatabase } from '../support/system';
-import { SystemClients, eventDriver, eventually, sleep, startWebhookSystem, type EventDriver } from './support/harness';
+import { SystemClients, eventDriver, eventually, holdsFor, startWebhookSystem, type EventDriver } from './support/harness';
 import { echoAndAccept, Receiver, type Received } from './support/receiver';
 import { createCertificates, type Certificates } from '../support/tls';
 import { LEASE_MS } from '../../services/notifications/delivery-limits';
@@ -192,9 +192,8 @@ describe(`durability (${backends.database} + ${backends.bus})`, () => {
           refs.push(...batch.map((b) => b.bookingReference));
         }
         await receiver.waitFor(() => new Set(confirmations(p.path).map((r) => r.json.event_id)).size >= n, 60_000, `${n} deliveries`);
-        await sleep(2000);
+        await holdsFor('no attempt sent twice', () => confirmations(p.path).length === n, 2000);
         const got = confirmations(p.path);
-        expect(got).toHaveLength(n); // no attempt sent twice
         expect(new Set(got.map((r) => r.json.data.booking_reference))).toEqual(new Set(refs));
         const items = (await c.notifications.listDeliveries({ workspaceId: p.ws, state: DeliveryState.DELIVERED })).items;
         expect(items).toHaveLength(n);

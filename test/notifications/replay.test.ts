@@ -15,7 +15,7 @@ import { DeliveryState, EndpointStatus, WebhookEventType } from '../../gen/psync
 import { createSql } from '../../services/kit/db';
 import { scrubGuestName } from '../../services/notifications/envelope';
 import { backends, jsonLogs, linesOf, logEvents } from '../support/system';
-import { errorShape, eventually, psync, psyncFails, rpcError, sleep, type EventDriver } from './support/harness';
+import { errorShape, eventually, holdsFor, psync, psyncFails, rpcError, type EventDriver } from './support/harness';
 import { echoAndAccept, echoThen, verifyDelivery, type Handler, type Received } from './support/receiver';
 import { webhookSuite } from './support/suite';
 
@@ -117,8 +117,7 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
       not_replayable: 0,
       endpoint_status: 'active',
     });
-    await sleep(1500);
-    expect(sentFor(p.path, eventId)).toHaveLength(5);
+    await holdsFor('a delivered event is not replayed again', () => sentFor(p.path, eventId).length === 5, 1500);
   });
 
   withEvents(
@@ -196,8 +195,7 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
     const out = await psync(suite.system, ['deliveries', 'replay', '--workspace', mine.ws, '--all-abandoned']);
     expect(out.items.map((i: { event_id: string }) => i.event_id)).toEqual([myAbandoned!.eventId]);
     await suite.receiver.waitFor(() => sentFor(mine.path, myAbandoned!.eventId).length === 5, 10_000, 'my replay');
-    await sleep(1500);
-    expect(sentFor(theirs.path, theirAbandoned!.eventId)).toHaveLength(4);
+    await holdsFor("the other workspace's abandoned delivery is left alone", () => sentFor(theirs.path, theirAbandoned!.eventId).length === 4, 1500);
     expect(await list(theirs.ws)).toEqual([theirAbandoned]);
     expect(replayLines(theirAbandoned!.eventId)).toHaveLength(0);
   });
@@ -214,8 +212,7 @@ describe(`psync deliveries replay (${backends.database} + ${backends.bus})`, () 
 
       const first = await psync(suite.system, ['deliveries', 'replay', '--workspace', p.ws, '--all-abandoned']);
       expect(first).toMatchObject({ replayed: 5, not_replayable: 0, endpoint_status: 'suspended' });
-      await sleep(QUIET_MS);
-      for (const id of ids) expect(sentFor(p.path, id)).toHaveLength(4);
+      await holdsFor('nothing sent to a suspended endpoint', () => ids.every((id) => sentFor(p.path, id).length === 4), QUIET_MS);
       // The attempts ran down the schedule without sending, and the deliveries are abandoned again.
       const again = await abandonedCount(p.ws, 5);
       for (const a of again) expect(a).toMatchObject({ attempts: 4, lastError: 'endpoint_not_active' });

@@ -20,7 +20,7 @@ import { backends } from '../support/system';
 import { canSplit, startSplitSystem, type SplitSystem } from '../support/split-system';
 import { send, type Received as HttpAnswer } from '../gateway/http-client';
 import { Partners, type Partner } from '../gateway/partners';
-import { eventually, psync, sleep, SystemClients, webhookEnv } from './support/harness';
+import { eventually, holdsFor, psync, SystemClients, webhookEnv } from './support/harness';
 import { echoAndAccept, verifyDelivery, type Handler, type Received } from './support/receiver';
 import { webhookSuite } from './support/suite';
 
@@ -266,8 +266,7 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     expect([real.event_type, real.test]).toEqual(['booking.confirmed', false]);
     const refused = await api(partner, 'POST', `/v1/webhooks/deliveries/${real.event_id}/resend`);
     expectProblem(refused, 409, 'delivery_not_resendable');
-    await sleep(1500);
-    expect(sentFor(path, real.event_id)).toHaveLength(1);
+    await holdsFor('the refused resend sends nothing', () => sentFor(path, real.event_id).length === 1, 1500);
   }, 60_000);
 
   test('no active endpoint subscribed to the kind: 409 webhook_endpoint_not_active, nothing queued', async () => {
@@ -413,9 +412,11 @@ describe(`partner sandbox tools (${backends.database} + ${backends.bus})`, () =>
     // B's log holds none of A's.
     expect((await api(b.partner, 'GET', '/v1/webhooks/deliveries')).json).toEqual({ items: [], has_more: false });
 
-    await sleep(2000);
-    expect(suite.receiver.at(a.path, 'delivery')).toHaveLength(aReceived);
-    expect(suite.receiver.at(b.path, 'delivery')).toHaveLength(0);
+    await holdsFor(
+      "nothing sent for B's attempts on A's delivery",
+      () => suite.receiver.at(a.path, 'delivery').length === aReceived && suite.receiver.at(b.path, 'delivery').length === 0,
+      2000,
+    );
     const stillAbandoned = await api(a.partner, 'GET', `/v1/webhooks/deliveries/${id}`);
     expect([stillAbandoned.json.state, stillAbandoned.json.attempts_total]).toEqual(['abandoned', 4]);
   }, 60_000);

@@ -13,7 +13,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/process';
-import { backends, createScratchDatabase, logEvents, runCommand, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
+import { backends, createScratchDatabase, freePort, logEvents, runCommand, ScratchDatabase, startSystem, stopAllSystems } from '../support/system';
+import { eventually } from '../support/eventually';
 
 const PSYNC = join(ROOT, 'bin/psync');
 /**
@@ -51,12 +52,21 @@ describe(`in-process bus continuity (database: ${backends.database})`, () => {
   test(
     'killed after events reached the bus: the next start publishes them again; a drained stop leaves the marker',
     async () => {
-      const first = await startSystem({ dataDir, env });
+      const metricsPort = await freePort();
+      const first = await startSystem({ dataDir, env: { ...env, METRICS_PORT: String(metricsPort) } });
       const ws = await psync(first.internalUrl, ['workspace', 'create', '--name', 'continuity', '--env', 'sandbox']);
       // A marketplace listing: one catalog event through the outbox to the bus.
       await psync(first.internalUrl, ['listing', 'create', '--workspace', ws.workspace_id!]);
-      // The relay is nudged at commit; give it a moment to hand the event over.
-      await new Promise((r) => setTimeout(r, 1500));
+      // The relay is nudged at commit: wait until it has handed the event over (nothing pending in catalog's outbox).
+      const catalogPending = /^psync_outbox_pending\{[^}]*schema="catalog"[^}]*\} (\S+)$/m;
+      await eventually(
+        async () => {
+          const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+          return catalogPending.exec(text)?.[1] === '0';
+        },
+        20_000,
+        "catalog's outbox published",
+      );
       expect(await first.stop('SIGKILL')).toBeNull();
       expect(existsSync(join(dataDir, 'bus', 'drained'))).toBe(false);
 

@@ -91,8 +91,10 @@ describeWithPrivatePostgres('PostgreSQL stopped under load', () => {
     const load = (async () => {
       while (loading) during.push(...(await fireAll()));
     })();
+    // timing under test: the load runs 0.3 s before the crash and through 1.5 s of outage.
     await new Promise((r) => setTimeout(r, 300));
     await pg!.stop('immediate');
+    // timing under test: the outage lasts 1.5 s under the load.
     await new Promise((r) => setTimeout(r, 1500));
     loading = false;
     await load;

@@ -100,7 +100,7 @@ export function errorShape(err: ConnectError): { code: string; reason: string; v
 }
 
 /** The shared bounded wait (test/support/eventually.ts), as the notifications tests have always imported it from here. */
-export { eventually, sleep } from '../../support/eventually';
+export { eventually, holdsFor, sleep } from '../../support/eventually';
 
 // ---------------------------------------------------------------------------
 // Event drivers: how a test makes booking and erasure events happen.
