@@ -45,7 +45,8 @@ const replaced = new Set(
 /** The SQL files migrate reads, by their slash-separated paths from the root. */
 const sqlFiles = Object.fromEntries(
   allSql
-    .filter((f) => baselines.includes(f) || (/[/\\](migrations|functions)[/\\][^/\\]+\.sql$/.test(f) && !replaced.has(f)))
+    // A `migrations/NNNN_baseline.sql` is a withdrawn baseline migrate never reads (services/kit/db/migration-files.ts).
+    .filter((f) => baselines.includes(f) || (/[/\\](migrations|functions)[/\\][^/\\]+\.sql$/.test(f) && !/[/\\]migrations[/\\]\d{4}_baseline\.sql$/.test(f) && !replaced.has(f)))
     .map((f) => [relative(root, f).split(sep).join('/'), readFileSync(f, 'utf8')]),
 );
 

@@ -9,7 +9,7 @@
  * then migrated from the tree, are the same schema, function for function and row for
  * row, with the same record. Real PostgreSQL when DATABASE_URL is set, else embedded PGlite.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { KIT_MIGRATIONS, loadBaseline, loadMigrations, migrationChecksum, migrationPlan, runMigrations, type MigrationSource, type Sql } from '../../services/kit/db';
@@ -177,4 +177,11 @@ describe("the tree's baselines are their history", () => {
       }
     },
   );
+});
+
+test('the withdrawn baselines in the migration folders (NNNN_baseline.sql) stay on disk and are never read as migrations', () => {
+  const sources = [KIT_MIGRATIONS, identityModule.migrations, catalogModule.migrations, calendarModule.migrations, notificationsModule.migrations];
+  const withdrawn = sources.flatMap((s) => readdirSync(s.dir).filter((name) => /^\d{4}_baseline\.sql$/.test(name)));
+  expect(withdrawn.sort()).toEqual(['0002_baseline.sql', '0004_baseline.sql', '0006_baseline.sql', '0009_baseline.sql', '0013_baseline.sql']);
+  expect(loadMigrations(sources).filter((m) => m.id.endsWith('_baseline'))).toEqual([]);
 });
